@@ -1,0 +1,541 @@
+"""The analysis pass: load -> graph -> shapes -> costs -> records.
+
+Walks every node in topological order, looks its formula up in the registry, counts
+parameters once per weight tensor, and computes peak activation memory by liveness.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onnxcost.costs import REGISTRY
+from onnxcost.costs._context import OpContext, TensorInfo, UnknownShapeError, dtype_name, tensor_bytes
+from onnxcost.costs._registry import Cost, OpSpec, normalize_domain
+from onnxcost.costs.control_flow import SUBGRAPH_OPS
+from onnxcost.errors import GraphError, UsageError
+from onnxcost.graph import GraphView, build, name_nodes
+from onnxcost.model import ModelSource, load_model
+from onnxcost.records import (
+    Convention,
+    ModelInfo,
+    NodeRecord,
+    OpTypeSummary,
+    ScopeSummary,
+    ShapeOut,
+    TensorRecord,
+    Totals,
+)
+from onnxcost.shapes import ShapeResult, infer
+
+SCHEMA = "onnxcost.analysis/1"
+CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
+
+# Element types that are never weights: indices, shapes, masks, strings.
+_NON_WEIGHT_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING})
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The result of ``analyze``: totals, one record per node, and summaries."""
+
+    model: ModelInfo
+    inputs: tuple[TensorRecord, ...]
+    outputs: tuple[TensorRecord, ...]
+    totals: Totals
+    nodes: tuple[NodeRecord, ...]
+    by_op_type: tuple[OpTypeSummary, ...]
+    unsupported: tuple[str, ...]
+    warnings: tuple[str, ...]
+    convention: Convention = "onnxcost"
+    _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
+
+    def by_scope(self, depth: int) -> tuple[ScopeSummary, ...]:
+        """Costs aggregated by the first ``depth`` parts of each node name's scope, in graph order.
+
+        ``/layer1/layer1.0/conv1/Conv`` at depth 2 falls under ``/layer1/layer1.0``; nodes
+        without a scope fall under their own name.
+        """
+        if depth < 1:
+            raise UsageError(f"--depth must be 1 or more, not {depth}")
+        groups: dict[str, list[NodeRecord]] = {}
+        for rec, counted in zip(self.nodes, self._counted, strict=True):
+            if counted:
+                groups.setdefault(scope_of(rec, depth), []).append(rec)
+        return tuple(
+            ScopeSummary(
+                scope=s,
+                count=len(recs),
+                macs=sum(r.macs for r in recs),
+                flops=sum(r.flops for r in recs),
+                params=sum(r.params for r in recs),
+                bytes_read=sum(r.bytes_read for r in recs),
+                bytes_written=sum(r.bytes_written for r in recs),
+            )
+            for s, recs in groups.items()
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract ``onnxcost.analysis/1``; keys are stable, new ones may be added."""
+        return {
+            "schema": SCHEMA,
+            "convention": self.convention,
+            "model": {
+                "path": self.model.path,
+                "ir_version": self.model.ir_version,
+                "opsets": self.model.opsets,
+                "producer": self.model.producer,
+                "producer_version": self.model.producer_version,
+                "graph_name": self.model.graph_name,
+                "node_count": self.model.node_count,
+                "model_bytes": self.model.model_bytes,
+                "params_by_dtype": self.model.params_by_dtype,
+            },
+            "inputs": [_tensor_dict(t) for t in self.inputs],
+            "outputs": [_tensor_dict(t) for t in self.outputs],
+            "totals": asdict(self.totals),
+            "nodes": [_node_dict(n) for n in self.nodes],
+            "by_op_type": [asdict(s) for s in self.by_op_type],
+            "unsupported": list(self.unsupported),
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dataframe(self) -> Any:
+        """Per-node records as a pandas DataFrame (needs pandas: pip install pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise UsageError("to_dataframe() needs pandas: pip install pandas") from e
+        return pd.DataFrame([_node_dict(n) for n in self.nodes])
+
+
+def scope_of(rec: NodeRecord, depth: int) -> str:
+    parts = [p for p in rec.name.split("/") if p]
+    prefix = [p for p in rec.graph.split("/") if p]
+    if len(parts) > 1:
+        parts = parts[:-1]  # the last part names the op itself
+    scoped = [*prefix, *parts]
+    joined = "/".join(scoped[:depth])
+    return "/" + joined if rec.name.startswith("/") and not prefix else joined
+
+
+def _tensor_dict(t: TensorRecord) -> dict[str, Any]:
+    return {"name": t.name, "dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
+
+
+def _node_dict(n: NodeRecord) -> dict[str, Any]:
+    return {
+        "name": n.name,
+        "op_type": n.op_type,
+        "domain": n.domain,
+        "status": n.status,
+        "macs": n.macs,
+        "flops": n.flops,
+        "params": n.params,
+        "bytes_read": n.bytes_read,
+        "bytes_written": n.bytes_written,
+        "input_shapes": [None if s is None else list(s) for s in n.input_shapes],
+        "output_shapes": [None if s is None else list(s) for s in n.output_shapes],
+        "graph": n.graph,
+        "note": n.note,
+    }
+
+
+@dataclass
+class _Walk:
+    """Mutable state of one analysis: the shapes, the weights seen, the records so far."""
+
+    shapes: ShapeResult
+    opsets: Mapping[str, int]
+    convention: Convention
+    weights: dict[str, TensorInfo]
+    seen_weights: set[str] = field(default_factory=set)
+    stats_seen: set[str] = field(default_factory=set)
+    records: list[NodeRecord | None] = field(default_factory=list)
+    counted: list[bool] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    unsupported: Counter[str] = field(default_factory=Counter)
+    unknown: int = 0
+
+    def flops(self, cost: Cost) -> int:
+        if self.convention == "torch":
+            return 2 * cost.macs
+        if self.convention == "fvcore":
+            return cost.macs
+        return cost.flops
+
+
+def _info(types: Mapping[str, TensorInfo], name: str) -> TensorInfo | None:
+    return types.get(name) if name else None
+
+
+def _shape_out(t: TensorInfo | None) -> ShapeOut:
+    return None if t is None else t.shape
+
+
+def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
+    return opsets.get(normalize_domain(domain), 1)
+
+
+def _count_weights(w: _Walk, node: onnx.NodeProto, spec: OpSpec | None) -> int:
+    """Params this node brings in: weight tensors at data positions, each counted once."""
+    params = 0
+    for i, name in enumerate(node.input):
+        info = w.weights.get(name) if name else None
+        if info is None or info.elem_type in _NON_WEIGHT_TYPES or not info.is_concrete:
+            continue
+        if spec is not None and i in spec.meta_inputs:
+            continue
+        if info.numel <= 1:
+            continue  # a lone scalar (an epsilon, a scale) is not a parameter
+        if spec is not None and i in spec.stat_inputs:
+            w.stats_seen.add(name)
+            continue
+        if name not in w.seen_weights:
+            w.seen_weights.add(name)
+            params += info.numel
+    return params
+
+
+def _cost_node(
+    w: _Walk, node: onnx.NodeProto, scope: str, multiplier: int, counted: bool
+) -> tuple[NodeRecord, Cost]:
+    types = w.shapes.types
+    domain = normalize_domain(node.domain)
+    opset = _opset_of(w.opsets, domain)
+    spec = REGISTRY.lookup(domain, node.op_type, opset)
+    inputs = tuple(_info(types, i) if i else None for i in node.input)
+    outputs = tuple(_info(types, o) if o else None for o in node.output)
+    params = _count_weights(w, node, spec)
+    note = ""
+    cost = Cost()
+    status: str
+    if node.op_type in SUBGRAPH_OPS and domain == "":
+        cost, status, note = _control_flow(w, node, scope, counted)
+    elif spec is None:
+        status = "unsupported"
+        w.unsupported[node.op_type if domain == "" else f"{domain}::{node.op_type}"] += 1
+    else:
+        try:
+            cost = spec.formula(OpContext(node, opset, inputs, outputs))
+            status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
+        except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
+            status = "unknown_shape"
+    known = [t for t in (*inputs, *outputs) if t is not None]
+    if status != "unknown_shape" and any(not t.is_concrete for t in known):
+        status = "unknown_shape"
+    if status == "unknown_shape":
+        w.unknown += 1
+        cost = Cost()
+    bytes_read = sum(t.nbytes for t in inputs if t is not None and t.is_concrete)
+    bytes_written = sum(t.nbytes for t in outputs if t is not None and t.is_concrete)
+    if multiplier != 1:
+        cost = cost * multiplier
+        bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
+        note = (note + "; " if note else "") + f"x{multiplier} iterations"
+    rec = NodeRecord(
+        name=node.name,
+        op_type=node.op_type,
+        domain=domain,
+        status=status,  # type: ignore[arg-type]
+        macs=cost.macs,
+        flops=w.flops(cost),
+        params=params,
+        bytes_read=bytes_read,
+        bytes_written=bytes_written,
+        input_shapes=tuple(_shape_out(t) for t in inputs),
+        output_shapes=tuple(_shape_out(t) for t in outputs),
+        inputs=tuple(node.input),
+        outputs=tuple(node.output),
+        graph=scope,
+        note=note,
+    )
+    return rec, cost
+
+
+def _record(
+    w: _Walk, node: onnx.NodeProto, scope: str, multiplier: int, counted: bool
+) -> tuple[NodeRecord, Cost]:
+    """Cost ``node`` and append its record, ahead of the records of any body it walks."""
+    slot = len(w.records)
+    w.records.append(None)
+    w.counted.append(False)
+    rec, cost = _cost_node(w, node, scope, multiplier, counted)
+    w.records[slot] = rec
+    # A control-flow node's cost is its body's, whose nodes are counted themselves.
+    w.counted[slot] = counted and not (node.op_type in SUBGRAPH_OPS and rec.domain == "")
+    return rec, cost
+
+
+def _static_int(w: _Walk, name: str) -> int | None:
+    value = w.shapes.values.get(name) if name else None
+    if value is None or value.size != 1:
+        return None
+    return int(np.asarray(value).reshape(-1)[0])
+
+
+def _control_flow(w: _Walk, node: onnx.NodeProto, scope: str, counted: bool) -> tuple[Cost, str, str]:
+    """Cost of If / Loop / Scan / SequenceMap from their bodies; body nodes are recorded too."""
+    here = f"{scope}/{node.name}" if scope else node.name
+    graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+    if node.op_type == "If":
+        then_cost = _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted, probe=True)
+        else_cost = _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted, probe=True)
+        take_then = then_cost.flops >= else_cost.flops
+        _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted and take_then)
+        _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted and not take_then)
+        larger = "then_branch" if take_then else "else_branch"
+        note = f"both branches listed; totals take the larger ({larger})"
+        w.warnings.append(f"If node {node.name!r}: {note}")
+        return (then_cost if take_then else else_cost), "ok", note
+    iterations: int | None = None
+    if node.op_type == "Loop":
+        iterations = _static_int(w, node.input[0]) if node.input else None
+        what = "its trip count is not static" if node.input and node.input[0] else "it has no trip count"
+    elif node.op_type == "Scan":
+        iterations = _scan_iterations(w, node)
+        what = "the scanned axis length is unknown"
+    else:
+        what = "the sequence length is not static"
+    note = ""
+    if iterations is None:
+        iterations = 1
+        note = f"one iteration counted: {what}"
+        w.warnings.append(f"{node.op_type} node {node.name!r}: {note}")
+    body = graphs.get("body")
+    if body is None:
+        return Cost(), "unknown_shape", "no body graph"
+    cost = _walk_subgraph(w, body, f"{here}/body", iterations, counted)
+    return cost, "ok", note or f"body x {iterations} iterations"
+
+
+def _scan_iterations(w: _Walk, node: onnx.NodeProto) -> int | None:
+    """Length of the scanned axis of the first scan input (after the state variables)."""
+    attrs = {a.name: a for a in node.attribute}
+    n_scan = attrs["num_scan_inputs"].i if "num_scan_inputs" in attrs else 0
+    axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
+    opset = _opset_of(w.opsets, "")
+    first = 1 if opset < 9 else 0  # opset 8 has an optional sequence_lens input first
+    n_state = len(attrs["body"].g.input) - n_scan
+    idx = first + n_state
+    if idx >= len(node.input):
+        return None
+    info = w.shapes.types.get(node.input[idx])
+    if info is None or not info.is_concrete:
+        return None
+    axis = axes[0] if axes else (1 if opset < 9 else 0)
+    return info.concrete_shape[axis]
+
+
+def _walk_subgraph(
+    w: _Walk, graph: onnx.GraphProto, scope: str, multiplier: int, counted: bool, probe: bool = False
+) -> Cost:
+    """Cost of a body graph; with ``probe`` nothing is recorded (used to pick an If branch)."""
+    if probe:
+        saved = (len(w.records), set(w.seen_weights), set(w.stats_seen), w.unknown, Counter(w.unsupported))
+        saved_warnings = len(w.warnings)
+    for t in graph.initializer:
+        w.weights[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
+    total = Cost()
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            info = w.shapes.types.get(node.output[0])
+            if info is not None:
+                w.weights[node.output[0]] = info
+        rec, cost = _record(w, node, scope, multiplier, counted)
+        total = total + cost
+    if probe:
+        del w.records[saved[0] :]
+        del w.counted[saved[0] :]
+        del w.warnings[saved_warnings:]
+        w.seen_weights, w.stats_seen, w.unknown, w.unsupported = saved[1], saved[2], saved[3], saved[4]
+    return total
+
+
+def _peak_activation(view: GraphView, types: Mapping[str, TensorInfo], graph: onnx.GraphProto) -> int:
+    """Max over the topological order of the bytes of live activations (weights excluded).
+
+    A tensor is live from its producer to its last consumer (graph outputs to the end,
+    graph inputs from the start).
+    """
+    n = len(view.order)
+    if n == 0:
+        return 0
+    delta = [0] * (n + 1)
+    weights = {t.name for t in graph.initializer}
+    weights |= {o for node in graph.node if node.op_type == "Constant" for o in node.output}
+    outputs = {vi.name for vi in graph.output}
+
+    def live(name: str, start: int) -> None:
+        info = types.get(name)
+        if info is None or not info.is_concrete or name in weights:
+            return
+        end = n - 1 if name in outputs else view.last_use.get(name, start)
+        delta[start] += info.nbytes
+        delta[max(end, start) + 1] -= info.nbytes
+
+    for vi in graph.input:
+        if vi.name not in weights:
+            live(vi.name, 0)
+    for k, node in enumerate(view.order):
+        for o in node.output:
+            if o:
+                live(o, k)
+    peak = running = 0
+    for d in delta[:n]:
+        running += d
+        peak = max(peak, running)
+    return peak
+
+
+def _model_info(loaded_path: str | None, proto: onnx.ModelProto, model_bytes: int, params_by_dtype: dict[str, int]) -> ModelInfo:
+    return ModelInfo(
+        path=loaded_path,
+        ir_version=proto.ir_version,
+        opsets={(o.domain or "ai.onnx"): o.version for o in proto.opset_import},
+        producer=proto.producer_name,
+        producer_version=proto.producer_version,
+        graph_name=proto.graph.name,
+        node_count=len(proto.graph.node),
+        model_bytes=model_bytes,
+        params_by_dtype=params_by_dtype,
+    )
+
+
+def _check_domains(proto: onnx.ModelProto) -> None:
+    declared = {normalize_domain(o.domain) for o in proto.opset_import}
+    for node in proto.graph.node:
+        if normalize_domain(node.domain) not in declared:
+            raise GraphError(
+                f"node {node.name or node.op_type!r} uses domain {node.domain!r}, which the model's "
+                f"opset_import does not declare; the model is malformed: re-export it"
+            )
+
+
+def analyze(
+    model: ModelSource,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+) -> Analysis:
+    """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
+
+    ``model``: a path, the bytes of a model, an ``onnx.ModelProto`` (never modified), or the
+    name of a built-in model (``onnxcost zoo list``). ``input_shapes`` fixes input shapes,
+    ``dims`` sets symbolic dims by name; unset symbolic dims become 1 with a warning.
+    """
+    if convention not in CONVENTIONS:
+        raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
+    loaded = load_model(model)
+    proto = loaded.proto
+    if proto.functions:
+        proto = onnx.inliner.inline_local_functions(proto)
+    _check_domains(proto)
+    name_nodes(proto.graph)
+    shapes = infer(proto, input_shapes, dims)
+    proto = shapes.model
+    opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
+    view = build(proto.graph, shapes.types)
+    weights = {t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer}
+    walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
+    totals = Cost()
+    main_records: list[NodeRecord] = []
+    for node in view.order:
+        if node.op_type == "Constant" and node.output:
+            info = shapes.types.get(node.output[0])
+            if info is not None:
+                weights[node.output[0]] = info
+        rec, cost = _record(walk, node, "", 1, True)
+        totals = totals + cost
+        main_records.append(rec)
+    if walk.unsupported:
+        listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
+        walk.warnings.append(
+            f"{sum(walk.unsupported.values())} nodes have no cost formula and count as 0: {listed}; "
+            f"see `onnxcost ops`"
+        )
+    if walk.unknown:
+        walk.warnings.append(
+            f"{walk.unknown} nodes have shapes that could not be resolved and count as 0 "
+            f"(status unknown_shape); fix input shapes with --input-shape NAME=DIMS or --dim SYMBOL=N"
+        )
+    params_by_dtype: dict[str, int] = {}
+    param_bytes = 0
+    for name in sorted(walk.seen_weights):
+        info = weights[name]
+        params_by_dtype[info.dtype] = params_by_dtype.get(info.dtype, 0) + info.numel
+        param_bytes += tensor_bytes(info.numel, info.elem_type)
+    records = tuple(r for r in walk.records if r is not None)
+    counted = tuple(walk.counted)
+    result_totals = Totals(
+        macs=totals.macs,
+        flops=walk.flops(totals),
+        params=sum(weights[n].numel for n in walk.seen_weights),
+        param_bytes=param_bytes,
+        stat_params=sum(weights[n].numel for n in walk.stats_seen),
+        bytes_read=sum(r.bytes_read for r in main_records),
+        bytes_written=sum(r.bytes_written for r in main_records),
+        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph),
+    )
+    return Analysis(
+        model=_model_info(
+            str(loaded.path) if loaded.path else None, proto, loaded.model_bytes, params_by_dtype
+        ),
+        inputs=_io_records(proto.graph.input, {t.name for t in proto.graph.initializer}, shapes),
+        outputs=_io_records(proto.graph.output, set(), shapes),
+        totals=result_totals,
+        nodes=records,
+        by_op_type=_by_op_type(records, counted),
+        unsupported=tuple(sorted(walk.unsupported)),
+        warnings=tuple(dict.fromkeys(walk.warnings)),
+        convention=convention,
+        _counted=counted,
+    )
+
+
+def _io_records(
+    values: Sequence[onnx.ValueInfoProto], skip: set[str], shapes: ShapeResult
+) -> tuple[TensorRecord, ...]:
+    out = []
+    for vi in values:
+        if vi.name in skip:
+            continue
+        info = shapes.types.get(vi.name)
+        elem = info.elem_type if info is not None else vi.type.tensor_type.elem_type
+        out.append(TensorRecord(vi.name, dtype_name(elem), info.shape if info is not None else None))
+    return tuple(out)
+
+
+def _by_op_type(records: Sequence[NodeRecord], counted: Sequence[bool]) -> tuple[OpTypeSummary, ...]:
+    acc: dict[tuple[str, str], list[int]] = {}
+    for rec, flag in zip(records, counted, strict=True):
+        row = acc.setdefault((rec.domain, rec.op_type), [0, 0, 0, 0, 0, 0])
+        if not flag and not (rec.op_type in SUBGRAPH_OPS and rec.graph == ""):
+            continue
+        row[0] += 1
+        if flag:
+            row[1] += rec.macs
+            row[2] += rec.flops
+            row[3] += rec.params
+            row[4] += rec.bytes_read
+            row[5] += rec.bytes_written
+    rows = [
+        OpTypeSummary(op, dom, c, macs, flops, params, br, bw)
+        for (dom, op), (c, macs, flops, params, br, bw) in acc.items()
+        if c
+    ]
+    rows.sort(key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), s.op_type))
+    return tuple(rows)
+
+
+__all__ = ["CONVENTIONS", "SCHEMA", "Analysis", "analyze"]

@@ -1,0 +1,176 @@
+"""The operator registry: (domain, op_type, opset range) -> cost formula.
+
+One decorated function per op, or per family of ops sharing a formula::
+
+    @register("Relu", "LeakyRelu")
+    def unary(ctx: OpContext) -> Cost:
+        '''FLOPs = numel(Y).'''
+        return Cost(flops=ctx.out_numel())
+
+A second registration of an op whose opset range overlaps an existing one is an
+error (RegistryError), never a silent override.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from onnxcost.costs._context import OpContext
+from onnxcost.errors import RegistryError
+
+OPSET_MAX = 10_000
+
+
+def normalize_domain(domain: str) -> str:
+    return "" if domain in ("", "ai.onnx") else domain
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Arithmetic of one node. ``flops`` is the onnxcost total: 2 x ``macs`` plus every other op."""
+
+    macs: int = 0
+    flops: int = 0
+
+    @staticmethod
+    def contraction(macs: int, extra_flops: int = 0) -> Cost:
+        """A contraction: FLOPs = 2 x MACs + ``extra_flops`` (bias, scaling, ...)."""
+        return Cost(macs=macs, flops=2 * macs + extra_flops)
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.macs + other.macs, self.flops + other.flops)
+
+    def __mul__(self, k: int) -> Cost:
+        return Cost(self.macs * k, self.flops * k)
+
+
+Formula = Callable[[OpContext], Cost]
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """One registry entry.
+
+    ``meta_inputs``: input positions that hold shapes, axes, indices, scales or
+    zero points, never weights: constants there are not parameters.
+    ``stat_inputs``: positions whose constants are statistics (BatchNorm mean/var),
+    reported apart from parameters.
+    ``zero``: the op does no arithmetic (status ``zero``).
+    """
+
+    domain: str
+    op_type: str
+    since: int
+    until: int
+    formula: Formula
+    summary: str
+    zero: bool = False
+    module: str = ""
+    meta_inputs: frozenset[int] = field(default_factory=frozenset)
+    stat_inputs: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def family(self) -> str:
+        return self.module.rsplit(".", 1)[-1]
+
+
+def _summary(fn: Callable[..., object]) -> str:
+    doc = (fn.__doc__ or "").strip()
+    return doc.splitlines()[0].strip() if doc else ""
+
+
+def _no_cost(ctx: OpContext) -> Cost:
+    return Cost()
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._specs: dict[tuple[str, str], list[OpSpec]] = {}
+
+    def add(self, spec: OpSpec) -> None:
+        key = (spec.domain, spec.op_type)
+        for other in self._specs.get(key, []):
+            if spec.since <= other.until and other.since <= spec.until:
+                raise RegistryError(
+                    f"{spec.domain or 'ai.onnx'}::{spec.op_type} opsets {spec.since}-{spec.until} "
+                    f"is already registered by {other.formula.__module__}.{other.formula.__name__}"
+                )
+        self._specs.setdefault(key, []).append(spec)
+
+    def lookup(self, domain: str, op_type: str, opset: int) -> OpSpec | None:
+        for spec in self._specs.get((normalize_domain(domain), op_type), ()):
+            if spec.since <= opset <= spec.until:
+                return spec
+        return None
+
+    def specs(self) -> list[OpSpec]:
+        """Every entry, sorted by domain, op type and opset: a stable listing."""
+        return [s for key in sorted(self._specs) for s in sorted(self._specs[key], key=lambda s: s.since)]
+
+    def known(self, domain: str, op_type: str) -> bool:
+        return (normalize_domain(domain), op_type) in self._specs
+
+
+REGISTRY = Registry()
+
+
+def register(
+    *op_types: str,
+    domain: str = "",
+    since: int = 1,
+    until: int = OPSET_MAX,
+    meta_inputs: Iterable[int] = (),
+    stat_inputs: Iterable[int] = (),
+) -> Callable[[Formula], Formula]:
+    """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until]."""
+
+    def deco(fn: Formula) -> Formula:
+        for op in op_types:
+            REGISTRY.add(
+                OpSpec(
+                    domain=normalize_domain(domain),
+                    op_type=op,
+                    since=since,
+                    until=until,
+                    formula=fn,
+                    summary=_summary(fn),
+                    module=fn.__module__,
+                    meta_inputs=frozenset(meta_inputs),
+                    stat_inputs=frozenset(stat_inputs),
+                )
+            )
+        return fn
+
+    return deco
+
+
+def register_zero(
+    *op_types: str,
+    domain: str = "",
+    reason: str = "no arithmetic: moves, copies or reinterprets data",
+    meta_inputs: Iterable[int] = (),
+    since: int = 1,
+    until: int = OPSET_MAX,
+) -> None:
+    """Declare ops that do no arithmetic: status ``zero``, bytes still counted."""
+    for op in op_types:
+        REGISTRY.add(
+            OpSpec(
+                domain=normalize_domain(domain),
+                op_type=op,
+                since=since,
+                until=until,
+                formula=_no_cost,
+                summary=reason,
+                zero=True,
+                module=sys._getframe(1).f_globals.get("__name__", ""),
+                meta_inputs=frozenset(meta_inputs),
+            )
+        )
+
+
+# Positions 1..15: every input after the first is a shape, axis, index or scalar.
+AFTER_FIRST = range(1, 16)

@@ -1,0 +1,39 @@
+"""The one exception family onnxcost raises.
+
+Every message says what went wrong and what to do next; the CLI prints it on one
+line and exits with code 1.
+"""
+
+from __future__ import annotations
+
+
+class OnnxcostError(Exception):
+    """Base of every error onnxcost raises on purpose."""
+
+
+class ModelLoadError(OnnxcostError):
+    """The model file is missing, unreadable, not ONNX, or its external data is unusable."""
+
+
+class GraphError(OnnxcostError):
+    """The graph is malformed: a cycle, a dangling input, a duplicate output name."""
+
+
+class ShapeError(OnnxcostError):
+    """A shape flag is malformed or does not match the model."""
+
+
+class RegistryError(OnnxcostError):
+    """A cost formula was registered twice for the same operator and opset range."""
+
+
+class ProviderError(OnnxcostError):
+    """An execution provider is unavailable or was silently dropped by onnxruntime."""
+
+
+class BenchError(OnnxcostError):
+    """Running the model failed: bad inputs, out of memory, a runtime error."""
+
+
+class UsageError(OnnxcostError):
+    """A flag value is malformed (the CLI maps this to exit code 2)."""

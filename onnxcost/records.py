@@ -1,0 +1,100 @@
+"""Frozen result records of an analysis. Counts are Python ints; derived figures are properties."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Status = Literal["ok", "zero", "unsupported", "unknown_shape"]
+Convention = Literal["onnxcost", "torch", "fvcore"]
+ShapeOut = tuple[int | str | None, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class TensorRecord:
+    """A graph input or output as reported: name, dtype name, shape (symbols kept as str)."""
+
+    name: str
+    dtype: str
+    shape: ShapeOut
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """Cost of one node. ``flops`` follows the analysis convention."""
+
+    name: str
+    op_type: str
+    domain: str
+    status: Status
+    macs: int
+    flops: int
+    params: int
+    bytes_read: int
+    bytes_written: int
+    input_shapes: tuple[ShapeOut, ...]
+    output_shapes: tuple[ShapeOut, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    graph: str = ""
+    """Scope of the subgraph the node lives in ('' for the main graph, 'If_3/then_branch' ...)."""
+    note: str = ""
+
+    @property
+    def bytes_total(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per byte moved (0 when nothing moves)."""
+        return self.flops / self.bytes_total if self.bytes_total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    macs: int
+    flops: int
+    params: int
+    param_bytes: int
+    stat_params: int
+    """BatchNorm running mean/var elements, apart from params (torch counts them as buffers)."""
+    bytes_read: int
+    bytes_written: int
+    peak_activation_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpTypeSummary:
+    op_type: str
+    domain: str
+    count: int
+    macs: int
+    flops: int
+    params: int
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSummary:
+    scope: str
+    count: int
+    macs: int
+    flops: int
+    params: int
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    path: str | None
+    ir_version: int
+    opsets: dict[str, int]
+    producer: str
+    producer_version: str
+    graph_name: str
+    node_count: int
+    model_bytes: int
+    """Size of the .onnx file plus its external data files (0 for in-memory models)."""
+    params_by_dtype: dict[str, int]

@@ -1,0 +1,460 @@
+"""Shapes: user overrides, ONNX shape inference with data propagation, then concrete
+evaluation (numpy) of shape-computing sub-graphs wherever inference left a dim unknown.
+
+The per-op shape logic is ONNX's own: we only feed it values it could not compute itself
+(a folded ``Where``, ``Range`` or ``Equal`` on shapes), then run it again.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from onnxcost.costs._context import Shape, TensorInfo
+from onnxcost.errors import ShapeError, UsageError
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX
+
+_STRIP_BYTES = 4096
+"""Embedded initializers above this size are detached before inference (only dims matter)."""
+_FOLD_MAX_ELEMENTS = 1 << 16
+"""Shape sub-graphs fold only values at most this large: shapes, not activations."""
+_MAX_ROUNDS = 3
+
+_DIMS_RE = re.compile(r"^\s*(\d+\s*(?:[x,]\s*\d+\s*)*)?$")
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """``'input=1x3x224x224'`` (or ``input:1,3,224,224``) -> ``('input', (1, 3, 224, 224))``."""
+    name, sep, dims = text.rpartition("=") if "=" in text else text.rpartition(":")
+    if not sep or not name or not _DIMS_RE.match(dims):
+        raise UsageError(
+            f"--input-shape {text!r} is not NAME=DIMS; write it like input=1x3x224x224 (a scalar: NAME=)"
+        )
+    values = tuple(int(d) for d in re.split(r"[x,]", dims.replace(" ", ""))) if dims.strip() else ()
+    if any(v <= 0 for v in values):
+        raise UsageError(f"--input-shape {text!r}: every dim must be a positive integer")
+    return name.strip(), values
+
+
+def parse_dim(text: str) -> tuple[str, int]:
+    """``'batch=8'`` -> ``('batch', 8)``."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+        raise UsageError(f"--dim {text!r} is not SYMBOL=N with N a positive integer; e.g. --dim batch=8")
+    return name.strip(), int(value)
+
+
+def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
+    """(elem_type, shape) of a tensor type; shape None when the rank is unknown."""
+    if not t.HasField("tensor_type"):
+        return 0, None
+    tt = t.tensor_type
+    if not tt.HasField("shape"):
+        return tt.elem_type, None
+    dims: list[int | str | None] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(d.dim_value)
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return tt.elem_type, tuple(dims)
+
+
+def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
+    """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
+    yield scope, graph
+    for node in graph.node:
+        for a in node.attribute:
+            sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from iter_graphs(a.g, sub_scope)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for i, g in enumerate(a.graphs):
+                    yield from iter_graphs(g, f"{sub_scope}[{i}]")
+
+
+@dataclass
+class ShapeResult:
+    model: onnx.ModelProto
+    """The model with inferred value_info (subgraphs included)."""
+    types: dict[str, TensorInfo]
+    """Every tensor of the model and its subgraphs: name -> element type and shape."""
+    values: dict[str, np.ndarray]
+    """Small tensors whose values are known (shape sub-graphs, int constants)."""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
+    shape = vi.type.tensor_type.shape
+    shape.ClearField("dim")
+    for d in dims:
+        shape.dim.add().dim_value = d
+
+
+def _apply_overrides(
+    graph: onnx.GraphProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+    warnings: list[str],
+) -> None:
+    init_names = {t.name for t in graph.initializer}
+    inputs = [vi for vi in graph.input if vi.name not in init_names]
+    names = [vi.name for vi in inputs]
+    for name in input_shapes:
+        if name not in names:
+            raise ShapeError(
+                f"--input-shape names {name!r}, but the model's inputs are: {', '.join(names) or '(none)'}"
+            )
+    symbols = {d.dim_param for vi in inputs for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    for sym in dims:
+        if sym not in symbols:
+            raise ShapeError(
+                f"--dim {sym}=... matches no symbolic dim of the inputs; the model's symbols are: "
+                f"{', '.join(sorted(symbols)) or '(none: every dim is fixed; use --input-shape)'}"
+            )
+    defaulted: dict[str, list[str]] = {}
+    for vi in inputs:
+        if not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        if vi.name in input_shapes:
+            new = list(input_shapes[vi.name])
+            if tt.HasField("shape") and len(tt.shape.dim) != len(new):
+                raise ShapeError(
+                    f"--input-shape {vi.name}=... gives {len(new)} dims but input {vi.name!r} has rank "
+                    f"{len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
+                )
+            _set_dims(vi, new)
+            continue
+        if not tt.HasField("shape"):
+            raise ShapeError(
+                f"input {vi.name!r} has no shape in the model; pass --input-shape {vi.name}=D1xD2x..."
+            )
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            sym = d.dim_param if d.HasField("dim_param") else ""
+            if sym and sym in dims:
+                d.dim_value = dims[sym]
+            else:
+                d.dim_value = 1
+                defaulted.setdefault(sym or f"{vi.name}[{i}]", []).append(vi.name)
+    for sym, users in defaulted.items():
+        where = ", ".join(dict.fromkeys(users))
+        if sym.endswith("]"):
+            warnings.append(
+                f"dim {sym} of input {where!r} is unknown; using 1 (set it with --input-shape {where}=...)"
+            )
+        else:
+            warnings.append(
+                f"symbolic dim {sym!r} (input {where}) is unset; using 1 (set it with --dim {sym}=N)"
+            )
+
+
+def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
+    return "x".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim)
+
+
+def _detach_large_initializers(graph: onnx.GraphProto) -> None:
+    """Drop embedded weight bytes (inference needs dims only) so inference copies less."""
+    for t in graph.initializer:
+        if t.data_location != TensorProto.EXTERNAL and t.ByteSize() > _STRIP_BYTES:
+            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+                t.ClearField(f)  # type: ignore[arg-type]
+            t.data_location = TensorProto.EXTERNAL
+            del t.external_data[:]
+            e = t.external_data.add()
+            e.key, e.value = "location", VIRTUAL_LOCATION_PREFIX + "detached"
+
+
+def _clear_inferred(graph: onnx.GraphProto) -> None:
+    for _scope, g in iter_graphs(graph):
+        g.ClearField("value_info")
+    for vi in graph.output:
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
+
+
+def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Mapping[str, np.ndarray]) -> None:
+    for _scope, g in iter_graphs(model.graph):
+        for vi in (*g.input, *g.output, *g.value_info):
+            elem, shape = shape_of(vi.type)
+            old = types.get(vi.name)
+            if old is None or (shape is not None and (old.shape is None or not old.is_concrete)):
+                types[vi.name] = TensorInfo(vi.name, elem, shape)
+        for t in g.initializer:
+            types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
+        for node in g.node:
+            if node.op_type == "Constant" and node.output:
+                arr = values.get(node.output[0])
+                if arr is not None:
+                    types[node.output[0]] = TensorInfo(node.output[0], _elem_of(arr), tuple(arr.shape))
+                else:
+                    info = _constant_info(node)
+                    if info is not None:
+                        types[node.output[0]] = info
+    for name, arr in values.items():
+        if name not in types or not types[name].is_concrete:
+            types[name] = TensorInfo(name, _elem_of(arr), tuple(int(d) for d in arr.shape))
+
+
+def _constant_info(node: onnx.NodeProto) -> TensorInfo | None:
+    for a in node.attribute:
+        if a.name == "value":
+            return TensorInfo(node.output[0], a.t.data_type, tuple(a.t.dims))
+        if a.name in ("value_float", "value_int"):
+            elem = TensorProto.FLOAT if a.name == "value_float" else TensorProto.INT64
+            return TensorInfo(node.output[0], elem, ())
+        if a.name in ("value_floats", "value_ints"):
+            elem = TensorProto.FLOAT if a.name == "value_floats" else TensorProto.INT64
+            n = len(a.floats) if a.name == "value_floats" else len(a.ints)
+            return TensorInfo(node.output[0], elem, (n,))
+    return None
+
+
+def _elem_of(arr: np.ndarray) -> int:
+    return int(helper.np_dtype_to_tensor_dtype(arr.dtype))
+
+
+def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:  # inference is best effort: unresolved nodes become unknown_shape
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        warnings.append(f"ONNX shape inference stopped early ({first}); some nodes may be unknown_shape")
+        return model
+
+
+def _unknown_outputs(graph: onnx.GraphProto, types: Mapping[str, TensorInfo]) -> bool:
+    for node in graph.node:
+        for o in node.output:
+            if o and (o not in types or not types[o].is_concrete):
+                return True
+    return False
+
+
+# --- concrete evaluation of shape sub-graphs -------------------------------------------------
+
+
+def _attr(node: onnx.NodeProto, name: str, default: object = None) -> object:
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _ints(v: np.ndarray | None) -> list[int]:
+    return [] if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def _slice(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    data = x[0]
+    assert data is not None
+    starts, ends = _ints(x[1]), _ints(x[2])
+    axes = _ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(starts)))
+    steps = _ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(starts)
+    index: list[slice] = [slice(None)] * data.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps, strict=False):
+        index[a] = slice(s, e, st)
+    return data[tuple(index)]
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    def run(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+        a, b = x[0], x[1]
+        assert a is not None and b is not None
+        return np.asarray(fn(a, b))
+
+    return run
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        return np.asarray(np.trunc(a / b).astype(a.dtype))
+    return np.asarray(a / b)
+
+
+def _shape_value(node: onnx.NodeProto, types: Mapping[str, TensorInfo]) -> np.ndarray | None:
+    info = types.get(node.input[0])
+    if info is None or not info.is_concrete:
+        return None
+    shape = list(info.concrete_shape)
+    start = int(_attr(node, "start", 0))  # type: ignore[call-overload]
+    end = _attr(node, "end", None)
+    return np.array(shape[start : None if end is None else int(end)], dtype=np.int64)  # type: ignore[call-overload]
+
+
+def _cast(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    to = int(_attr(node, "to", TensorProto.FLOAT))  # type: ignore[call-overload]
+    assert x[0] is not None
+    return x[0].astype(helper.tensor_dtype_to_np_dtype(to))
+
+
+def _squeeze(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    assert x[0] is not None
+    axes = _ints(x[1]) if len(x) > 1 and x[1] is not None else list(_attr(node, "axes", []) or [])  # type: ignore[call-overload]
+    return np.squeeze(x[0], axis=tuple(axes)) if axes else np.squeeze(x[0])
+
+
+def _unsqueeze(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    assert x[0] is not None
+    axes = _ints(x[1]) if len(x) > 1 and x[1] is not None else list(_attr(node, "axes", []) or [])  # type: ignore[call-overload]
+    return np.expand_dims(x[0], axis=tuple(axes))
+
+
+def _reshape(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    assert x[0] is not None
+    shape = _ints(x[1])
+    shape = [x[0].shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return x[0].reshape(shape)
+
+
+def _x(x: list[np.ndarray | None], i: int) -> np.ndarray:
+    v = x[i]
+    assert v is not None
+    return v
+
+
+_FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]] = {
+    "Identity": lambda n, x: _x(x, 0),
+    "Cast": _cast,
+    "Gather": lambda n, x: np.take(_x(x, 0), _x(x, 1), axis=int(_attr(n, "axis", 0))),  # type: ignore[call-overload]
+    "Concat": lambda n, x: np.concatenate([_x([v], 0) for v in x], axis=int(_attr(n, "axis", 0))),  # type: ignore[call-overload]
+    "Slice": _slice,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Reshape": _reshape,
+    "Add": _binary(np.add),
+    "Sub": _binary(np.subtract),
+    "Mul": _binary(np.multiply),
+    "Div": _binary(_div),
+    "Mod": _binary(np.mod),
+    "Min": lambda n, x: np.minimum.reduce([_x([v], 0) for v in x]),
+    "Max": lambda n, x: np.maximum.reduce([_x([v], 0) for v in x]),
+    "Equal": _binary(np.equal),
+    "Less": _binary(np.less),
+    "Greater": _binary(np.greater),
+    "LessOrEqual": _binary(np.less_equal),
+    "GreaterOrEqual": _binary(np.greater_equal),
+    "And": _binary(np.logical_and),
+    "Or": _binary(np.logical_or),
+    "Not": lambda n, x: np.logical_not(_x(x, 0)),
+    "Neg": lambda n, x: np.negative(_x(x, 0)),
+    "Abs": lambda n, x: np.abs(_x(x, 0)),
+    "Where": lambda n, x: np.where(_x(x, 0), _x(x, 1), _x(x, 2)),
+    "Range": lambda n, x: np.arange(_x(x, 0).item(), _x(x, 1).item(), _x(x, 2).item(), dtype=_x(x, 0).dtype),
+    "ConstantOfShape": lambda n, x: np.full(
+        _ints(x[0]),
+        numpy_helper.to_array(_attr(n, "value")) if _attr(n, "value") is not None else np.zeros(1, np.float32),  # type: ignore[arg-type]
+    ).reshape(_ints(x[0])),
+    "Expand": lambda n, x: _x(x, 0) * np.ones(_ints(x[1]), dtype=_x(x, 0).dtype),
+    "ReduceProd": lambda n, x: np.prod(_x(x, 0), keepdims=bool(_attr(n, "keepdims", 1))),
+    "ReduceSum": lambda n, x: np.sum(_x(x, 0), keepdims=bool(_attr(n, "keepdims", 1))),
+    "Floor": lambda n, x: np.floor(_x(x, 0)),
+    "Ceil": lambda n, x: np.ceil(_x(x, 0)),
+    "Sqrt": lambda n, x: np.sqrt(_x(x, 0)),
+}
+
+
+def _known_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    values: dict[str, np.ndarray] = {}
+    for t in model.graph.initializer:
+        if t.data_location == TensorProto.EXTERNAL or math.prod(t.dims) > _FOLD_MAX_ELEMENTS:
+            continue
+        if t.data_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.FLOAT):
+            try:
+                values[t.name] = numpy_helper.to_array(t)
+            except ValueError:  # data that does not fill its dims: unknown, as weights are
+                continue
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.t.data_location != TensorProto.EXTERNAL:
+                    if math.prod(a.t.dims) <= _FOLD_MAX_ELEMENTS:
+                        try:
+                            values[node.output[0]] = numpy_helper.to_array(a.t)
+                        except ValueError:
+                            continue
+                elif a.name in ("value_int", "value_ints"):
+                    values[node.output[0]] = np.array(helper.get_attribute_value(a), dtype=np.int64)
+                elif a.name in ("value_float", "value_floats"):
+                    values[node.output[0]] = np.array(helper.get_attribute_value(a), dtype=np.float32)
+    return values
+
+
+def _fold(model: onnx.ModelProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]) -> int:
+    """Evaluate shape sub-graphs whose inputs are known; returns how many tensors were added."""
+    added = 0
+    for node in model.graph.node:
+        if not node.output or node.output[0] in values or node.domain not in ("", "ai.onnx"):
+            continue
+        result: np.ndarray | None
+        if node.op_type == "Shape":
+            result = _shape_value(node, types)
+        elif node.op_type == "Size":
+            info = types.get(node.input[0])
+            result = np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
+        elif node.op_type in _FOLD:
+            args = [values.get(i) if i else None for i in node.input]
+            if any(a is None for a, name in zip(args, node.input, strict=True) if name):
+                continue
+            try:
+                result = np.asarray(_FOLD[node.op_type](node, args))
+            except Exception:  # a value we cannot evaluate stays unknown
+                continue
+        else:
+            continue
+        if result is not None and result.size <= _FOLD_MAX_ELEMENTS:
+            values[node.output[0]] = result
+            added += 1
+    return added
+
+
+def _with_folded(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of ``model`` whose folded tensors are initializers (their producers removed)."""
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    produced = {o for n in work.graph.node for o in n.output}
+    inits = {t.name for t in work.graph.initializer}
+    folded = {k for k in values if k in produced and k not in inits}
+    keep = [n for n in work.graph.node if not (n.output and all(o in folded or not o for o in n.output))]
+    if len(keep) != len(work.graph.node):
+        del work.graph.node[:]
+        work.graph.node.extend(keep)
+    still = {o for n in keep for o in n.output}
+    for name in sorted(folded - still):
+        work.graph.initializer.append(numpy_helper.from_array(values[name], name))
+    return work
+
+
+def infer(
+    model: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> ShapeResult:
+    """Resolve every tensor's shape. Modifies ``model`` (the caller's private copy) in place."""
+    warnings: list[str] = []
+    _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
+    values = _known_values(model)
+    _detach_large_initializers(model.graph)
+    _clear_inferred(model.graph)
+    inferred = _infer(model, warnings)
+    types: dict[str, TensorInfo] = {}
+    _collect_types(inferred, types, values)
+    if _unknown_outputs(inferred.graph, types):
+        for _ in range(_MAX_ROUNDS):
+            if not _fold(inferred, types, values):
+                break
+            again = _infer(_with_folded(inferred, values), warnings)
+            _collect_types(again, types, values)
+            if not _unknown_outputs(inferred.graph, types):
+                break
+    return ShapeResult(inferred, types, values, warnings)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.inliner
 
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext, TensorInfo, UnknownShapeError, dtype_name, tensor_bytes
@@ -219,7 +220,8 @@ def _cost_node(
     note = ""
     cost = Cost()
     status: str
-    if node.op_type in SUBGRAPH_OPS and domain == "":
+    control_flow = node.op_type in SUBGRAPH_OPS and domain == ""
+    if control_flow:
         cost, status, note = _control_flow(w, node, scope, counted)
     elif spec is None:
         status = "unsupported"
@@ -231,8 +233,8 @@ def _cost_node(
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
     known = [t for t in (*inputs, *outputs) if t is not None]
-    if status != "unknown_shape" and any(not t.is_concrete for t in known):
-        status = "unknown_shape"
+    if status in ("ok", "zero") and not control_flow and any(not t.is_concrete for t in known):
+        status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's cost)
     if status == "unknown_shape":
         w.unknown += 1
         cost = Cost()

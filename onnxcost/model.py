@@ -105,6 +105,26 @@ def _check_external(model: onnx.ModelProto, base: Path | None, what: str) -> int
     return sum(sizes.values())
 
 
+def build_builtin(name: str, *, weights: bool) -> onnx.ModelProto | None:
+    """The built-in model ``name`` (a path that exists always wins), or None if there is none.
+
+    Built without weights, its external-data locations are marked virtual: nothing to check.
+    """
+    if os.sep in name or name.endswith(".onnx"):
+        return None
+    from onnxcost import zoo
+
+    if name not in zoo.MODELS:
+        return None
+    proto = zoo.build(name, weights=weights)
+    if not weights:
+        for tensor in _external_tensors(proto):
+            for entry in tensor.external_data:
+                if entry.key == "location" and not entry.value.startswith(VIRTUAL_LOCATION_PREFIX):
+                    entry.value = VIRTUAL_LOCATION_PREFIX + entry.value
+    return proto
+
+
 def load_model(source: ModelSource) -> LoadedModel:
     """Parse ``source`` into a private ModelProto, validating (never reading) external data.
 
@@ -124,6 +144,9 @@ def load_model(source: ModelSource) -> LoadedModel:
     path = Path(os.fspath(source))
     what = str(path)
     if not path.exists():
+        builtin = build_builtin(str(source), weights=False)
+        if builtin is not None:
+            return LoadedModel(builtin, None, 0)
         raise ModelLoadError(f"{what}: no such file; check the path (or name a built-in model: onnxcost zoo list)")
     if path.is_dir():
         raise ModelLoadError(f"{what} is a directory; pass the .onnx file inside it")

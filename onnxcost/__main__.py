@@ -1,0 +1,3 @@
+from onnxcost.cli import main
+
+main()

@@ -1,0 +1,65 @@
+"""Plain-text formats of an analysis: CSV (exact integers) and Markdown (human units)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from onnxcost.analyze import Analysis
+from onnxcost.records import NodeRecord
+from onnxcost.report import units
+from onnxcost.report.columns import NODE_COLUMNS, SCOPE_COLUMNS, Column, op_type_columns, with_cumulative
+
+
+def to_csv(nodes: Sequence[NodeRecord]) -> str:
+    """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["name", "op_type", "domain", "status", "input_shapes", "output_shapes", "params", "macs", "flops", "bytes_read", "bytes_written", "graph"])
+    for n in nodes:
+        w.writerow([
+            n.name, n.op_type, n.domain, n.status,
+            ";".join(units.shape(s) for s in n.input_shapes),
+            ";".join(units.shape(s) for s in n.output_shapes),
+            n.params, n.macs, n.flops, n.bytes_read, n.bytes_written, n.graph,
+        ])  # fmt: skip
+    return buf.getvalue()
+
+
+def _md_table(columns: Sequence[Column], rows: Sequence[object]) -> list[str]:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(c.header for c in columns) + " |"]
+    lines.append("|" + "|".join("---:" if c.numeric else "---" for c in columns) + "|")
+    lines += ["| " + " | ".join(esc(c.human(r)) for c in columns) + " |" for r in rows]
+    return lines
+
+
+def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None = None) -> str:
+    t = a.totals
+    out = [f"# {a.model.path or a.model.graph_name or 'model'}", ""]
+    out += [
+        "| total | value |",
+        "|---|---:|",
+        f"| MACs | {t.macs:,} |",
+        f"| FLOPs ({a.convention}) | {t.flops:,} |",
+        f"| params | {t.params:,} |",
+        f"| BatchNorm statistics | {t.stat_params:,} |",
+        f"| param bytes | {t.param_bytes:,} |",
+        f"| bytes read | {t.bytes_read:,} |",
+        f"| bytes written | {t.bytes_written:,} |",
+        f"| peak activation bytes | {t.peak_activation_bytes:,} |",
+        "",
+        "## Summary by op type",
+        "",
+    ]
+    out += _md_table(op_type_columns(t.flops, t.macs), [r for r, _c in with_cumulative(a.by_op_type, t.flops)])
+    if depth is not None:
+        out += ["", f"## Scopes (depth {depth})", ""] + _md_table(SCOPE_COLUMNS, a.by_scope(depth))
+    else:
+        out += ["", "## Nodes", ""] + _md_table(NODE_COLUMNS, nodes)
+    if a.warnings:
+        out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,37 @@
+"""Node selection shared by every format: --op-type filter, --sort-by order, --top cut."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from onnxcost.errors import UsageError
+from onnxcost.records import NodeRecord
+
+SortKey = Literal["order", "macs", "flops", "bytes", "params"]
+SORT_KEYS: tuple[SortKey, ...] = ("order", "macs", "flops", "bytes", "params")
+
+
+def select_nodes(
+    nodes: Sequence[NodeRecord], *, sort_by: SortKey = "order", top: int | None = None, op_type: str | None = None
+) -> list[NodeRecord]:
+    """Filter by op-type regex (full match, case-sensitive), sort (stable, descending for costs), cut."""
+    out = list(nodes)
+    if op_type:
+        try:
+            pattern = re.compile(op_type)
+        except re.error as e:
+            raise UsageError(f"--op-type {op_type!r} is not a valid regular expression: {e}") from e
+        out = [n for n in out if pattern.fullmatch(n.op_type)]
+    if sort_by != "order":
+        key = {
+            "macs": lambda n: n.macs,
+            "flops": lambda n: n.flops,
+            "bytes": lambda n: n.bytes_read + n.bytes_written,
+            "params": lambda n: n.params,
+        }[sort_by]
+        out.sort(key=key, reverse=True)
+    if top is not None and top > 0:
+        out = out[:top]
+    return out

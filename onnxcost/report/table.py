@@ -1,0 +1,92 @@
+"""Terminal report of an analysis (rich): header, totals, summary by op type, nodes or scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from onnxcost.analyze import Analysis
+from onnxcost.records import NodeRecord
+from onnxcost.report import units
+from onnxcost.report.columns import NODE_COLUMNS, SCOPE_COLUMNS, Column, op_type_columns, with_cumulative
+
+
+def _table(title: str, columns: Sequence[Column], rows: Sequence[object], extra: Sequence[tuple[str, list[str]]] = ()) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    for c in columns:
+        t.add_column(c.header, justify="right" if c.numeric else "left", overflow="fold")
+    for header, _values in extra:
+        t.add_column(header, justify="right")
+    for i, r in enumerate(rows):
+        t.add_row(*(c.human(r) for c in columns), *(values[i] for _h, values in extra))
+    return t
+
+
+def render_header(a: Analysis, console: Console) -> None:
+    """summarize_graph's view: where the model comes from, what goes in and out, what it is made of."""
+    m = a.model
+    console.print(f"[bold]{m.path or m.graph_name or 'model'}[/bold]")
+    producer = f"{m.producer} {m.producer_version}".strip() or "unknown"
+    opsets = ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items()))
+    console.print(f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {units.nbytes(m.model_bytes)}")
+    for label, tensors in (("input ", a.inputs), ("output", a.outputs)):
+        for t in tensors:
+            console.print(f"  {label} {t.name}: {t.dtype}[{units.shape(t.shape)}]")
+    ops = sorted(((s.count, s.op_type if not s.domain else f"{s.domain}::{s.op_type}") for s in a.by_op_type), reverse=True)
+    console.print("  ops    " + ", ".join(f"{name} x{n}" for n, name in ops))
+    if m.params_by_dtype:
+        console.print("  params " + ", ".join(f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items())))
+
+
+def render_totals(a: Analysis, console: Console) -> None:
+    t = a.totals
+    flops_label = {"onnxcost": "FLOPs", "torch": "FLOPs (torch: 2 x MACs)", "fvcore": "FLOPs (fvcore: = MACs)"}[a.convention]
+    console.print(
+        f"[bold]Totals[/bold]  MACs {units.count(t.macs)} ({t.macs:,}) | {flops_label} {units.count(t.flops)} ({t.flops:,})"
+    )
+    stats = f" + {t.stat_params:,} BatchNorm statistics" if t.stat_params else ""
+    console.print(f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}")
+    console.print(
+        f"        memory read {units.nbytes(t.bytes_read)} | written {units.nbytes(t.bytes_written)} | "
+        f"peak activations {units.nbytes(t.peak_activation_bytes)}"
+    )
+
+
+def render_by_op_type(a: Analysis, console: Console) -> None:
+    rows = with_cumulative(a.by_op_type, a.totals.flops)
+    console.print(
+        _table(
+            "Summary by op type",
+            op_type_columns(a.totals.flops, a.totals.macs),
+            [r for r, _c in rows],
+            [("cumulative %", [f"{100 * c:.2f}%" if a.totals.flops else "-" for _r, c in rows])],
+        )
+    )
+
+
+def render(
+    a: Analysis,
+    console: Console,
+    nodes: Sequence[NodeRecord],
+    *,
+    hidden: int = 0,
+    depth: int | None = None,
+) -> None:
+    """The whole report; ``nodes`` is the selection to list, ``hidden`` how many were cut."""
+    render_header(a, console)
+    console.print()
+    render_totals(a, console)
+    render_by_op_type(a, console)
+    if depth is not None:
+        console.print(_table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth)))
+    else:
+        console.print(_table("Nodes", NODE_COLUMNS, nodes))
+        if hidden:
+            console.print(f"  ... {hidden} more nodes not shown (--top 0 shows all, --sort-by flops ranks them)")
+    if a.unsupported:
+        console.print(f"[yellow]unsupported ops (counted as 0):[/yellow] {', '.join(a.unsupported)}")
+    for w in a.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

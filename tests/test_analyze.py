@@ -1,0 +1,159 @@
+"""The walk: control flow, model-local functions, conventions, scopes, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+from conftest import analyze_text, parse
+from onnx import TensorProto, helper
+
+import onnxcost
+
+LOOP = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,8] x) => (float[1,8] y) <int64 trip = {5}, bool cond = {1}, float[8,8] w = {1.0}> {
+  y = Loop (trip, cond, x) <body = step (int64 i, bool c, float[1,8] h) => (bool c2, float[1,8] h2) {
+    c2 = Identity (c)
+    h2 = MatMul (h, w)
+  }>
+}"""
+
+
+def test_loop_multiplies_the_body_by_a_static_trip_count() -> None:
+    # body: MatMul [1,8]x[8,8] = 64 MACs; 5 iterations -> 320 MACs
+    a = analyze_text(LOOP)
+    assert a.totals.macs == 320
+    loop = a.nodes[0]
+    assert (loop.op_type, loop.macs) == ("Loop", 320)
+    body = [n for n in a.nodes if n.graph.endswith("/body")]
+    assert [n.op_type for n in body] == ["Identity", "MatMul"]
+    assert body[1].macs == 320 and "x5" in body[1].note
+    # w is read inside the body: 8 x 8 = 64 params, counted once
+    assert a.totals.params == 64
+    # by op type adds up to the totals without counting the Loop twice
+    assert sum(s.macs for s in a.by_op_type) == 320
+
+
+def test_loop_with_dynamic_trip_count_counts_one_iteration_and_warns() -> None:
+    text = LOOP.replace("(float[1,8] x)", "(float[1,8] x, int64 trip)").replace("int64 trip = {5}, ", "")
+    a = analyze_text(text)
+    assert a.totals.macs == 64
+    assert any("one iteration" in w for w in a.warnings)
+
+
+def test_if_lists_both_branches_and_takes_the_larger() -> None:
+    # then: MatMul [1,8]x[8,8] = 64 MACs; else: Relu = 8 FLOPs. Totals take then (128 FLOPs).
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (bool c, float[1,8] x) => (float[1,8] y) <float[8,8] w = {1.0}> {
+  y = If (c) <
+    then_branch = t () => (float[1,8] a) { a = MatMul (x, w) },
+    else_branch = e () => (float[1,8] b) { b = Relu (x) }
+  >
+}"""
+    a = analyze_text(text)
+    assert (a.totals.macs, a.totals.flops) == (64, 128)
+    assert {n.graph.rsplit("/", 1)[-1] for n in a.nodes if n.graph} == {"then_branch", "else_branch"}
+    assert any("larger" in w for w in a.warnings)
+    assert sum(s.flops for s in a.by_op_type) == 128
+
+
+def test_scan_multiplies_by_the_scanned_length() -> None:
+    # Scan over 6 rows of x [6,4]: body Add of [4] + [4] = 4 FLOPs per step -> 24.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "r"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
+        "body",
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("r", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("s2", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("o", TensorProto.FLOAT, [4])],
+    )
+    scan = helper.make_node("Scan", ["init", "x"], ["final", "ys"], body=body, num_scan_inputs=1)
+    model = helper.make_model(
+        helper.make_graph(
+            [scan],
+            "g",
+            [helper.make_tensor_value_info("init", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])],
+            [helper.make_tensor_value_info("final", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("ys", TensorProto.FLOAT, [6, 4])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    assert onnxcost.analyze(model).totals.flops == 24
+
+
+def test_model_local_functions_are_costed_through_their_bodies() -> None:
+    # LinearRelu(x, w) = Relu(MatMul(x, w)): [2,8]x[8,4] = 8 outputs x 8 = 64 MACs, Relu 8 FLOPs
+    text = """
+<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+g (float[2,8] x) => (float[2,4] y) <float[8,4] w = {1.0}> {
+  y = local.LinearRelu (x, w)
+}
+<domain: "local", opset_import: ["" : 17]>
+LinearRelu (a, b) => (c) {
+  t = MatMul (a, b)
+  c = Relu (t)
+}"""
+    a = analyze_text(text)
+    assert (a.totals.macs, a.totals.flops, a.totals.params) == (64, 2 * 64 + 8, 32)
+    assert not a.unsupported
+
+
+def test_scope_view_aggregates_pytorch_names() -> None:
+    m = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,8] x) => (float[1,8] y) <float[8,8] w1 = {1.0}, float[8,8] w2 = {1.0}> {
+  a = MatMul (x, w1)
+  b = Relu (a)
+  y = MatMul (b, w2)
+}""")
+    for node, name in zip(m.graph.node, ["/layer1/fc/MatMul", "/layer1/act/Relu", "/layer2/fc/MatMul"], strict=True):
+        node.name = name
+    a = onnxcost.analyze(m)
+    one = {s.scope: s.macs for s in a.by_scope(1)}
+    assert one == {"/layer1": 64, "/layer2": 64}
+    two = [s.scope for s in a.by_scope(2)]
+    assert two == ["/layer1/fc", "/layer1/act", "/layer2/fc"]
+
+
+def test_json_contract() -> None:
+    a = analyze_text(LOOP)
+    d = json.loads(a.to_json())
+    assert d["schema"] == "onnxcost.analysis/1"
+    assert {"schema", "model", "inputs", "outputs", "totals", "nodes", "by_op_type", "unsupported", "warnings"} <= d.keys()
+    assert {"path", "ir_version", "opsets", "producer"} <= d["model"].keys()
+    assert set(d["totals"]) >= {"macs", "flops", "params", "param_bytes", "bytes_read", "bytes_written", "peak_activation_bytes"}
+    node_keys = {"name", "op_type", "domain", "status", "macs", "flops", "params", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
+    assert all(node_keys <= n.keys() for n in d["nodes"])
+    assert {"op_type", "domain", "count", "macs", "flops", "bytes_read", "bytes_written"} <= d["by_op_type"][0].keys()
+    assert d["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 8]}]
+
+
+def test_output_is_deterministic() -> None:
+    assert analyze_text(LOOP).to_json() == analyze_text(LOOP).to_json()
+
+
+def test_int4_and_bf16_param_bytes() -> None:
+    # int4 weight [16, 16] = 256 elements x 0.5 B = 128 B; bf16 [16] = 32 B; total 160 B
+    w4 = helper.make_tensor("w4", TensorProto.INT4, [16, 16], vals=[1] * 256)
+    b16 = helper.make_tensor("b16", TensorProto.BFLOAT16, [16], vals=[1.0] * 16)
+    model = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Cast", ["w4"], ["wf"], to=TensorProto.BFLOAT16),
+                helper.make_node("MatMul", ["x", "wf"], ["h"]),
+                helper.make_node("Add", ["h", "b16"], ["y"]),
+            ],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [1, 16])],
+            [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [1, 16])],
+            [w4, b16],
+        ),
+        opset_imports=[helper.make_opsetid("", 21)],
+    )
+    a = onnxcost.analyze(model)
+    assert (a.totals.params, a.totals.param_bytes) == (272, 160)
+    assert a.model.params_by_dtype == {"int4": 256, "bfloat16": 16}
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(onnxcost.__all__) == ["Analysis", "OnnxcostError", "__version__", "analyze"]
+    assert isinstance(onnx.__version__, str)

@@ -1,0 +1,118 @@
+"""Shape resolution: overrides, symbolic defaults, data propagation and folding, bad flags."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import analyze_text
+
+from onnxcost.errors import ShapeError, UsageError
+from onnxcost.shapes import parse_dim, parse_input_shape
+
+MLP = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,16] x) => (float[batch,4] y) <float[16,4] w = {1.0}> {
+  y = MatMul (x, w)
+}"""
+
+
+def test_parse_flags() -> None:
+    assert parse_input_shape("input=1x3x224x224") == ("input", (1, 3, 224, 224))
+    assert parse_input_shape("a:2,3") == ("a", (2, 3))
+    assert parse_input_shape("scalar=") == ("scalar", ())
+    assert parse_dim("batch=8") == ("batch", 8)
+
+
+@pytest.mark.parametrize("bad", ["input", "input=1xax3", "=1x2", "x=0x3"])
+def test_bad_input_shape_flag(bad: str) -> None:
+    with pytest.raises(UsageError, match="input-shape"):
+        parse_input_shape(bad)
+
+
+@pytest.mark.parametrize("bad", ["batch", "batch=0", "batch=two", "=3"])
+def test_bad_dim_flag(bad: str) -> None:
+    with pytest.raises(UsageError, match="--dim"):
+        parse_dim(bad)
+
+
+def test_unset_symbolic_dim_becomes_one_with_a_warning() -> None:
+    a = analyze_text(MLP)
+    # batch -> 1: MACs = 1 x 4 x 16 = 64
+    assert a.totals.macs == 64
+    assert any("'batch'" in w and "--dim batch=N" in w for w in a.warnings)
+    assert a.inputs[0].shape == (1, 16)
+
+
+def test_dim_flag_sets_a_symbol() -> None:
+    # batch 8: 8 x 4 x 16 = 512 MACs
+    a = analyze_text(MLP, dims={"batch": 8})
+    assert a.totals.macs == 512
+    assert not a.warnings
+
+
+def test_input_shape_flag() -> None:
+    a = analyze_text(MLP, input_shapes={"x": (3, 16)})
+    assert a.totals.macs == 3 * 4 * 16
+
+
+def test_input_shape_wrong_rank() -> None:
+    with pytest.raises(ShapeError, match="rank 2"):
+        analyze_text(MLP, input_shapes={"x": (1, 3, 16)})
+
+
+def test_input_shape_unknown_name_lists_inputs() -> None:
+    with pytest.raises(ShapeError, match="inputs are: x"):
+        analyze_text(MLP, input_shapes={"images": (1, 16)})
+
+
+def test_dim_unknown_symbol_lists_symbols() -> None:
+    with pytest.raises(ShapeError, match="symbols are: batch"):
+        analyze_text(MLP, dims={"seq": 4})
+
+
+def test_folding_recovers_an_expand_target_built_with_where() -> None:
+    # PyTorch writes expand(-1, ...) as Where(Equal(shape, -1), 1, shape): ONNX's data
+    # propagation stops at Where; onnxcost evaluates it, so Expand and Add keep their shapes.
+    # Add: 2 x 12 x 16 = 384 FLOPs.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,seq,16] x, float[1,1,16] z) => (float[batch,seq,16] y) <int64[3] neg1 = {-1,-1,-1}> {
+  s = Shape (x)
+  ss = Shape (s)
+  ones = ConstantOfShape <value = int64[1] {1}> (ss)
+  eq = Equal (s, neg1)
+  t = Where (eq, ones, s)
+  e = Expand (z, t)
+  y = Add (e, x)
+}"""
+    a = analyze_text(text, dims={"batch": 2, "seq": 12})
+    assert [n.status for n in a.nodes if n.op_type in ("Expand", "Add")] == ["zero", "ok"]
+    assert a.nodes[-1].flops == 384
+    assert a.nodes[-2].output_shapes == ((2, 12, 16),)
+
+
+def test_causal_mask_keeps_attention_shapes() -> None:
+    # A GPT-2 style mask: a constant [1,1,64,64] buffer sliced to [1,1,seq,seq] with ends from
+    # Shape; scores = q.k^T [b,h,s,s]; Where keeps it; P.V [b,h,s,d].
+    # b=2, h=4, s=10, d=8: QK^T = 2x4x10x10 outputs x 8 = 6,400 MACs; PV = 2x4x10x8 x 10 = 6,400.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,4,seq,8] q, float[batch,4,seq,8] k, float[batch,4,seq,8] v) => (float[batch,4,seq,8] o)
+  <bool[1,1,64,64] bias = {1}, int64[1] two = {2}, int64[1] zero = {0}, int64[1] ax = {3}> {
+  s = Shape (q)
+  n = Gather <axis=0> (s, two)
+  nu = Unsqueeze (n, zero)
+  b1 = Slice (bias, zero, nu, two)
+  b2 = Slice (b1, zero, nu, ax)
+  kt = Transpose <perm=[0,1,3,2]> (k)
+  sc = MatMul (q, kt)
+  mn = Constant <value = float {-3.4e38}> ()
+  msk = Where (b2, sc, mn)
+  p = Softmax <axis=-1> (msk)
+  o = MatMul (p, v)
+}"""
+    a = analyze_text(text, dims={"batch": 2, "seq": 10})
+    matmuls = [n for n in a.nodes if n.op_type == "MatMul"]
+    assert [n.macs for n in matmuls] == [6_400, 6_400]
+    assert all(n.status != "unknown_shape" for n in a.nodes)
+    # the bool mask buffer is not a parameter
+    assert a.totals.params == 0

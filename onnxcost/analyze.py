@@ -17,7 +17,13 @@ import onnx
 import onnx.inliner
 
 from onnxcost.costs import REGISTRY
-from onnxcost.costs._context import OpContext, TensorInfo, UnknownShapeError, dtype_name, tensor_bytes
+from onnxcost.costs._context import (
+    OpContext,
+    TensorInfo,
+    UnknownShapeError,
+    dtype_name,
+    tensor_bytes,
+)
 from onnxcost.costs._registry import Cost, OpSpec, normalize_domain
 from onnxcost.costs.control_flow import SUBGRAPH_OPS
 from onnxcost.errors import GraphError, UsageError
@@ -39,7 +45,9 @@ SCHEMA = "onnxcost.analysis/1"
 CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
 
 # Element types that are never weights: indices, shapes, masks, strings.
-_NON_WEIGHT_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING})
+_NON_WEIGHT_TYPES = frozenset(
+    {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING}
+)
 
 
 @dataclass(frozen=True)
@@ -234,7 +242,9 @@ def _cost_node(
             status = "unknown_shape"
     known = [t for t in (*inputs, *outputs) if t is not None]
     if status in ("ok", "zero") and not control_flow and any(not t.is_concrete for t in known):
-        status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's cost)
+        status = (
+            "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's cost)
+        )
     if status == "unknown_shape":
         w.unknown += 1
         cost = Cost()
@@ -285,16 +295,24 @@ def _static_int(w: _Walk, name: str) -> int | None:
     return int(np.asarray(value).reshape(-1)[0])
 
 
-def _control_flow(w: _Walk, node: onnx.NodeProto, scope: str, counted: bool) -> tuple[Cost, str, str]:
+def _control_flow(
+    w: _Walk, node: onnx.NodeProto, scope: str, counted: bool
+) -> tuple[Cost, str, str]:
     """Cost of If / Loop / Scan / SequenceMap from their bodies; body nodes are recorded too."""
     here = f"{scope}/{node.name}" if scope else node.name
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     if node.op_type == "If":
-        then_cost = _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted, probe=True)
-        else_cost = _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted, probe=True)
+        then_cost = _walk_subgraph(
+            w, graphs["then_branch"], f"{here}/then_branch", 1, counted, probe=True
+        )
+        else_cost = _walk_subgraph(
+            w, graphs["else_branch"], f"{here}/else_branch", 1, counted, probe=True
+        )
         take_then = then_cost.flops >= else_cost.flops
         _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted and take_then)
-        _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted and not take_then)
+        _walk_subgraph(
+            w, graphs["else_branch"], f"{here}/else_branch", 1, counted and not take_then
+        )
         larger = "then_branch" if take_then else "else_branch"
         note = f"both branches listed; totals take the larger ({larger})"
         w.warnings.append(f"If node {node.name!r}: {note}")
@@ -302,7 +320,11 @@ def _control_flow(w: _Walk, node: onnx.NodeProto, scope: str, counted: bool) -> 
     iterations: int | None = None
     if node.op_type == "Loop":
         iterations = _static_int(w, node.input[0]) if node.input else None
-        what = "its trip count is not static" if node.input and node.input[0] else "it has no trip count"
+        what = (
+            "its trip count is not static"
+            if node.input and node.input[0]
+            else "it has no trip count"
+        )
     elif node.op_type == "Scan":
         iterations = _scan_iterations(w, node)
         what = "the scanned axis length is unknown"
@@ -339,11 +361,22 @@ def _scan_iterations(w: _Walk, node: onnx.NodeProto) -> int | None:
 
 
 def _walk_subgraph(
-    w: _Walk, graph: onnx.GraphProto, scope: str, multiplier: int, counted: bool, probe: bool = False
+    w: _Walk,
+    graph: onnx.GraphProto,
+    scope: str,
+    multiplier: int,
+    counted: bool,
+    probe: bool = False,
 ) -> Cost:
     """Cost of a body graph; with ``probe`` nothing is recorded (used to pick an If branch)."""
     if probe:
-        saved = (len(w.records), set(w.seen_weights), set(w.stats_seen), w.unknown, Counter(w.unsupported))
+        saved = (
+            len(w.records),
+            set(w.seen_weights),
+            set(w.stats_seen),
+            w.unknown,
+            Counter(w.unsupported),
+        )
         saved_warnings = len(w.warnings)
     for t in graph.initializer:
         w.weights[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
@@ -353,17 +386,23 @@ def _walk_subgraph(
             info = w.shapes.types.get(node.output[0])
             if info is not None:
                 w.weights[node.output[0]] = info
-        rec, cost = _record(w, node, scope, multiplier, counted)
-        total = total + cost
+        total = total + _record(w, node, scope, multiplier, counted)[1]
     if probe:
         del w.records[saved[0] :]
         del w.counted[saved[0] :]
         del w.warnings[saved_warnings:]
-        w.seen_weights, w.stats_seen, w.unknown, w.unsupported = saved[1], saved[2], saved[3], saved[4]
+        w.seen_weights, w.stats_seen, w.unknown, w.unsupported = (
+            saved[1],
+            saved[2],
+            saved[3],
+            saved[4],
+        )
     return total
 
 
-def _peak_activation(view: GraphView, types: Mapping[str, TensorInfo], graph: onnx.GraphProto) -> int:
+def _peak_activation(
+    view: GraphView, types: Mapping[str, TensorInfo], graph: onnx.GraphProto
+) -> int:
     """Max over the topological order of the bytes of live activations (weights excluded).
 
     A tensor is live from its producer to its last consumer (graph outputs to the end,
@@ -399,7 +438,12 @@ def _peak_activation(view: GraphView, types: Mapping[str, TensorInfo], graph: on
     return peak
 
 
-def _model_info(loaded_path: str | None, proto: onnx.ModelProto, model_bytes: int, params_by_dtype: dict[str, int]) -> ModelInfo:
+def _model_info(
+    loaded_path: str | None,
+    proto: onnx.ModelProto,
+    model_bytes: int,
+    params_by_dtype: dict[str, int],
+) -> ModelInfo:
     return ModelInfo(
         path=loaded_path,
         ir_version=proto.ir_version,
@@ -448,7 +492,9 @@ def analyze(
     proto = shapes.model
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
     view = build(proto.graph, shapes.types)
-    weights = {t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer}
+    weights = {
+        t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer
+    }
     walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
     totals = Cost()
     main_records: list[NodeRecord] = []
@@ -514,11 +560,15 @@ def _io_records(
             continue
         info = shapes.types.get(vi.name)
         elem = info.elem_type if info is not None else vi.type.tensor_type.elem_type
-        out.append(TensorRecord(vi.name, dtype_name(elem), info.shape if info is not None else None))
+        out.append(
+            TensorRecord(vi.name, dtype_name(elem), info.shape if info is not None else None)
+        )
     return tuple(out)
 
 
-def _by_op_type(records: Sequence[NodeRecord], counted: Sequence[bool]) -> tuple[OpTypeSummary, ...]:
+def _by_op_type(
+    records: Sequence[NodeRecord], counted: Sequence[bool]
+) -> tuple[OpTypeSummary, ...]:
     acc: dict[tuple[str, str], list[int]] = {}
     for rec, flag in zip(records, counted, strict=True):
         row = acc.setdefault((rec.domain, rec.op_type), [0, 0, 0, 0, 0, 0])

@@ -11,12 +11,15 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from onnxcost import __version__
 from onnxcost.errors import OnnxcostError, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     name="onnxcost",
@@ -25,7 +28,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-zoo_app = typer.Typer(help="Built-in reference models, written directly as ONNX.", no_args_is_help=True)
+zoo_app = typer.Typer(
+    help="Built-in reference models, written directly as ONNX.", no_args_is_help=True
+)
 app.add_typer(zoo_app, name="zoo")
 
 T = TypeVar("T")
@@ -53,18 +58,36 @@ class ConventionOpt(str, enum.Enum):
 
 
 # Options shared by several commands, defined once.
-ModelArg = Annotated[str, typer.Argument(help="An .onnx file, or a built-in model name (onnxcost zoo list).", show_default=False)]
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="An .onnx file, or a built-in model name (onnxcost zoo list).", show_default=False
+    ),
+]
 InputShapeOpt = Annotated[
     list[str] | None,
-    typer.Option("--input-shape", "-s", help="Fix an input's shape: NAME=1x3x224x224 (repeatable).", show_default=False),
+    typer.Option(
+        "--input-shape",
+        "-s",
+        help="Fix an input's shape: NAME=1x3x224x224 (repeatable).",
+        show_default=False,
+    ),
 ]
 DimOpt = Annotated[
     list[str] | None,
-    typer.Option("--dim", "-d", help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable).", show_default=False),
+    typer.Option(
+        "--dim",
+        "-d",
+        help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable).",
+        show_default=False,
+    ),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.", show_default=False)
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="Write the report to FILE instead of stdout.", show_default=False
+    ),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
 
@@ -78,7 +101,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured latency."""
@@ -117,7 +143,9 @@ def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
         _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e), 1)
 
 
-def parse_shape_flags(input_shape: Sequence[str] | None, dim: Sequence[str] | None) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+def parse_shape_flags(
+    input_shape: Sequence[str] | None, dim: Sequence[str] | None
+) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
     from onnxcost.shapes import parse_dim, parse_input_shape
 
     shapes = dict(parse_input_shape(s) for s in input_shape or ())
@@ -134,7 +162,7 @@ def emit(text: str, output: Path | None) -> None:
     typer.echo(f"wrote {output}", err=True)
 
 
-def render_rich(draw: Callable[[object], None], output: Path | None) -> None:
+def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
     """Draw with rich on the terminal, or as plain text into ``output``."""
     from rich.console import Console
 
@@ -153,19 +181,32 @@ def analyze(
     dim: DimOpt = None,
     convention: Annotated[
         ConventionOpt,
-        typer.Option(help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."),
+        typer.Option(
+            help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
+        ),
     ] = ConventionOpt.onnxcost,
     format: FormatOpt = Format.table,
     output: OutputOpt = None,
     top: Annotated[
-        int | None, typer.Option(help="Show the N costliest/first nodes (0: all). Default: all up to 50 nodes, else 30.")
+        int | None,
+        typer.Option(
+            help="Show the N costliest/first nodes (0: all). Default: all up to 50 nodes, else 30."
+        ),
     ] = None,
-    sort_by: Annotated[SortBy, typer.Option("--sort-by", help="Order of the node list.")] = SortBy.order,
+    sort_by: Annotated[
+        SortBy, typer.Option("--sort-by", help="Order of the node list.")
+    ] = SortBy.order,
     op_type: Annotated[
-        str | None, typer.Option("--op-type", help="Only nodes whose op type fully matches this regex, e.g. 'Conv|Gemm'.")
+        str | None,
+        typer.Option(
+            "--op-type", help="Only nodes whose op type fully matches this regex, e.g. 'Conv|Gemm'."
+        ),
     ] = None,
     depth: Annotated[
-        int | None, typer.Option(help="Aggregate by node-name scope to this depth (tf.profiler's scope view).", min=1)
+        int | None,
+        typer.Option(
+            help="Aggregate by node-name scope to this depth (tf.profiler's scope view).", min=1
+        ),
     ] = None,
     debug: DebugOpt = False,
 ) -> None:
@@ -189,7 +230,11 @@ def analyze(
             import json
 
             data = result.to_dict()
-            data["nodes"] = [n for n in data["nodes"] if n["name"] in {c.name for c in cut}] if len(cut) != len(result.nodes) else data["nodes"]
+            data["nodes"] = (
+                [n for n in data["nodes"] if n["name"] in {c.name for c in cut}]
+                if len(cut) != len(result.nodes)
+                else data["nodes"]
+            )
             emit(json.dumps(data, indent=2) + "\n", output)
         elif format is Format.csv:
             from onnxcost.report.as_text import to_csv
@@ -202,14 +247,19 @@ def analyze(
         else:
             from onnxcost.report.table import render
 
-            render_rich(lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth), output)  # type: ignore[arg-type]
+            render_rich(
+                lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth),
+                output,
+            )
 
     run_guarded(debug, go)
 
 
 @app.command()
 def ops(
-    domain: Annotated[str | None, typer.Option(help="Only this domain ('' or ai.onnx, com.microsoft, ...).")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Only this domain ('' or ai.onnx, com.microsoft, ...).")
+    ] = None,
     format: FormatOpt = Format.table,
 ) -> None:
     """List every operator with a cost formula, and those known to have none."""
@@ -220,21 +270,43 @@ def ops(
     if format is Format.json:
         import json
 
-        typer.echo(json.dumps({"supported": [r._asdict() for r in rows], "unsupported": [m._asdict() for m in missing]}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "supported": [r._asdict() for r in rows],
+                    "unsupported": [m._asdict() for m in missing],
+                },
+                indent=2,
+            )
+        )
         return
     if format in (Format.csv, Format.markdown):
         sep = "," if format is Format.csv else " | "
         head = ["domain", "op_type", "opsets", "status", "formula"]
-        lines = [sep.join(head)] if format is Format.csv else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+        lines = (
+            [sep.join(head)]
+            if format is Format.csv
+            else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+        )
         for r in [*rows, *missing]:
-            cells = [r.domain, r.op_type, r.opsets, r.status, r.formula.replace(",", ";") if format is Format.csv else r.formula]
-            lines.append(sep.join(cells) if format is Format.csv else "| " + " | ".join(cells) + " |")
+            cells = [
+                r.domain,
+                r.op_type,
+                r.opsets,
+                r.status,
+                r.formula.replace(",", ";") if format is Format.csv else r.formula,
+            ]
+            lines.append(
+                sep.join(cells) if format is Format.csv else "| " + " | ".join(cells) + " |"
+            )
         typer.echo("\n".join(lines))
         return
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{len(rows)} operators with a formula, {len(missing)} without", title_justify="left")
+    t = Table(
+        title=f"{len(rows)} operators with a formula, {len(missing)} without", title_justify="left"
+    )
     for h in ("domain", "op", "opsets", "status", "formula"):
         t.add_column(h, overflow="fold")
     for r in [*rows, *missing]:
@@ -250,7 +322,15 @@ def zoo_list(format: FormatOpt = Format.table) -> None:
     if format is Format.json:
         import json
 
-        typer.echo(json.dumps([{"name": m.name, "summary": m.summary, "inputs": m.inputs, "params": m.params} for m in zoo.MODELS.values()], indent=2))
+        typer.echo(
+            json.dumps(
+                [
+                    {"name": m.name, "summary": m.summary, "inputs": m.inputs, "params": m.params}
+                    for m in zoo.MODELS.values()
+                ],
+                indent=2,
+            )
+        )
         return
     from rich.console import Console
     from rich.table import Table
@@ -267,13 +347,23 @@ def zoo_list(format: FormatOpt = Format.table) -> None:
 def zoo_save(
     name: Annotated[str, typer.Argument(help="A built-in model (onnxcost zoo list).")],
     file: Annotated[Path, typer.Argument(help="The .onnx file to write.")],
-    opset: Annotated[int | None, typer.Option(help="ONNX opset to write (default: the model's).")] = None,
-    dtype: Annotated[str, typer.Option(help="Weight and activation type: fp32, fp16 or bf16.")] = "fp32",
+    opset: Annotated[
+        int | None, typer.Option(help="ONNX opset to write (default: the model's).")
+    ] = None,
+    dtype: Annotated[
+        str, typer.Option(help="Weight and activation type: fp32, fp16 or bf16.")
+    ] = "fp32",
     no_weights: Annotated[
-        bool, typer.Option("--no-weights", help="Weights as external data in a sparse file: no memory, no disk.")
+        bool,
+        typer.Option(
+            "--no-weights", help="Weights as external data in a sparse file: no memory, no disk."
+        ),
     ] = False,
     param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="Builder parameter KEY=VALUE, e.g. layers=2 (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--param", "-p", help="Builder parameter KEY=VALUE, e.g. layers=2 (repeatable)."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
     debug: DebugOpt = False,
@@ -288,8 +378,12 @@ def zoo_save(
             key, sep, value = p.partition("=")
             if not sep or not key:
                 raise UsageError(f"--param {p!r} is not KEY=VALUE, e.g. --param layers=2")
-            params[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
-        path = zoo.save(name, file, dtype=dtype, opset=opset, weights=not no_weights, params=params, seed=seed)
+            params[key.strip()] = (
+                int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+            )
+        path = zoo.save(
+            name, file, dtype=dtype, opset=opset, weights=not no_weights, params=params, seed=seed
+        )
         typer.echo(f"wrote {path}", err=True)
 
     run_guarded(debug, go)

@@ -14,6 +14,7 @@ import onnx
 
 from onnxcost.costs._context import TensorInfo
 from onnxcost.errors import GraphError
+from onnxcost.shapes import may_have_subgraphs
 
 
 def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
@@ -26,6 +27,8 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
             name, k = f"{base}_{k}", k + 1
         taken.add(name)
         node.name = name
+        if not may_have_subgraphs(node):
+            continue
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
                 name_nodes(a.g, taken)
@@ -83,7 +86,10 @@ def build(
     has_subgraphs = False
     for node in graph.node:
         reads = [i for i in node.input if i]
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        if may_have_subgraphs(node) and any(
+            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+            for a in node.attribute
+        ):
             has_subgraphs = True
             reads += list(_outer_inputs(node))
         for t in reads:

@@ -147,13 +147,17 @@ def load_model(source: ModelSource) -> LoadedModel:
         builtin = build_builtin(str(source), weights=False)
         if builtin is not None:
             return LoadedModel(builtin, None, 0)
-        raise ModelLoadError(f"{what}: no such file; check the path (or name a built-in model: onnxcost zoo list)")
+        raise ModelLoadError(
+            f"{what}: no such file; check the path (or name a built-in model: onnxcost zoo list)"
+        )
     if path.is_dir():
         raise ModelLoadError(f"{what} is a directory; pass the .onnx file inside it")
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ModelLoadError(f"{what}: cannot read the file ({e.strerror}); check its permissions") from e
+        raise ModelLoadError(
+            f"{what}: cannot read the file ({e.strerror}); check its permissions"
+        ) from e
     proto = _parse(data, what)
     external = _check_external(proto, path.parent, what)
     return LoadedModel(proto, path, len(data) + external)

@@ -27,7 +27,15 @@ def supported(domain: str | None = None) -> list[OpRow]:
     for s in REGISTRY.specs():
         if _matches(domain, s.domain):
             opsets = f"{s.since}+" if s.until >= OPSET_MAX else f"{s.since}-{s.until}"
-            rows.append(OpRow(s.domain or "ai.onnx", s.op_type, opsets, "zero" if s.zero else "formula", s.summary))
+            rows.append(
+                OpRow(
+                    s.domain or "ai.onnx",
+                    s.op_type,
+                    opsets,
+                    "zero" if s.zero else "formula",
+                    s.summary,
+                )
+            )
     return rows
 
 
@@ -40,6 +48,14 @@ def known_unsupported(domain: str | None = None) -> list[OpRow]:
         if (d, schema.name) in seen or not _matches(domain, d) or REGISTRY.known(d, schema.name):
             continue
         seen.add((d, schema.name))
-        rows.append(OpRow(d or "ai.onnx", schema.name, f"{schema.since_version}+", "unsupported", "no formula: counted as 0 and listed"))
+        rows.append(
+            OpRow(
+                d or "ai.onnx",
+                schema.name,
+                f"{schema.since_version}+",
+                "unsupported",
+                "no formula: counted as 0 and listed",
+            )
+        )
     rows.sort()
     return rows

@@ -46,7 +46,9 @@ def parse_dim(text: str) -> tuple[str, int]:
     """``'batch=8'`` -> ``('batch', 8)``."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
-        raise UsageError(f"--dim {text!r} is not SYMBOL=N with N a positive integer; e.g. --dim batch=8")
+        raise UsageError(
+            f"--dim {text!r} is not SYMBOL=N with N a positive integer; e.g. --dim batch=8"
+        )
     return name.strip(), int(value)
 
 
@@ -68,10 +70,20 @@ def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
     return tt.elem_type, tuple(dims)
 
 
+_SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def may_have_subgraphs(node: onnx.NodeProto) -> bool:
+    """Cheap pre-check: in the default domain only control-flow ops carry graphs."""
+    return node.op_type in _SUBGRAPH_OPS or node.domain not in ("", "ai.onnx")
+
+
 def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
     """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
     yield scope, graph
     for node in graph.node:
+        if not may_have_subgraphs(node):
+            continue
         for a in node.attribute:
             sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
             if a.type == onnx.AttributeProto.GRAPH:
@@ -113,7 +125,12 @@ def _apply_overrides(
             raise ShapeError(
                 f"--input-shape names {name!r}, but the model's inputs are: {', '.join(names) or '(none)'}"
             )
-    symbols = {d.dim_param for vi in inputs for d in vi.type.tensor_type.shape.dim if d.HasField("dim_param")}
+    symbols = {
+        d.dim_param
+        for vi in inputs
+        for d in vi.type.tensor_type.shape.dim
+        if d.HasField("dim_param")
+    }
     for sym in dims:
         if sym not in symbols:
             raise ShapeError(
@@ -160,15 +177,24 @@ def _apply_overrides(
 
 
 def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
-    return "x".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim)
+    return "x".join(
+        str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim
+    )
 
 
 def _detach_large_initializers(graph: onnx.GraphProto) -> None:
     """Drop embedded weight bytes (inference needs dims only) so inference copies less."""
     for t in graph.initializer:
         if t.data_location != TensorProto.EXTERNAL and t.ByteSize() > _STRIP_BYTES:
-            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
-                t.ClearField(f)  # type: ignore[arg-type]
+            for f in (
+                "raw_data",
+                "float_data",
+                "int32_data",
+                "int64_data",
+                "double_data",
+                "uint64_data",
+            ):
+                t.ClearField(f)
             t.data_location = TensorProto.EXTERNAL
             del t.external_data[:]
             e = t.external_data.add()
@@ -183,7 +209,9 @@ def _clear_inferred(graph: onnx.GraphProto) -> None:
             vi.type.tensor_type.ClearField("shape")
 
 
-def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Mapping[str, np.ndarray]) -> None:
+def _collect_types(
+    model: onnx.ModelProto, types: dict[str, TensorInfo], values: Mapping[str, np.ndarray]
+) -> None:
     for _scope, g in iter_graphs(model.graph):
         for vi in (*g.input, *g.output, *g.value_info):
             elem, shape = shape_of(vi.type)
@@ -196,7 +224,9 @@ def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo], values:
             if node.op_type == "Constant" and node.output:
                 arr = values.get(node.output[0])
                 if arr is not None:
-                    types[node.output[0]] = TensorInfo(node.output[0], _elem_of(arr), tuple(arr.shape))
+                    types[node.output[0]] = TensorInfo(
+                        node.output[0], _elem_of(arr), tuple(arr.shape)
+                    )
                 else:
                     info = _constant_info(node)
                     if info is not None:
@@ -226,10 +256,14 @@ def _elem_of(arr: np.ndarray) -> int:
 
 def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
     except Exception as e:  # inference is best effort: unresolved nodes become unknown_shape
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        warnings.append(f"ONNX shape inference stopped early ({first}); some nodes may be unknown_shape")
+        warnings.append(
+            f"ONNX shape inference stopped early ({first}); some nodes may be unknown_shape"
+        )
         return model
 
 
@@ -317,6 +351,14 @@ def _reshape(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
     return x[0].reshape(shape)
 
 
+def _constant_of_shape(node: onnx.NodeProto, x: list[np.ndarray | None]) -> np.ndarray:
+    value = _attr(node, "value")
+    fill = (
+        numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.zeros(1, np.float32)
+    )
+    return np.full(_ints(x[0]), fill.reshape(-1)[0], dtype=fill.dtype)
+
+
 def _x(x: list[np.ndarray | None], i: int) -> np.ndarray:
     v = x[i]
     assert v is not None
@@ -350,11 +392,10 @@ _FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]
     "Neg": lambda n, x: np.negative(_x(x, 0)),
     "Abs": lambda n, x: np.abs(_x(x, 0)),
     "Where": lambda n, x: np.where(_x(x, 0), _x(x, 1), _x(x, 2)),
-    "Range": lambda n, x: np.arange(_x(x, 0).item(), _x(x, 1).item(), _x(x, 2).item(), dtype=_x(x, 0).dtype),
-    "ConstantOfShape": lambda n, x: np.full(
-        _ints(x[0]),
-        numpy_helper.to_array(_attr(n, "value")) if _attr(n, "value") is not None else np.zeros(1, np.float32),  # type: ignore[arg-type]
-    ).reshape(_ints(x[0])),
+    "Range": lambda n, x: np.arange(
+        _x(x, 0).item(), _x(x, 1).item(), _x(x, 2).item(), dtype=_x(x, 0).dtype
+    ),
+    "ConstantOfShape": _constant_of_shape,
     "Expand": lambda n, x: _x(x, 0) * np.ones(_ints(x[1]), dtype=_x(x, 0).dtype),
     "ReduceProd": lambda n, x: np.prod(_x(x, 0), keepdims=bool(_attr(n, "keepdims", 1))),
     "ReduceSum": lambda n, x: np.sum(_x(x, 0), keepdims=bool(_attr(n, "keepdims", 1))),
@@ -369,7 +410,12 @@ def _known_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     for t in model.graph.initializer:
         if t.data_location == TensorProto.EXTERNAL or math.prod(t.dims) > _FOLD_MAX_ELEMENTS:
             continue
-        if t.data_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.FLOAT):
+        if t.data_type in (
+            TensorProto.INT64,
+            TensorProto.INT32,
+            TensorProto.BOOL,
+            TensorProto.FLOAT,
+        ):
             try:
                 values[t.name] = numpy_helper.to_array(t)
             except ValueError:  # data that does not fill its dims: unknown, as weights are
@@ -386,11 +432,15 @@ def _known_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
                 elif a.name in ("value_int", "value_ints"):
                     values[node.output[0]] = np.array(helper.get_attribute_value(a), dtype=np.int64)
                 elif a.name in ("value_float", "value_floats"):
-                    values[node.output[0]] = np.array(helper.get_attribute_value(a), dtype=np.float32)
+                    values[node.output[0]] = np.array(
+                        helper.get_attribute_value(a), dtype=np.float32
+                    )
     return values
 
 
-def _fold(model: onnx.ModelProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]) -> int:
+def _fold(
+    model: onnx.ModelProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]
+) -> int:
     """Evaluate shape sub-graphs whose inputs are known; returns how many tensors were added."""
     added = 0
     for node in model.graph.node:
@@ -401,7 +451,11 @@ def _fold(model: onnx.ModelProto, types: Mapping[str, TensorInfo], values: dict[
             result = _shape_value(node, types)
         elif node.op_type == "Size":
             info = types.get(node.input[0])
-            result = np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
+            result = (
+                np.array(info.numel, dtype=np.int64)
+                if info is not None and info.is_concrete
+                else None
+            )
         elif node.op_type in _FOLD:
             args = [values.get(i) if i else None for i in node.input]
             if any(a is None for a, name in zip(args, node.input, strict=True) if name):
@@ -422,10 +476,13 @@ def _with_folded(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> on
     """A copy of ``model`` whose folded tensors are initializers (their producers removed)."""
     work = onnx.ModelProto()
     work.CopyFrom(model)
-    produced = {o for n in work.graph.node for o in n.output}
+    _clear_inferred(work.graph)  # else the merge keeps round one's unk__ dims
+    produced = {o for n in work.graph.node if n.op_type != "Constant" for o in n.output}
     inits = {t.name for t in work.graph.initializer}
     folded = {k for k in values if k in produced and k not in inits}
-    keep = [n for n in work.graph.node if not (n.output and all(o in folded or not o for o in n.output))]
+    keep = [
+        n for n in work.graph.node if not (n.output and all(o in folded or not o for o in n.output))
+    ]
     if len(keep) != len(work.graph.node):
         del work.graph.node[:]
         work.graph.node.extend(keep)

@@ -28,7 +28,8 @@ def test_loop_multiplies_the_body_by_a_static_trip_count() -> None:
     assert (loop.op_type, loop.macs) == ("Loop", 320)
     body = [n for n in a.nodes if n.graph.endswith("/body")]
     assert [n.op_type for n in body] == ["Identity", "MatMul"]
-    assert body[1].macs == 320 and "x5" in body[1].note
+    assert body[1].macs == 320
+    assert "x5" in body[1].note
     # w is read inside the body: 8 x 8 = 64 params, counted once
     assert a.totals.params == 64
     # by op type adds up to the totals without counting the Loop twice
@@ -36,7 +37,9 @@ def test_loop_multiplies_the_body_by_a_static_trip_count() -> None:
 
 
 def test_loop_with_dynamic_trip_count_counts_one_iteration_and_warns() -> None:
-    text = LOOP.replace("(float[1,8] x)", "(float[1,8] x, int64 trip)").replace("int64 trip = {5}, ", "")
+    text = LOOP.replace("(float[1,8] x)", "(float[1,8] x, int64 trip)").replace(
+        "int64 trip = {5}, ", ""
+    )
     a = analyze_text(text)
     assert a.totals.macs == 64
     assert any("one iteration" in w for w in a.warnings)
@@ -54,7 +57,10 @@ g (bool c, float[1,8] x) => (float[1,8] y) <float[8,8] w = {1.0}> {
 }"""
     a = analyze_text(text)
     assert (a.totals.macs, a.totals.flops) == (64, 128)
-    assert {n.graph.rsplit("/", 1)[-1] for n in a.nodes if n.graph} == {"then_branch", "else_branch"}
+    assert {n.graph.rsplit("/", 1)[-1] for n in a.nodes if n.graph} == {
+        "then_branch",
+        "else_branch",
+    }
     assert any("larger" in w for w in a.warnings)
     assert sum(s.flops for s in a.by_op_type) == 128
 
@@ -64,16 +70,28 @@ def test_scan_multiplies_by_the_scanned_length() -> None:
     body = helper.make_graph(
         [helper.make_node("Add", ["s", "r"], ["s2"]), helper.make_node("Identity", ["s2"], ["o"])],
         "body",
-        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("r", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("s2", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("o", TensorProto.FLOAT, [4])],
+        [
+            helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, [4]),
+        ],
+        [
+            helper.make_tensor_value_info("s2", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("o", TensorProto.FLOAT, [4]),
+        ],
     )
     scan = helper.make_node("Scan", ["init", "x"], ["final", "ys"], body=body, num_scan_inputs=1)
     model = helper.make_model(
         helper.make_graph(
             [scan],
             "g",
-            [helper.make_tensor_value_info("init", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])],
-            [helper.make_tensor_value_info("final", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("ys", TensorProto.FLOAT, [6, 4])],
+            [
+                helper.make_tensor_value_info("init", TensorProto.FLOAT, [4]),
+                helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4]),
+            ],
+            [
+                helper.make_tensor_value_info("final", TensorProto.FLOAT, [4]),
+                helper.make_tensor_value_info("ys", TensorProto.FLOAT, [6, 4]),
+            ],
         ),
         opset_imports=[helper.make_opsetid("", 17)],
     )
@@ -105,7 +123,9 @@ g (float[1,8] x) => (float[1,8] y) <float[8,8] w1 = {1.0}, float[8,8] w2 = {1.0}
   b = Relu (a)
   y = MatMul (b, w2)
 }""")
-    for node, name in zip(m.graph.node, ["/layer1/fc/MatMul", "/layer1/act/Relu", "/layer2/fc/MatMul"], strict=True):
+    for node, name in zip(
+        m.graph.node, ["/layer1/fc/MatMul", "/layer1/act/Relu", "/layer2/fc/MatMul"], strict=True
+    ):
         node.name = name
     a = onnxcost.analyze(m)
     one = {s.scope: s.macs for s in a.by_scope(1)}
@@ -118,12 +138,44 @@ def test_json_contract() -> None:
     a = analyze_text(LOOP)
     d = json.loads(a.to_json())
     assert d["schema"] == "onnxcost.analysis/1"
-    assert {"schema", "model", "inputs", "outputs", "totals", "nodes", "by_op_type", "unsupported", "warnings"} <= d.keys()
+    assert {
+        "schema",
+        "model",
+        "inputs",
+        "outputs",
+        "totals",
+        "nodes",
+        "by_op_type",
+        "unsupported",
+        "warnings",
+    } <= d.keys()
     assert {"path", "ir_version", "opsets", "producer"} <= d["model"].keys()
-    assert set(d["totals"]) >= {"macs", "flops", "params", "param_bytes", "bytes_read", "bytes_written", "peak_activation_bytes"}
-    node_keys = {"name", "op_type", "domain", "status", "macs", "flops", "params", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
+    assert set(d["totals"]) >= {
+        "macs",
+        "flops",
+        "params",
+        "param_bytes",
+        "bytes_read",
+        "bytes_written",
+        "peak_activation_bytes",
+    }
+    node_keys = {
+        "name",
+        "op_type",
+        "domain",
+        "status",
+        "macs",
+        "flops",
+        "params",
+        "bytes_read",
+        "bytes_written",
+        "input_shapes",
+        "output_shapes",
+    }
     assert all(node_keys <= n.keys() for n in d["nodes"])
-    assert {"op_type", "domain", "count", "macs", "flops", "bytes_read", "bytes_written"} <= d["by_op_type"][0].keys()
+    assert {"op_type", "domain", "count", "macs", "flops", "bytes_read", "bytes_written"} <= d[
+        "by_op_type"
+    ][0].keys()
     assert d["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 8]}]
 
 

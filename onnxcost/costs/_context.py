@@ -68,7 +68,7 @@ def dtype_name(elem_type: int) -> str:
 
 def tensor_bytes(numel: int, elem_type: int) -> int:
     """Bytes of ``numel`` packed elements, rounded up to a whole byte."""
-    return (numel * element_bits(elem_type) + 7) // 8
+    return (numel * _BITS.get(elem_type, 32) + 7) // 8
 
 
 class UnknownShapeError(Exception):
@@ -78,13 +78,46 @@ class UnknownShapeError(Exception):
     """
 
 
-@dataclass(frozen=True, slots=True)
 class TensorInfo:
-    """A tensor as the analyzer knows it: name, element type, shape (None if unknown rank)."""
+    """A tensor as the analyzer knows it: name, element type, shape (None if unknown rank).
+
+    Immutable; ``numel`` and ``nbytes`` are computed once (the analyzer reads them often).
+    """
+
+    __slots__ = ("_nbytes", "_numel", "elem_type", "name", "shape")
 
     name: str
     elem_type: int
     shape: Shape | None
+    _numel: int
+    _nbytes: int
+
+    def __init__(self, name: str, elem_type: int, shape: Shape | None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "elem_type", elem_type)
+        object.__setattr__(self, "shape", shape)
+        concrete = shape is not None and all(type(d) is int and d >= 0 for d in shape)
+        numel = math.prod(shape) if concrete else -1  # type: ignore[arg-type]
+        object.__setattr__(self, "_numel", numel)
+        object.__setattr__(
+            self, "_nbytes", (numel * _BITS.get(elem_type, 32) + 7) // 8 if concrete else -1
+        )
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("TensorInfo is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorInfo) and (self.name, self.elem_type, self.shape) == (
+            other.name,
+            other.elem_type,
+            other.shape,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.elem_type, self.shape))
+
+    def __repr__(self) -> str:
+        return f"TensorInfo({self.name!r}, {self.dtype}, {self.shape})"
 
     @property
     def dtype(self) -> str:
@@ -92,22 +125,26 @@ class TensorInfo:
 
     @property
     def is_concrete(self) -> bool:
-        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+        return self._numel >= 0
 
     @property
     def concrete_shape(self) -> tuple[int, ...]:
         """The shape with every dim an int; raises UnknownShapeError otherwise."""
-        if not self.is_concrete:
+        if self._numel < 0:
             raise UnknownShapeError(self.name)
         return self.shape  # type: ignore[return-value]
 
     @property
     def numel(self) -> int:
-        return math.prod(self.concrete_shape)
+        if self._numel < 0:
+            raise UnknownShapeError(self.name)
+        return self._numel
 
     @property
     def nbytes(self) -> int:
-        return tensor_bytes(self.numel, self.elem_type)
+        if self._nbytes < 0:
+            raise UnknownShapeError(self.name)
+        return self._nbytes
 
 
 @lru_cache(maxsize=4096)

@@ -14,7 +14,6 @@ error (RegistryError), never a silent override.
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -108,7 +107,11 @@ class Registry:
 
     def specs(self) -> list[OpSpec]:
         """Every entry, sorted by domain, op type and opset: a stable listing."""
-        return [s for key in sorted(self._specs) for s in sorted(self._specs[key], key=lambda s: s.since)]
+        return [
+            s
+            for key in sorted(self._specs)
+            for s in sorted(self._specs[key], key=lambda s: s.since)
+        ]
 
     def known(self, domain: str, op_type: str) -> bool:
         return (normalize_domain(domain), op_type) in self._specs

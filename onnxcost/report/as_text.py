@@ -9,14 +9,35 @@ from collections.abc import Sequence
 from onnxcost.analyze import Analysis
 from onnxcost.records import NodeRecord
 from onnxcost.report import units
-from onnxcost.report.columns import NODE_COLUMNS, SCOPE_COLUMNS, Column, op_type_columns, with_cumulative
+from onnxcost.report.columns import (
+    NODE_COLUMNS,
+    SCOPE_COLUMNS,
+    Column,
+    op_type_columns,
+    with_cumulative,
+)
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:
     """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["name", "op_type", "domain", "status", "input_shapes", "output_shapes", "params", "macs", "flops", "bytes_read", "bytes_written", "graph"])
+    w.writerow(
+        [
+            "name",
+            "op_type",
+            "domain",
+            "status",
+            "input_shapes",
+            "output_shapes",
+            "params",
+            "macs",
+            "flops",
+            "bytes_read",
+            "bytes_written",
+            "graph",
+        ]
+    )
     for n in nodes:
         w.writerow([
             n.name, n.op_type, n.domain, n.status,
@@ -55,11 +76,13 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
         "## Summary by op type",
         "",
     ]
-    out += _md_table(op_type_columns(t.flops, t.macs), [r for r, _c in with_cumulative(a.by_op_type, t.flops)])
+    out += _md_table(
+        op_type_columns(t.flops, t.macs), [r for r, _c in with_cumulative(a.by_op_type, t.flops)]
+    )
     if depth is not None:
-        out += ["", f"## Scopes (depth {depth})", ""] + _md_table(SCOPE_COLUMNS, a.by_scope(depth))
+        out += ["", f"## Scopes (depth {depth})", "", *_md_table(SCOPE_COLUMNS, a.by_scope(depth))]
     else:
-        out += ["", "## Nodes", ""] + _md_table(NODE_COLUMNS, nodes)
+        out += ["", "## Nodes", "", *_md_table(NODE_COLUMNS, nodes)]
     if a.warnings:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
     return "\n".join(out) + "\n"

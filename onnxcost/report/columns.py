@@ -49,7 +49,11 @@ def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Column]:
         _c("count", "count", str),
         _c("MACs", "macs"),
         _c("FLOPs", "flops"),
-        Column("% FLOPs", lambda r: r.flops / total_flops if total_flops else 0.0, lambda r: units.percent(r.flops, total_flops)),
+        Column(
+            "% FLOPs",
+            lambda r: r.flops / total_flops if total_flops else 0.0,
+            lambda r: units.percent(r.flops, total_flops),
+        ),
         _c("bytes read", "bytes_read", units.nbytes),
         _c("bytes written", "bytes_written", units.nbytes),
         _c("params", "params"),
@@ -67,7 +71,9 @@ SCOPE_COLUMNS: Sequence[Column] = (
 )
 
 
-def with_cumulative(rows: Sequence[OpTypeSummary], total_flops: int) -> list[tuple[OpTypeSummary, float]]:
+def with_cumulative(
+    rows: Sequence[OpTypeSummary], total_flops: int
+) -> list[tuple[OpTypeSummary, float]]:
     """Each row with the cumulative share of FLOPs up to and including it."""
     out, acc = [], 0
     for r in rows:
@@ -76,4 +82,12 @@ def with_cumulative(rows: Sequence[OpTypeSummary], total_flops: int) -> list[tup
     return out
 
 
-__all__ = ["NODE_COLUMNS", "SCOPE_COLUMNS", "Column", "NodeRecord", "ScopeSummary", "op_type_columns", "with_cumulative"]
+__all__ = [
+    "NODE_COLUMNS",
+    "SCOPE_COLUMNS",
+    "Column",
+    "NodeRecord",
+    "ScopeSummary",
+    "op_type_columns",
+    "with_cumulative",
+]

@@ -14,7 +14,11 @@ SORT_KEYS: tuple[SortKey, ...] = ("order", "macs", "flops", "bytes", "params")
 
 
 def select_nodes(
-    nodes: Sequence[NodeRecord], *, sort_by: SortKey = "order", top: int | None = None, op_type: str | None = None
+    nodes: Sequence[NodeRecord],
+    *,
+    sort_by: SortKey = "order",
+    top: int | None = None,
+    op_type: str | None = None,
 ) -> list[NodeRecord]:
     """Filter by op-type regex (full match, case-sensitive), sort (stable, descending for costs), cut."""
     out = list(nodes)

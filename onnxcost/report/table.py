@@ -11,10 +11,21 @@ from rich.table import Table
 from onnxcost.analyze import Analysis
 from onnxcost.records import NodeRecord
 from onnxcost.report import units
-from onnxcost.report.columns import NODE_COLUMNS, SCOPE_COLUMNS, Column, op_type_columns, with_cumulative
+from onnxcost.report.columns import (
+    NODE_COLUMNS,
+    SCOPE_COLUMNS,
+    Column,
+    op_type_columns,
+    with_cumulative,
+)
 
 
-def _table(title: str, columns: Sequence[Column], rows: Sequence[object], extra: Sequence[tuple[str, list[str]]] = ()) -> Table:
+def _table(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[object],
+    extra: Sequence[tuple[str, list[str]]] = (),
+) -> Table:
     t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
     for c in columns:
         t.add_column(c.header, justify="right" if c.numeric else "left", overflow="fold")
@@ -31,24 +42,41 @@ def render_header(a: Analysis, console: Console) -> None:
     console.print(f"[bold]{m.path or m.graph_name or 'model'}[/bold]")
     producer = f"{m.producer} {m.producer_version}".strip() or "unknown"
     opsets = ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items()))
-    console.print(f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {units.nbytes(m.model_bytes)}")
+    console.print(
+        f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {units.nbytes(m.model_bytes)}"
+    )
     for label, tensors in (("input ", a.inputs), ("output", a.outputs)):
         for t in tensors:
             console.print(f"  {label} {t.name}: {t.dtype}[{units.shape(t.shape)}]")
-    ops = sorted(((s.count, s.op_type if not s.domain else f"{s.domain}::{s.op_type}") for s in a.by_op_type), reverse=True)
+    ops = sorted(
+        (
+            (s.count, s.op_type if not s.domain else f"{s.domain}::{s.op_type}")
+            for s in a.by_op_type
+        ),
+        reverse=True,
+    )
     console.print("  ops    " + ", ".join(f"{name} x{n}" for n, name in ops))
     if m.params_by_dtype:
-        console.print("  params " + ", ".join(f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items())))
+        console.print(
+            "  params "
+            + ", ".join(f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items()))
+        )
 
 
 def render_totals(a: Analysis, console: Console) -> None:
     t = a.totals
-    flops_label = {"onnxcost": "FLOPs", "torch": "FLOPs (torch: 2 x MACs)", "fvcore": "FLOPs (fvcore: = MACs)"}[a.convention]
+    flops_label = {
+        "onnxcost": "FLOPs",
+        "torch": "FLOPs (torch: 2 x MACs)",
+        "fvcore": "FLOPs (fvcore: = MACs)",
+    }[a.convention]
     console.print(
         f"[bold]Totals[/bold]  MACs {units.count(t.macs)} ({t.macs:,}) | {flops_label} {units.count(t.flops)} ({t.flops:,})"
     )
     stats = f" + {t.stat_params:,} BatchNorm statistics" if t.stat_params else ""
-    console.print(f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}")
+    console.print(
+        f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}"
+    )
     console.print(
         f"        memory read {units.nbytes(t.bytes_read)} | written {units.nbytes(t.bytes_written)} | "
         f"peak activations {units.nbytes(t.peak_activation_bytes)}"
@@ -85,8 +113,12 @@ def render(
     else:
         console.print(_table("Nodes", NODE_COLUMNS, nodes))
         if hidden:
-            console.print(f"  ... {hidden} more nodes not shown (--top 0 shows all, --sort-by flops ranks them)")
+            console.print(
+                f"  ... {hidden} more nodes not shown (--top 0 shows all, --sort-by flops ranks them)"
+            )
     if a.unsupported:
-        console.print(f"[yellow]unsupported ops (counted as 0):[/yellow] {', '.join(a.unsupported)}")
+        console.print(
+            f"[yellow]unsupported ops (counted as 0):[/yellow] {', '.join(a.unsupported)}"
+        )
     for w in a.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)

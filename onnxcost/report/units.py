@@ -10,7 +10,13 @@ def count(n: int | float) -> str:
     v = float(n)
     for unit in ("", " K", " M", " G", " T", " P"):
         if abs(v) < 1000 or unit == " P":
-            return f"{int(v)}" if unit == "" else f"{v:.3g}{unit}" if abs(v) >= 100 else f"{v:.2f}{unit}"
+            return (
+                f"{int(v)}"
+                if unit == ""
+                else f"{v:.3g}{unit}"
+                if abs(v) >= 100
+                else f"{v:.2f}{unit}"
+            )
         v /= 1000
     return str(n)
 

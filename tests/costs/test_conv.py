@@ -22,7 +22,14 @@ def test_conv_worked_example_from_the_issue() -> None:
     # MACs = numel(Y) x C_in x 7 x 7 = (2 x 250 x 250) x 3 x 49 = 125,000 x 147 = 18,375,000
     # bytes_read = X 3x500x500x4 = 3,000,000 + W 2x3x7x7x4 = 1,176 -> 3,001,176
     # bytes_written = 2x250x250x4 = 500,000
-    n = only_node(conv_model("1,3,500,500", "2,3,7,7", "1,2,250,250", "kernel_shape=[7,7], strides=[2,2], pads=[3,3,3,3]"))
+    n = only_node(
+        conv_model(
+            "1,3,500,500",
+            "2,3,7,7",
+            "1,2,250,250",
+            "kernel_shape=[7,7], strides=[2,2], pads=[3,3,3,3]",
+        )
+    )
     assert (n.macs, n.flops, n.params) == (18_375_000, 36_750_000, 294)
     assert (n.bytes_read, n.bytes_written) == (3_001_176, 500_000)
     assert n.status == "ok"
@@ -51,7 +58,11 @@ def test_conv_groups(group: int, w: str, macs: int) -> None:
 
 def test_conv_auto_pad_and_dilation() -> None:
     # SAME_UPPER stride 2 on 1x1x7x7 -> 1x1x4x4; dilation 2 (k3 covers 5); MACs = 16 x 1 x 9 = 144
-    n = only_node(conv_model("1,1,7,7", "1,1,3,3", "1,1,4,4", 'auto_pad="SAME_UPPER", strides=[2,2], dilations=[2,2]'))
+    n = only_node(
+        conv_model(
+            "1,1,7,7", "1,1,3,3", "1,1,4,4", 'auto_pad="SAME_UPPER", strides=[2,2], dilations=[2,2]'
+        )
+    )
     assert n.macs == 144
     assert n.output_shapes == ((1, 1, 4, 4),)
 

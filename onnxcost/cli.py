@@ -167,7 +167,9 @@ def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
     from rich.console import Console
 
     if output is None:
-        draw(Console(highlight=False))
+        # A pipe or CI log gets a wide, plain table instead of rich's 80-column default.
+        width = None if sys.stdout.isatty() else 160
+        draw(Console(highlight=False, width=width))
         return
     with output.open("w", encoding="utf-8") as f:
         draw(Console(file=f, width=200, no_color=True, highlight=False))

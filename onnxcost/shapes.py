@@ -24,7 +24,6 @@ _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""
 _FOLD_MAX_ELEMENTS = 1 << 16
 """Shape sub-graphs fold only values at most this large: shapes, not activations."""
-_MAX_ROUNDS = 3
 
 _DIMS_RE = re.compile(r"^\s*(\d+\s*(?:[x,]\s*\d+\s*)*)?$")
 
@@ -438,58 +437,92 @@ def _known_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     return values
 
 
-def _fold(
-    model: onnx.ModelProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]
-) -> int:
-    """Evaluate shape sub-graphs whose inputs are known; returns how many tensors were added."""
-    added = 0
+def _fold_node(
+    node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]
+) -> None:
+    """Evaluate ``node`` with numpy if it computes a small value from known values."""
+    if not node.output or node.output[0] in values or node.domain not in ("", "ai.onnx"):
+        return
+    result: np.ndarray | None = None
+    if node.op_type == "Shape":
+        result = _shape_value(node, types)
+    elif node.op_type == "Size":
+        info = types.get(node.input[0])
+        result = (
+            np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
+        )
+    elif node.op_type in _FOLD:
+        args = [values.get(i) if i else None for i in node.input]
+        if any(a is None for a, name in zip(args, node.input, strict=True) if name):
+            return
+        try:
+            result = np.asarray(_FOLD[node.op_type](node, args))
+        except Exception:  # a value we cannot evaluate stays unknown
+            return
+    if result is not None and result.size <= _FOLD_MAX_ELEMENTS:
+        values[node.output[0]] = result
+
+
+def _type_proto(info: TensorInfo) -> onnx.TypeProto:
+    return helper.make_tensor_type_proto(info.elem_type, info.shape)
+
+
+def _propagate(
+    model: onnx.ModelProto, types: dict[str, TensorInfo], values: dict[str, np.ndarray]
+) -> None:
+    """One forward pass over the main graph: fold shape values, and re-run ONNX's own
+    per-node inference, fed those values, wherever a node's outputs are still unknown.
+
+    A pass in topological order resolves chains that whole-graph inference cannot (each
+    GPT-2 layer's mask slice depends on the previous layer's shapes).
+    """
+    opsets = {(o.domain or ""): o.version for o in model.opset_import}
     for node in model.graph.node:
-        if not node.output or node.output[0] in values or node.domain not in ("", "ai.onnx"):
+        if node.op_type in _SUBGRAPH_OPS:
             continue
-        result: np.ndarray | None
-        if node.op_type == "Shape":
-            result = _shape_value(node, types)
-        elif node.op_type == "Size":
-            info = types.get(node.input[0])
-            result = (
-                np.array(info.numel, dtype=np.int64)
-                if info is not None and info.is_concrete
-                else None
-            )
-        elif node.op_type in _FOLD:
-            args = [values.get(i) if i else None for i in node.input]
-            if any(a is None for a, name in zip(args, node.input, strict=True) if name):
-                continue
-            try:
-                result = np.asarray(_FOLD[node.op_type](node, args))
-            except Exception:  # a value we cannot evaluate stays unknown
-                continue
-        else:
-            continue
-        if result is not None and result.size <= _FOLD_MAX_ELEMENTS:
-            values[node.output[0]] = result
-            added += 1
-    return added
+        if any(o and (o not in types or not types[o].is_concrete) for o in node.output):
+            _infer_node(node, types, values, opsets, model)
+        _fold_node(node, types, values)
 
 
-def _with_folded(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
-    """A copy of ``model`` whose folded tensors are initializers (their producers removed)."""
-    work = onnx.ModelProto()
-    work.CopyFrom(model)
-    _clear_inferred(work.graph)  # else the merge keeps round one's unk__ dims
-    produced = {o for n in work.graph.node if n.op_type != "Constant" for o in n.output}
-    inits = {t.name for t in work.graph.initializer}
-    folded = {k for k in values if k in produced and k not in inits}
-    keep = [
-        n for n in work.graph.node if not (n.output and all(o in folded or not o for o in n.output))
-    ]
-    if len(keep) != len(work.graph.node):
-        del work.graph.node[:]
-        work.graph.node.extend(keep)
-    still = {o for n in keep for o in n.output}
-    for name in sorted(folded - still):
-        work.graph.initializer.append(numpy_helper.from_array(values[name], name))
-    return work
+def _infer_node(
+    node: onnx.NodeProto,
+    types: dict[str, TensorInfo],
+    values: Mapping[str, np.ndarray],
+    opsets: Mapping[str, int],
+    model: onnx.ModelProto,
+) -> None:
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    if domain not in opsets:
+        return
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets[domain], domain)
+    except onnx.defs.SchemaError:
+        return  # an op onnx does not know (contrib, custom): nothing to infer with
+    inputs = [i for i in node.input if i]
+    if any(i not in types or types[i].shape is None for i in inputs):
+        return
+    in_types = {i: _type_proto(types[i]) for i in inputs}
+    in_data = {i: numpy_helper.from_array(values[i], i) for i in inputs if i in values}
+    try:
+        out = onnx.shape_inference.infer_node_outputs(
+            schema,
+            node,
+            in_types,
+            in_data,
+            opset_imports=list(model.opset_import),
+            ir_version=model.ir_version,
+        )
+    except Exception:  # best effort: the node stays unknown_shape
+        return
+    for name, tp in out.items():
+        elem, shape = shape_of(tp)
+        old = types.get(name)
+        if shape is None or (old is not None and old.is_concrete):
+            continue
+        new = TensorInfo(name, elem or (old.elem_type if old is not None else 0), shape)
+        if new.is_concrete or old is None or old.shape is None:
+            types[name] = new
 
 
 def infer(
@@ -507,11 +540,5 @@ def infer(
     types: dict[str, TensorInfo] = {}
     _collect_types(inferred, types, values)
     if _unknown_outputs(inferred.graph, types):
-        for _ in range(_MAX_ROUNDS):
-            if not _fold(inferred, types, values):
-                break
-            again = _infer(_with_folded(inferred, values), warnings)
-            _collect_types(again, types, values)
-            if not _unknown_outputs(inferred.graph, types):
-                break
+        _propagate(inferred, types, values)
     return ShapeResult(inferred, types, values, warnings)

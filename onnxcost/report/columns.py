@@ -31,13 +31,13 @@ def _t(header: str, get: Callable[[Any], str]) -> Column:
 NODE_COLUMNS: Sequence[Column] = (
     _t("name", lambda r: r.name),
     _t("op", lambda r: r.op_type if not r.domain else f"{r.domain}::{r.op_type}"),
-    _t("input shapes", lambda r: units.shapes(r.input_shapes)),
-    _t("output shapes", lambda r: units.shapes(r.output_shapes)),
+    _t("in shapes", lambda r: units.shapes(r.input_shapes)),
+    _t("out shapes", lambda r: units.shapes(r.output_shapes)),
     _c("params", "params"),
     _c("MACs", "macs"),
     _c("FLOPs", "flops"),
-    _c("bytes read", "bytes_read", units.nbytes),
-    _c("bytes written", "bytes_written", units.nbytes),
+    _c("read", "bytes_read", units.nbytes),
+    _c("written", "bytes_written", units.nbytes),
     _t("status", lambda r: r.status),
 )
 
@@ -50,12 +50,12 @@ def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Column]:
         _c("MACs", "macs"),
         _c("FLOPs", "flops"),
         Column(
-            "% FLOPs",
+            "FLOPs %",
             lambda r: r.flops / total_flops if total_flops else 0.0,
             lambda r: units.percent(r.flops, total_flops),
         ),
-        _c("bytes read", "bytes_read", units.nbytes),
-        _c("bytes written", "bytes_written", units.nbytes),
+        _c("read", "bytes_read", units.nbytes),
+        _c("written", "bytes_written", units.nbytes),
         _c("params", "params"),
     )
 
@@ -66,8 +66,8 @@ SCOPE_COLUMNS: Sequence[Column] = (
     _c("params", "params"),
     _c("MACs", "macs"),
     _c("FLOPs", "flops"),
-    _c("bytes read", "bytes_read", units.nbytes),
-    _c("bytes written", "bytes_written", units.nbytes),
+    _c("read", "bytes_read", units.nbytes),
+    _c("written", "bytes_written", units.nbytes),
 )
 
 

@@ -28,9 +28,12 @@ def _table(
 ) -> Table:
     t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
     for c in columns:
-        t.add_column(c.header, justify="right" if c.numeric else "left", overflow="fold")
+        if c.numeric:
+            t.add_column(c.header, justify="right", no_wrap=True)
+        else:
+            t.add_column(c.header, overflow="fold")
     for header, _values in extra:
-        t.add_column(header, justify="right")
+        t.add_column(header, justify="right", no_wrap=True)
     for i, r in enumerate(rows):
         t.add_row(*(c.human(r) for c in columns), *(values[i] for _h, values in extra))
     return t
@@ -41,9 +44,10 @@ def render_header(a: Analysis, console: Console) -> None:
     m = a.model
     console.print(f"[bold]{m.path or m.graph_name or 'model'}[/bold]")
     producer = f"{m.producer} {m.producer_version}".strip() or "unknown"
+    size = units.nbytes(m.model_bytes) if m.model_bytes else "built in (no file)"
     opsets = ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items()))
     console.print(
-        f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {units.nbytes(m.model_bytes)}"
+        f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {size}"
     )
     for label, tensors in (("input ", a.inputs), ("output", a.outputs)):
         for t in tensors:
@@ -90,7 +94,7 @@ def render_by_op_type(a: Analysis, console: Console) -> None:
             "Summary by op type",
             op_type_columns(a.totals.flops, a.totals.macs),
             [r for r, _c in rows],
-            [("cumulative %", [f"{100 * c:.2f}%" if a.totals.flops else "-" for _r, c in rows])],
+            [("cum. %", [f"{100 * c:.2f}%" if a.totals.flops else "-" for _r, c in rows])],
         )
     )
 

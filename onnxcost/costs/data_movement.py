@@ -1,0 +1,115 @@
+"""Data movement: ops that copy, gather, scatter, reshape or reinterpret data, plus the
+sequence, optional and string ops. They do no arithmetic (status ``zero``); their bytes
+still count. Scatters with a reduction and Col2Im add values, so they have formulas.
+
+``meta_inputs`` name the positions that hold shapes, axes, indices, pads, repeats or
+counts: constants there are never parameters. A Gather's data input is not one of them:
+an embedding table is a weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnxcost.costs._context import OpContext
+from onnxcost.costs._registry import AFTER_FIRST, Cost, register, register_zero
+
+register_zero("Reshape", "Squeeze", "Unsqueeze", "Split", "Expand", "Tile", meta_inputs=(1,))
+register_zero("Slice", "Pad", meta_inputs=AFTER_FIRST)
+register_zero(
+    "Transpose",
+    "Flatten",
+    "Concat",
+    "Identity",
+    "DepthToSpace",
+    "SpaceToDepth",
+)
+register_zero("Gather", "GatherElements", "GatherND", "Scatter", meta_inputs=(1,))
+register_zero("TensorScatter", meta_inputs=(2,))
+register_zero("Compress", "ReverseSequence", "Trilu", "CenterCropPad", meta_inputs=(1,))
+register_zero("OneHot", meta_inputs=(1, 2))
+register_zero("Cast", "BitCast", reason="no arithmetic: converts or reinterprets each element")
+register_zero(
+    "CastLike",
+    reason="no arithmetic: converts each element to the second input's type",
+    meta_inputs=(1,),
+)
+register_zero(
+    "Shape",
+    "Size",
+    reason="no arithmetic: reads the input's shape, not its data",
+    meta_inputs=(0,),
+)
+register_zero(
+    "EyeLike",
+    "ConstantOfShape",
+    reason="no arithmetic: fills a new tensor",
+    meta_inputs=(0,),
+)
+register_zero(
+    "Dropout",
+    reason="no arithmetic at inference: an identity (training-mode masking is not counted)",
+    meta_inputs=(1, 2),
+)
+register_zero(
+    "Optional",
+    "OptionalGetElement",
+    "OptionalHasElement",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceLength",
+    "ConcatFromSequence",
+    reason="no arithmetic: builds, unwraps or concatenates containers",
+)
+register_zero(
+    "SequenceAt",
+    "SequenceErase",
+    "SplitToSequence",
+    reason="no arithmetic: builds, unwraps or splits containers",
+    meta_inputs=(1,),
+)
+register_zero(
+    "SequenceInsert",
+    reason="no arithmetic: inserts into a container",
+    meta_inputs=(2,),
+)
+register_zero(
+    "StringConcat",
+    "StringNormalizer",
+    "StringSplit",
+    "RegexFullMatch",
+    reason="no arithmetic: string processing",
+)
+
+
+@register("ScatterElements", "ScatterND", meta_inputs=(1,))
+def scatter_reduce(ctx: OpContext) -> Cost:
+    """FLOPs = numel(updates) with reduction add, mul, max or min; 0 with reduction 'none' (a copy)."""
+    if ctx.attr("reduction", "none") == "none":
+        return Cost()
+    return Cost(flops=ctx.numel(2))
+
+
+@register("Col2Im", meta_inputs=(1, 2))
+def col2im(ctx: OpContext) -> Cost:
+    """FLOPs = numel(X): each column element is added into its image position.
+
+    NB: the first write to each pixel is counted as an add too.
+    """
+    return Cost(flops=ctx.numel(0))
+
+
+@register("NonZero")
+def non_zero(ctx: OpContext) -> Cost:
+    """FLOPs = numel(X): one compare with zero per element."""
+    return Cost(flops=ctx.numel(0))
+
+
+@register("Unique")
+def unique(ctx: OpContext) -> Cost:
+    """FLOPs = n ceil(log2 n) + n - 1 for n = numel(X): a comparison sort, then neighbours compared.
+
+    NB: with an axis, slices are compared whole; counted per element all the same.
+    """
+    n = ctx.numel(0)
+    return Cost(flops=n * math.ceil(math.log2(n)) + n - 1 if n > 1 else 0)

@@ -1,0 +1,267 @@
+"""Elementwise ops: math, comparisons, logic, activations, variadic ops, generators.
+
+Counting rule (shared by normalization, pooling, reduction and data_movement): one FLOP per
+primitive per element; add, sub, mul, div, compare, min, max, abs, floor and a transcendental
+(exp, log, pow, sqrt, tanh, erf, sin, ...) each count 1. A reduction of n values to one
+costs n - 1. No op here is a contraction, so MACs are 0. Binary ops broadcast, so they count the output, numel(Y).
+A conditional formula counts its compare and the work of its costlier branch for every
+element; choosing between precomputed values (a select) costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnxcost.costs._context import OpContext
+from onnxcost.costs._registry import Cost, register, register_zero
+
+
+def per_element(ctx: OpContext, flops_each: int) -> Cost:
+    """``flops_each`` FLOPs for every element of the first output."""
+    return Cost(flops=flops_each * ctx.out_numel())
+
+
+def _present(ctx: OpContext) -> int:
+    return len(ctx.present_inputs())
+
+
+@register(
+    # unary math: one primitive (a transcendental counts 1)
+    "Abs",
+    "Neg",
+    "Reciprocal",
+    "Sqrt",
+    "Exp",
+    "Log",
+    "Erf",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Tanh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Sign",
+    "Round",
+    "Floor",
+    "Ceil",
+    "IsNaN",
+    "IsInf",
+    "Relu",
+    "ThresholdedRelu",
+    # logic and bitwise
+    "Not",
+    "BitwiseNot",
+    "And",
+    "Or",
+    "Xor",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "BitShift",
+    # binary arithmetic and comparisons
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+)
+def one_per_element(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y): one primitive per output element (the broadcast output for binary ops).
+
+    NB: Relu is one max, ThresholdedRelu one compare; Pow, Erf and the trig ops count 1 each.
+    """
+    return per_element(ctx, 1)
+
+
+@register("LeakyRelu", "PRelu")
+def leaky_relu(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): compare, multiply by the slope (alpha or the broadcast slope tensor)."""
+    return per_element(ctx, 2)
+
+
+@register("Shrink")
+def shrink(ctx: OpContext) -> Cost:
+    """FLOPs = 3 x numel(Y): compare with -lambd, compare with lambd, add or subtract the bias."""
+    return per_element(ctx, 3)
+
+
+@register("Elu")
+def elu(ctx: OpContext) -> Cost:
+    """FLOPs = 4 x numel(Y): compare, exp, subtract 1, multiply by alpha."""
+    return per_element(ctx, 4)
+
+
+@register("Selu")
+def selu(ctx: OpContext) -> Cost:
+    """FLOPs = 5 x numel(Y): compare, exp, multiply by alpha, subtract alpha, multiply by gamma."""
+    return per_element(ctx, 5)
+
+
+@register("Celu")
+def celu(ctx: OpContext) -> Cost:
+    """FLOPs = 7 x numel(Y): max(0, x) + min(0, alpha x (exp(x / alpha) - 1)): max, div, exp, sub, mul, min, add."""
+    return per_element(ctx, 7)
+
+
+@register("Sigmoid")
+def sigmoid(ctx: OpContext) -> Cost:
+    """FLOPs = 4 x numel(Y): 1 / (1 + exp(-x)) is neg, exp, add, div."""
+    return per_element(ctx, 4)
+
+
+@register("HardSigmoid")
+def hard_sigmoid(ctx: OpContext) -> Cost:
+    """FLOPs = 4 x numel(Y): max(0, min(1, alpha x + beta)) is mul, add, min, max."""
+    return per_element(ctx, 4)
+
+
+@register("HardSwish")
+def hard_swish(ctx: OpContext) -> Cost:
+    """FLOPs = 5 x numel(Y): x x HardSigmoid(x) is HardSigmoid's 4 plus a multiply."""
+    return per_element(ctx, 5)
+
+
+@register("Softplus")
+def softplus(ctx: OpContext) -> Cost:
+    """FLOPs = 3 x numel(Y): log(exp(x) + 1) is exp, add, log."""
+    return per_element(ctx, 3)
+
+
+@register("Softsign")
+def softsign(ctx: OpContext) -> Cost:
+    """FLOPs = 3 x numel(Y): x / (1 + |x|) is abs, add, div."""
+    return per_element(ctx, 3)
+
+
+@register("Mish")
+def mish(ctx: OpContext) -> Cost:
+    """FLOPs = 5 x numel(Y): x x tanh(softplus(x)) is softplus's 3, tanh, mul."""
+    return per_element(ctx, 5)
+
+
+@register("Swish")
+def swish(ctx: OpContext) -> Cost:
+    """FLOPs = 5 x numel(Y) (6 if alpha != 1): x x sigmoid(alpha x) is sigmoid's 4, a multiply, and alpha x."""
+    return per_element(ctx, 5 if float(ctx.attr("alpha", 1.0)) == 1.0 else 6)
+
+
+@register("Gelu")
+def gelu(ctx: OpContext) -> Cost:
+    """FLOPs = 5 x numel(Y) exact, 8 x numel(Y) with approximate='tanh'.
+
+    Exact: 0.5 x x x (1 + erf(x / sqrt(2))) is div, erf, add, mul, mul. Tanh form:
+    0.5 x x x (1 + tanh(sqrt(2/pi) x (x + 0.044715 x^3))) is pow, mul, add, mul, tanh, add, mul, mul.
+    NB: x^3 counts as one pow, as the ONNX function body and the Pow op do.
+    """
+    return per_element(ctx, 8 if ctx.attr("approximate", "none") == "tanh" else 5)
+
+
+@register("Clip", until=10, meta_inputs=(1, 2))
+def clip_attrs(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): a min and a max per element (bounds are attributes, default +-FLT_MAX)."""
+    return per_element(ctx, 2)
+
+
+@register("Clip", since=11, meta_inputs=(1, 2))
+def clip(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) per bound given (min, max inputs): 0 to 2 per element."""
+    return per_element(ctx, int(ctx.has_input(1)) + int(ctx.has_input(2)))
+
+
+@register("Sum", "Max", "Min")
+def variadic(ctx: OpContext) -> Cost:
+    """FLOPs = (n - 1) x numel(Y) for n inputs, broadcast to Y."""
+    return per_element(ctx, max(0, _present(ctx) - 1))
+
+
+@register("Mean")
+def mean(ctx: OpContext) -> Cost:
+    """FLOPs = n x numel(Y) for n >= 2 inputs: n - 1 adds and one divide per element; 0 for one input."""
+    n = _present(ctx)
+    return per_element(ctx, n if n > 1 else 0)
+
+
+register_zero(
+    "Where",
+    reason="no arithmetic: selects elements by a precomputed boolean mask",
+    meta_inputs=(0,),
+)
+
+
+@register("Range", meta_inputs=(0, 1, 2))
+def range_(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y): one add per element (the running sum of the ONNX function body)."""
+    return per_element(ctx, 1)
+
+
+@register("RandomUniform", "RandomNormal")
+def random(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): scale and shift each draw (low + (high - low) u, mean + scale z).
+
+    NB: the generator's own arithmetic (PRNG state, Box-Muller) is not counted.
+    """
+    return per_element(ctx, 2)
+
+
+@register("RandomUniformLike", "RandomNormalLike", meta_inputs=(0,))
+def random_like(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): scale and shift each draw; only the input's shape and type are read.
+
+    NB: the generator's own arithmetic (PRNG state, Box-Muller) is not counted.
+    """
+    return per_element(ctx, 2)
+
+
+@register("Bernoulli")
+def bernoulli(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y): one compare of a uniform draw with the probability.
+
+    NB: the generator's own arithmetic is not counted.
+    """
+    return per_element(ctx, 1)
+
+
+@register("Multinomial")
+def multinomial(ctx: OpContext) -> Cost:
+    """FLOPs = batch x (2C - 1 + samples x (1 + ceil(log2 C))): exp and running sum of C logits; per sample scale a draw, binary search.
+
+    NB: the generator's own arithmetic is not counted.
+    """
+    batch, classes = ctx.shape(0)
+    samples = ctx.out_shape()[1]
+    search = math.ceil(math.log2(classes)) if classes > 1 else 0
+    return Cost(flops=batch * (max(0, 2 * classes - 1) + samples * (1 + search)))
+
+
+@register("HannWindow", "HammingWindow", meta_inputs=(0,))
+def cosine_window(ctx: OpContext) -> Cost:
+    """FLOPs = 4 x numel(Y): a0 - a1 cos(2 pi n / N) is mul (angle), cos, mul, sub."""
+    return per_element(ctx, 4)
+
+
+@register("BlackmanWindow", meta_inputs=(0,))
+def blackman_window(ctx: OpContext) -> Cost:
+    """FLOPs = 8 x numel(Y): a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) is 2 angle muls, 2 cos, 2 muls, sub, add."""
+    return per_element(ctx, 8)
+
+
+@register("MelWeightMatrix", meta_inputs=(0, 1, 2, 3, 4))
+def mel_weight_matrix(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): each weight is a triangle slope (sub, div).
+
+    NB: entries outside a triangle are counted as if on a slope; converting the
+    num_mel_bins + 2 band edges to and from the mel scale (O(num_mel_bins)) is not counted.
+    """
+    return per_element(ctx, 2)

@@ -1,0 +1,215 @@
+"""Pooling and resampling: MaxPool, AveragePool, LpPool, the Global pools, MaxRoiPool,
+RoiAlign, MaxUnpool, Resize, Upsample, GridSample, AffineGrid.
+
+Same rule as elementwise.py: one FLOP per primitive, a reduction of n values costs n - 1.
+A pool window reads only the input elements it covers ("taps"); padding is never read, so
+MaxPool costs taps - numel(Y) compares and AveragePool taps - numel(Y) adds plus numel(Y)
+divides. Interpolation is separable: a 1-D filter over t taps costs 2t - 1 (t mul, t - 1
+add; a linear lerp a + w (b - a) is 3), applied one axis at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from onnxcost.costs._context import OpContext
+from onnxcost.costs._registry import AFTER_FIRST, Cost, register, register_zero
+
+
+def _ints(value: Any, n: int, fill: int) -> list[int]:
+    if not value:
+        return [fill] * n
+    return [int(v) for v in value]
+
+
+def _axis_taps(n_in: int, n_out: int, k: int, stride: int, dilation: int, pad_begin: int) -> int:
+    """Input elements read by the ``n_out`` windows along one axis (padding excluded)."""
+    taps = 0
+    for o in range(n_out):
+        start = o * stride - pad_begin
+        taps += sum(1 for j in range(k) if 0 <= start + j * dilation < n_in)
+    return taps
+
+
+def window_taps(ctx: OpContext) -> int:
+    """Input elements read by all windows of a pool: N x C x prod over axes of the axis taps."""
+    x = ctx.shape(0)
+    y = ctx.out_shape()
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    nd = len(kernel)
+    strides = _ints(ctx.attr("strides"), nd, 1)
+    dilations = _ints(ctx.attr("dilations"), nd, 1)
+    pads = _ints(ctx.attr("pads"), 2 * nd, 0)
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    taps = y[0] * y[1]
+    for d in range(nd):
+        n_in, n_out = x[2 + d], y[2 + d]
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            total = max(0, (n_out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - n_in)
+            begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        elif auto_pad == "VALID":
+            begin = 0
+        else:
+            begin = pads[d]
+        taps *= _axis_taps(n_in, n_out, kernel[d], strides[d], dilations[d], begin)
+    return taps
+
+
+@register("MaxPool")
+def max_pool(ctx: OpContext) -> Cost:
+    """FLOPs = taps - numel(Y): n - 1 compares per window of n read elements.
+
+    taps = input elements the windows read, so padding, dilation and ceil_mode are exact;
+    without padding taps = numel(Y) x prod(kernel).
+    """
+    return Cost(flops=max(0, window_taps(ctx) - ctx.out_numel()))
+
+
+@register("AveragePool")
+def average_pool(ctx: OpContext) -> Cost:
+    """FLOPs = taps: n - 1 adds and one divide per window of n read elements.
+
+    NB: with count_include_pad=1 the padded zeros change the divisor, not the adds: not counted.
+    """
+    return Cost(flops=window_taps(ctx))
+
+
+@register("LpPool")
+def lp_pool(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x taps: |x|^p per read element (one pow), n - 1 adds and one p-th root per window."""
+    return Cost(flops=2 * window_taps(ctx))
+
+
+@register("GlobalAveragePool")
+def global_average_pool(ctx: OpContext) -> Cost:
+    """FLOPs = numel(X): n - 1 adds and one divide per channel of n elements."""
+    return Cost(flops=ctx.numel(0))
+
+
+@register("GlobalMaxPool")
+def global_max_pool(ctx: OpContext) -> Cost:
+    """FLOPs = numel(X) - numel(Y): n - 1 compares per channel of n elements."""
+    return Cost(flops=max(0, ctx.numel(0) - ctx.out_numel()))
+
+
+@register("GlobalLpPool")
+def global_lp_pool(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(X): |x|^p per element, n - 1 adds and one p-th root per channel."""
+    return Cost(flops=2 * ctx.numel(0))
+
+
+@register("MaxRoiPool", meta_inputs=(1,))
+def max_roi_pool(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x (ceil(H / ph) x ceil(W / pw) - 1): compares over each bin.
+
+    NB: bin sizes depend on the ROI coordinates (runtime data); every ROI is counted as if
+    it covered the whole feature map, an upper bound.
+    """
+    h, w = ctx.shape(0)[2:4]
+    ph, pw = ctx.out_shape()[2:4]
+    area = math.ceil(h / ph) * math.ceil(w / pw)
+    return Cost(flops=ctx.out_numel() * max(0, area - 1))
+
+
+def separable_filter_flops(taps: Sequence[int]) -> int:
+    """FLOPs per output of a separable filter with ``taps[i]`` taps on axis i (last axis first).
+
+    Filtering axis i turns prod(taps[:i+1]) values into prod(taps[:i]) at 2 t_i - 1 each.
+    """
+    flops = 0
+    for i in range(len(taps) - 1, -1, -1):
+        flops += (2 * taps[i] - 1) * math.prod(taps[:i])
+    return flops
+
+
+@register("RoiAlign", meta_inputs=(1, 2))
+def roi_align(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x s x 10 (avg) or s x 10 - 1 (max): s samples per bin, 9 per bilinear sample, then mean or max.
+
+    s = sampling_ratio^2. NB: sampling_ratio=0 (adaptive) depends on ROI sizes (runtime
+    data): counted as if every ROI covered the whole feature map, ceil(H/oh) x ceil(W/ow).
+    NB: the sample positions and bilinear weights, shared by all channels, are not counted.
+    """
+    h, w = ctx.shape(0)[2:4]
+    oh, ow = ctx.out_shape()[2:4]
+    ratio = int(ctx.attr("sampling_ratio", 0))
+    samples = ratio * ratio if ratio > 0 else math.ceil(h / oh) * math.ceil(w / ow)
+    per_output = samples * separable_filter_flops([2, 2])
+    per_output += samples if ctx.attr("mode", "avg") == "avg" else samples - 1
+    return Cost(flops=ctx.out_numel() * per_output)
+
+
+register_zero(
+    "MaxUnpool",
+    reason="no arithmetic: scatters values to their recorded indices",
+    meta_inputs=(1, 2),
+)
+
+
+_MODE_TAPS = {"nearest": 0, "linear": 2, "bilinear": 2, "cubic": 4, "bicubic": 4}
+
+
+def _resampled_taps(ctx: OpContext, antialias: bool) -> list[int]:
+    """Taps per resized axis (axes whose size changes); [] for nearest."""
+    base = _MODE_TAPS.get(str(ctx.attr("mode", "nearest")), 0)
+    if not base:
+        return []
+    taps = []
+    for n_in, n_out in zip(ctx.shape(0), ctx.out_shape(), strict=True):
+        if n_in == n_out:
+            continue
+        # An antialiasing filter widens by the downscale factor.
+        taps.append(math.ceil(base * n_in / n_out) if antialias and n_out < n_in else base)
+    return taps
+
+
+def _resample_cost(ctx: OpContext, antialias: bool) -> Cost:
+    taps = _resampled_taps(ctx, antialias)
+    return Cost(flops=ctx.out_numel() * separable_filter_flops(taps) if taps else 0)
+
+
+@register("Resize", meta_inputs=AFTER_FIRST)
+def resize(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x separable filter over resized axes: nearest 0, linear 3 per lerp (bilinear 9), cubic 7 per 4 taps (bicubic 35).
+
+    Only axes whose size changes are interpolated; antialias=1 widens a downscaled axis's
+    filter to ceil(taps x in / out).
+    NB: coordinate transforms and interpolation weights (per output index, not per element)
+    are not counted; nearest is index arithmetic only, so 0.
+    """
+    return _resample_cost(ctx, bool(ctx.attr("antialias", 0)))
+
+
+@register("Upsample", meta_inputs=(1,))
+def upsample(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x separable filter over resized axes: nearest 0, (bi)linear 3 per lerp.
+
+    NB: as Resize: coordinates and weights not counted.
+    """
+    return _resample_cost(ctx, antialias=False)
+
+
+@register("GridSample")
+def grid_sample(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x separable filter (bilinear 9, bicubic 35, nearest 0) + 3 x numel(grid).
+
+    Each grid coordinate is mapped to pixels, ((g + 1) x size - 1) / 2: 3 FLOPs.
+    NB: the interpolation weights and padding_mode's reflections are not counted.
+    """
+    out_spatial = len(ctx.out_shape()) - 2
+    base = _MODE_TAPS.get(str(ctx.attr("mode", "linear")), 0)
+    interp = separable_filter_flops([base] * out_spatial) if base else 0
+    return Cost(flops=ctx.out_numel() * interp + 3 * ctx.numel(1))
+
+
+@register("AffineGrid", meta_inputs=(1,))
+def affine_grid(ctx: OpContext) -> Cost:
+    """MACs = numel(grid) x (d + 1): each coordinate is theta's row dotted with (x, y[, z], 1); FLOPs = 2 x MACs.
+
+    A batched MatMul, as in the ONNX function body, so it counts MACs.
+    NB: generating the normalized base grid is not counted.
+    """
+    grid = ctx.out_shape()
+    return Cost.contraction(ctx.out_numel() * (grid[-1] + 1))

@@ -183,10 +183,6 @@ class _Walk:
         return cost.flops
 
 
-def _info(types: Mapping[str, TensorInfo], name: str) -> TensorInfo | None:
-    return types.get(name) if name else None
-
-
 def _shape_out(t: TensorInfo | None) -> ShapeOut:
     return None if t is None else t.shape
 
@@ -195,10 +191,10 @@ def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
     return opsets.get(normalize_domain(domain), 1)
 
 
-def _count_weights(w: _Walk, node: onnx.NodeProto, spec: OpSpec | None) -> int:
+def _count_weights(w: _Walk, in_names: Sequence[str], spec: OpSpec | None) -> int:
     """Params this node brings in: weight tensors at data positions, each counted once."""
     params = 0
-    for i, name in enumerate(node.input):
+    for i, name in enumerate(in_names):
         info = w.weights.get(name) if name else None
         if info is None or info.elem_type in _NON_WEIGHT_TYPES or not info.is_concrete:
             continue
@@ -219,37 +215,51 @@ def _cost_node(
     w: _Walk, node: onnx.NodeProto, scope: str, multiplier: int, counted: bool
 ) -> tuple[NodeRecord, Cost]:
     types = w.shapes.types
+    op_type = node.op_type
     domain = normalize_domain(node.domain)
     opset = _opset_of(w.opsets, domain)
-    spec = REGISTRY.lookup(domain, node.op_type, opset)
-    inputs = tuple(_info(types, i) if i else None for i in node.input)
-    outputs = tuple(_info(types, o) if o else None for o in node.output)
-    params = _count_weights(w, node, spec)
+    spec = REGISTRY.lookup(domain, op_type, opset)
+    in_names = tuple(node.input)
+    out_names = tuple(node.output)
+    inputs = tuple(types.get(i) if i else None for i in in_names)
+    outputs = tuple(types.get(o) if o else None for o in out_names)
+    params = _count_weights(w, in_names, spec)
     note = ""
     cost = Cost()
     status: str
-    control_flow = node.op_type in SUBGRAPH_OPS and domain == ""
+    control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
         cost, status, note = _control_flow(w, node, scope, counted)
     elif spec is None:
         status = "unsupported"
-        w.unsupported[node.op_type if domain == "" else f"{domain}::{node.op_type}"] += 1
+        w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
     else:
         try:
             cost = spec.formula(OpContext(node, opset, inputs, outputs))
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
-    known = [t for t in (*inputs, *outputs) if t is not None]
-    if status in ("ok", "zero") and not control_flow and any(not t.is_concrete for t in known):
+    bytes_read = bytes_written = 0
+    complete = True
+    for t in inputs:
+        if t is not None:
+            if t._numel < 0:
+                complete = False
+            else:
+                bytes_read += t._nbytes
+    for t in outputs:
+        if t is not None:
+            if t._numel < 0:
+                complete = False
+            else:
+                bytes_written += t._nbytes
+    if not complete and not control_flow and status in ("ok", "zero"):
         status = (
             "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's cost)
         )
     if status == "unknown_shape":
         w.unknown += 1
         cost = Cost()
-    bytes_read = sum(t.nbytes for t in inputs if t is not None and t.is_concrete)
-    bytes_written = sum(t.nbytes for t in outputs if t is not None and t.is_concrete)
     if multiplier != 1:
         cost = cost * multiplier
         bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
@@ -266,8 +276,8 @@ def _cost_node(
         bytes_written=bytes_written,
         input_shapes=tuple(_shape_out(t) for t in inputs),
         output_shapes=tuple(_shape_out(t) for t in outputs),
-        inputs=tuple(node.input),
-        outputs=tuple(node.output),
+        inputs=in_names,
+        outputs=out_names,
         graph=scope,
         note=note,
     )

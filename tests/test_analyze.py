@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import onnx
-from conftest import analyze_text, parse
 from onnx import TensorProto, helper
+from onnxcost_testing import analyze_text, parse
 
 import onnxcost
 

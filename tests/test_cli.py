@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import parse
+from onnxcost_testing import parse
 from typer.testing import CliRunner
 
 from onnxcost.cli import app

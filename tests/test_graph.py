@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import analyze_text, parse
 from onnx import helper
+from onnxcost_testing import analyze_text, parse
 
 import onnxcost
 from onnxcost.errors import GraphError

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from conftest import parse
 from onnx import TensorProto, helper, numpy_helper
+from onnxcost_testing import parse
 
 import onnxcost
 from onnxcost.errors import GraphError, ModelLoadError

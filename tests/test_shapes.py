@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import analyze_text
+from onnxcost_testing import analyze_text
 
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.shapes import parse_dim, parse_input_shape

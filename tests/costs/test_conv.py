@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import only_node
+from onnxcost_testing import only_node
 
 
 def conv_model(x: str, w: str, y: str, attrs: str, bias: str = "", opset: int = 17) -> str:

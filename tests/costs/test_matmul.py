@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import analyze_text, only_node
+from onnxcost_testing import analyze_text, only_node
 
 
 def test_gemm_worked_example_from_the_issue() -> None:

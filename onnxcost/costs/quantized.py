@@ -1,0 +1,433 @@
+"""Quantized operators: Q/DQ, integer and QLinear convolutions and products, block-quantized weights.
+
+ONNX: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLinearMatMul,
+ConvInteger, MatMulInteger. com.microsoft: the same Q/DQ and QLinearConv, MatMulNBits,
+MatMulBnb4, DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm, QLinearAdd/Mul, QLinearSigmoid,
+QLinearLeakyRelu, QLinearSoftmax, QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool,
+GatherBlockQuantized.
+
+Counting rules shared by every formula here:
+
+* An integer product counts its multiply-accumulates as MACs, like its float twin.
+* Quantizing one element, ``saturate(round(x / scale) + zero_point)``, is QUANTIZE_FLOPS = 4
+  (divide, round, add, clamp); requantizing an int32 accumulator is the same 4 (the divide
+  becomes a multiply by the combined scale).
+* Dequantizing one element, ``(q - zero_point) * scale``, is DEQUANTIZE_FLOPS = 2.
+* Zero-point corrections of integer products (row and column sums of the operands) are not
+  counted: they cost O(M K + K N), against the O(M N K) contraction.
+
+Scales and zero points are quantization metadata (``meta_inputs``), never parameters.
+
+Formulas of com.microsoft ops read their input shapes only: ONNX shape inference does not
+know those ops, so their outputs may have no shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import onnx
+
+from onnxcost.costs._context import OpContext, UnknownShapeError
+from onnxcost.costs._registry import Cost, register
+from onnxcost.costs.conv import conv_macs
+from onnxcost.costs.matmul import matmul_macs
+
+MS = "com.microsoft"
+
+QUANTIZE_FLOPS = 4
+"""divide by the scale, round, add the zero point, clamp to the integer range."""
+DEQUANTIZE_FLOPS = 2
+"""subtract the zero point, multiply by the scale."""
+MINMAX_FLOPS = 2
+"""a running min and a running max per element (dynamic quantization's range)."""
+
+# Elementwise primitives of the QLinear activations, one FLOP each (a transcendental counts 1).
+_SIGMOID_FLOPS = 4  # neg, exp, add, div
+_LEAKY_RELU_FLOPS = 2  # compare, multiply
+
+
+def softmax_flops(numel: int, rows: int) -> int:
+    """Softmax over ``rows`` rows of numel / rows: max (n - 1), subtract, exp, sum (n - 1), divide
+    per row of n: 5 n - 2, as reduction.py counts ONNX Softmax."""
+    return 5 * numel - 2 * rows
+
+
+def softmax_rows(shape: Sequence[int], axis: int, *, coerced_2d: bool) -> int:
+    """Rows a softmax normalises: prod(shape[:axis]) for the 2-D coerced form (Softmax before
+    opset 13), else numel / shape[axis]."""
+    axis = axis + len(shape) if axis < 0 else axis
+    if coerced_2d:
+        return math.prod(shape[:axis])
+    return math.prod(shape) // shape[axis] if shape[axis] else 0
+
+
+def given(ctx: OpContext, i: int) -> bool:
+    """Whether the node names input ``i``: an optional input omitted with '' is not given.
+
+    Unlike ``ctx.has_input``, true for a given input whose shape is unknown, so a formula that
+    only needs to know an input is there (a mask, a bias) does not miss it.
+    """
+    return i < len(ctx.node.input) and bool(ctx.node.input[i])
+
+
+# --- shape helpers: contrib ops have no ONNX shape inference, so outputs are derived here ---
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of ``shapes``; raises UnknownShapeError when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+        if len(dims) > 1:
+            raise UnknownShapeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """Output shape of numpy ``matmul(a, b)`` (1-D operands and batch broadcasting included)."""
+    if not a or not b:
+        raise UnknownShapeError("matmul of a scalar")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    out = (*broadcast_shape(a2[:-2], b2[:-2]), a2[-2], b2[-1])
+    if len(b) == 1:
+        out = out[:-1]
+    if len(a) == 1:
+        out = (*out[:-2], out[-1]) if len(b) > 1 else out[:-1]
+    return out
+
+
+def matmul_in_out_macs(ctx: OpContext, a: int = 0, b: int = 1) -> tuple[int, int]:
+    """(MACs, numel(Y)) of numpy ``matmul(input a, input b)``, from the input shapes alone."""
+    a_shape = ctx.shape(a)
+    y_shape = matmul_shape(a_shape, ctx.shape(b))
+    return matmul_macs(a_shape, y_shape), math.prod(y_shape)
+
+
+def pool_output_spatial(
+    ctx: OpContext,
+    in_spatial: Sequence[int],
+    kernel: Sequence[int],
+    *,
+    default_dilation: int = 1,
+) -> tuple[int, ...]:
+    """Spatial output dims of a convolution or pooling window from its attributes.
+
+    Reads ``strides``, ``pads``, ``dilations``, ``auto_pad`` and ``ceil_mode`` (all with their
+    ONNX defaults), so it serves contrib convolutions and pools that shape inference skips.
+    """
+    n = len(in_spatial)
+    strides = list(ctx.attr("strides", None) or [1] * n)
+    dilations = list(ctx.attr("dilations", None) or [default_dilation] * n)
+    pads = list(ctx.attr("pads", None) or [0] * (2 * n))
+    auto_pad = str(ctx.attr("auto_pad", "NOTSET"))
+    ceil_mode = int(ctx.attr("ceil_mode", 0))
+    out = []
+    for i, (size, k) in enumerate(zip(in_spatial, kernel, strict=True)):
+        s, d = int(strides[i]), int(dilations[i])
+        span = (int(k) - 1) * d + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-size // s))
+        elif auto_pad == "VALID":
+            out.append(-(-(size - span + 1) // s))
+        else:
+            padded = size + int(pads[i]) + int(pads[i + n]) - span
+            out.append((-(-padded // s) if ceil_mode else padded // s) + 1)
+    return tuple(out)
+
+
+def conv_output_numel(
+    ctx: OpContext, x: int = 0, w: int = 1, *, channels_last: bool = False
+) -> int:
+    """numel(Y) of a convolution computed from X, W and the attributes (NCHW or NHWC)."""
+    x_shape, w_shape = ctx.shape(x), ctx.shape(w)
+    spatial = x_shape[1:-1] if channels_last else x_shape[2:]
+    kernel = ctx.attr("kernel_shape", None) or w_shape[2:]
+    return x_shape[0] * w_shape[0] * math.prod(pool_output_spatial(ctx, spatial, kernel))
+
+
+def conv_in_out_macs(
+    ctx: OpContext, x: int = 0, w: int = 1, *, channels_last: bool = False
+) -> tuple[int, int]:
+    """(MACs, numel(Y)) of a convolution: numel(Y) x C_in/group x prod(k), Y from the inputs."""
+    y = conv_output_numel(ctx, x, w, channels_last=channels_last)
+    return y * math.prod(ctx.shape(w)[1:]), y
+
+
+# --- quantize / dequantize ---------------------------------------------------------------------
+
+
+@register("QuantizeLinear", meta_inputs=(1, 2))
+@register("QuantizeLinear", domain=MS, meta_inputs=(1, 2))
+def quantize_linear(ctx: OpContext) -> Cost:
+    """FLOPs = 4 x numel(x): divide, round, add zero point, saturate.
+
+    NB: the zero-point add is counted whether or not a zero point is given.
+    """
+    return Cost(flops=QUANTIZE_FLOPS * ctx.numel(0))
+
+
+@register("DequantizeLinear", meta_inputs=(1, 2))
+@register("DequantizeLinear", domain=MS, meta_inputs=(1, 2))
+def dequantize_linear(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(x): subtract zero point, multiply by scale.
+
+    NB: the zero-point subtract is counted whether or not a zero point is given.
+    """
+    return Cost(flops=DEQUANTIZE_FLOPS * ctx.numel(0))
+
+
+@register("DynamicQuantizeLinear")
+def dynamic_quantize_linear(ctx: OpContext) -> Cost:
+    """FLOPs = 6 x numel(x): min and max for the range, then divide, round, add, saturate.
+
+    NB: the scale and zero-point arithmetic (a handful of scalar ops) is not counted.
+    """
+    return Cost(flops=(MINMAX_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0))
+
+
+# --- integer and QLinear convolutions and products --------------------------------------------
+
+
+@register("ConvInteger", meta_inputs=(2, 3))
+def conv_integer(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs (int32 accumulators).
+
+    NB: zero-point corrections are not counted.
+    """
+    return Cost.contraction(conv_macs(ctx, 0, 1))
+
+
+@register("QLinearConv", meta_inputs=(1, 2, 4, 5, 6, 7))
+def qlinear_conv(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias + 4 x numel(Y) requantize.
+
+    NB: zero-point corrections are not counted.
+    """
+    macs = conv_macs(ctx, 0, 3)
+    y = ctx.out_numel()
+    return Cost.contraction(macs, (y if given(ctx, 8) else 0) + QUANTIZE_FLOPS * y)
+
+
+@register("QLinearConv", domain=MS, meta_inputs=(1, 2, 4, 5, 6, 7))
+def qlinear_conv_ms(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias + 4 x numel(Y) requantize.
+
+    NB: zero-point corrections are not counted; the ``channels_last`` attribute selects NHWC.
+    """
+    macs, y = conv_in_out_macs(ctx, 0, 3, channels_last=bool(ctx.attr("channels_last", 0)))
+    return Cost.contraction(macs, (y if given(ctx, 8) else 0) + QUANTIZE_FLOPS * y)
+
+
+@register("MatMulInteger", meta_inputs=(2, 3))
+def matmul_integer(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x K; FLOPs = 2 x MACs (int32 accumulators).
+
+    NB: zero-point corrections are not counted.
+    """
+    return Cost.contraction(matmul_in_out_macs(ctx)[0])
+
+
+@register("QLinearMatMul", meta_inputs=(1, 2, 4, 5, 6, 7))
+def qlinear_matmul(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x K; FLOPs = 2 x MACs + 4 x numel(Y) requantize.
+
+    NB: zero-point corrections are not counted.
+    """
+    macs, y = matmul_in_out_macs(ctx, 0, 3)
+    return Cost.contraction(macs, QUANTIZE_FLOPS * y)
+
+
+@register("MatMulIntegerToFloat", domain=MS, meta_inputs=(2, 3, 4, 5))
+def matmul_integer_to_float(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x K; FLOPs = 2 x MACs + numel(Y) scale multiply + numel(Y) if bias.
+
+    NB: zero-point corrections are not counted.
+    """
+    macs, y = matmul_in_out_macs(ctx)
+    return Cost.contraction(macs, y + (y if given(ctx, 6) else 0))
+
+
+@register("DynamicQuantizeMatMul", domain=MS, meta_inputs=(2, 3))
+def dynamic_quantize_matmul(ctx: OpContext) -> Cost:
+    """MACs = numel(Y) x K; FLOPs = 2 x MACs + 6 x numel(A) quantize A + numel(Y) rescale + numel(Y) if bias.
+
+    NB: zero-point corrections are not counted.
+    """
+    macs, y = matmul_in_out_macs(ctx)
+    extra = (MINMAX_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0) + y + (y if given(ctx, 4) else 0)
+    return Cost.contraction(macs, extra)
+
+
+@register("QGemm", domain=MS, meta_inputs=(1, 2, 4, 5, 7, 8))
+def qgemm(ctx: OpContext) -> Cost:
+    """MACs = M x N x K; FLOPs = 2 x MACs + M x N rescale + M x N if C + 3 x M x N if y_scale (round, add, clamp).
+
+    NB: zero-point corrections are not counted; alpha folds into the rescale multiply.
+    """
+    a, b = ctx.shape(0), ctx.shape(3)
+    m, k = (a[1], a[0]) if int(ctx.attr("transA", 0)) else (a[0], a[1])
+    n = b[0] if int(ctx.attr("transB", 0)) else b[1]
+    y = m * n
+    requantize = (QUANTIZE_FLOPS - 1) * y if given(ctx, 7) else 0
+    extra = y + (y if given(ctx, 6) else 0) + requantize
+    return Cost.contraction(m * n * k, extra)
+
+
+# --- block-quantized weights -----------------------------------------------------------------
+
+
+def matmul_nbits_weights(ctx: OpContext) -> int:
+    """Logical weight count of MatMulNBits / MatMulBnb4: N x K (B holds them bit-packed)."""
+    return int(ctx.attr("N", 0)) * int(ctx.attr("K", 0))
+
+
+def _a_rows(ctx: OpContext) -> int:
+    """Rows of A: numel(A) / K (A is [..., K])."""
+    k = int(ctx.attr("K", 0))
+    a = ctx.shape(0)
+    if not k or a[-1] != k:
+        raise UnknownShapeError(f"{ctx.node.name}: A's last dim {a[-1]} is not K={k}")
+    return math.prod(a[:-1])
+
+
+@register("MatMulNBits", domain=MS, meta_inputs=(2, 3, 4))
+def matmul_nbits(ctx: OpContext) -> Cost:
+    """MACs = rows(A) x N x K; FLOPs = 2 x MACs + 2 x N x K dequantize + rows(A) x N if bias.
+
+    NB: each weight is dequantized once per call ((q - zp) x scale); kernels that dequantize per
+    tile, or quantize A (accuracy_level 4), do more or different work.
+    """
+    n, rows = int(ctx.attr("N", 0)), _a_rows(ctx)
+    macs = rows * n * int(ctx.attr("K", 0))
+    extra = DEQUANTIZE_FLOPS * matmul_nbits_weights(ctx) + (rows * n if given(ctx, 5) else 0)
+    return Cost.contraction(macs, extra)
+
+
+@register("MatMulBnb4", domain=MS, meta_inputs=(2,))
+def matmul_bnb4(ctx: OpContext) -> Cost:
+    """MACs = rows(A) x N x K; FLOPs = 2 x MACs + N x K dequantize (table lookup, x absmax).
+
+    NB: the FP4/NF4 table lookup is free; one multiply by the block's absmax per weight.
+    """
+    n, rows = int(ctx.attr("N", 0)), _a_rows(ctx)
+    return Cost.contraction(rows * n * int(ctx.attr("K", 0)), matmul_nbits_weights(ctx))
+
+
+_FLOAT_CODES = {
+    getattr(onnx.TensorProto, name)
+    for name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT4E2M1")
+    if hasattr(onnx.TensorProto, name)
+}
+
+
+def gather_block_quantized_data_shape(ctx: OpContext) -> tuple[int, ...]:
+    """Logical shape of GatherBlockQuantized's data: uint8 with bits < 8 packs 8/bits per byte (last axis)."""
+    data = ctx.input(0)
+    shape = data.concrete_shape
+    bits = int(ctx.attr("bits", 4))
+    if data.elem_type == onnx.TensorProto.UINT8 and bits < 8 and shape:
+        return (*shape[:-1], shape[-1] * (8 // bits))
+    return shape
+
+
+@register("GatherBlockQuantized", domain=MS, meta_inputs=(1, 2, 3))
+def gather_block_quantized(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y) dequantize (1 for FP8/FP4 data: scale only); numel(Y) = numel(indices) x numel(data) / data[gather_axis].
+
+    NB: only the gathered rows are dequantized; the table is never expanded.
+    """
+    data = gather_block_quantized_data_shape(ctx)
+    axis = int(ctx.attr("gather_axis", 0)) % len(data)
+    y = ctx.numel(1) * math.prod(data) // data[axis]
+    per = 1 if ctx.input(0).elem_type in _FLOAT_CODES else DEQUANTIZE_FLOPS
+    return Cost(flops=per * y)
+
+
+# --- QLinear elementwise, concat and pools ---------------------------------------------------
+
+
+@register("QLinearAdd", "QLinearMul", domain=MS, meta_inputs=(1, 2, 4, 5, 6, 7))
+def qlinear_binary(ctx: OpContext) -> Cost:
+    """FLOPs = 9 x numel(Y): dequantize A and B (2 + 2), the add or multiply (1), quantize (4).
+
+    NB: numel(Y) is the broadcast of A and B.
+    """
+    y = math.prod(broadcast_shape(ctx.shape(0), ctx.shape(3)))
+    return Cost(flops=(2 * DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * y)
+
+
+@register("QLinearSigmoid", domain=MS, meta_inputs=(1, 2, 3, 4))
+def qlinear_sigmoid(ctx: OpContext) -> Cost:
+    """FLOPs = 10 x numel(X): dequantize (2), sigmoid (4: neg, exp, add, div), quantize (4).
+
+    NB: onnxruntime evaluates 8-bit inputs through a 256-entry lookup table; the count is the arithmetic as written.
+    """
+    return Cost(flops=(DEQUANTIZE_FLOPS + _SIGMOID_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0))
+
+
+@register("QLinearLeakyRelu", domain=MS, meta_inputs=(1, 2, 3, 4))
+def qlinear_leaky_relu(ctx: OpContext) -> Cost:
+    """FLOPs = 8 x numel(X): dequantize (2), compare and multiply (2), quantize (4).
+
+    NB: onnxruntime evaluates 8-bit inputs through a 256-entry lookup table; the count is the arithmetic as written.
+    """
+    return Cost(flops=(DEQUANTIZE_FLOPS + _LEAKY_RELU_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0))
+
+
+@register("QLinearSoftmax", domain=MS, meta_inputs=(1, 2, 3, 4))
+def qlinear_softmax(ctx: OpContext) -> Cost:
+    """FLOPs = 11 x numel(X) - 2 x rows: dequantize (2), softmax (5 n - 2 per row of n), quantize (4).
+
+    The ``opset`` attribute picks the Softmax semantics: before 13, 2-D coerced at ``axis``
+    (default 1); from 13, one axis (default -1).
+    NB: onnxruntime looks exp up in a table for 8-bit inputs; the count is the arithmetic as written.
+    """
+    x = ctx.shape(0)
+    coerced = int(ctx.attr("opset", 13)) < 13
+    rows = softmax_rows(x, int(ctx.attr("axis", 1 if coerced else -1)), coerced_2d=coerced)
+    numel = math.prod(x)
+    return Cost(flops=(DEQUANTIZE_FLOPS + QUANTIZE_FLOPS) * numel + softmax_flops(numel, rows))
+
+
+# QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triplets.
+_QCONCAT_META = frozenset(i for i in range(2 + 3 * 256) if i < 2 or (i - 2) % 3)
+
+
+@register("QLinearConcat", domain=MS, meta_inputs=_QCONCAT_META)
+def qlinear_concat(ctx: OpContext) -> Cost:
+    """FLOPs = 6 x numel(Y): each element dequantized (2) and requantized (4) to Y's scale.
+
+    NB: an input already at Y's scale and zero point is a plain copy in onnxruntime; counted the same.
+    """
+    total = sum(ctx.numel(i) for i in range(2, len(ctx.node.input), 3) if given(ctx, i))
+    return Cost(flops=(DEQUANTIZE_FLOPS + QUANTIZE_FLOPS) * total)
+
+
+@register("QLinearGlobalAveragePool", domain=MS, meta_inputs=(1, 2, 3, 4))
+def qlinear_global_average_pool(ctx: OpContext) -> Cost:
+    """FLOPs = numel(X) sums + 7 x N x C (dequantize 2, divide 1, quantize 4 per output)."""
+    x = ctx.shape(0)
+    channels = x[-1] if int(ctx.attr("channels_last", 0)) else x[1]
+    return Cost(flops=ctx.numel(0) + (DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * x[0] * channels)
+
+
+@register("QLinearAveragePool", domain=MS, meta_inputs=(1, 2, 3, 4))
+def qlinear_average_pool(ctx: OpContext) -> Cost:
+    """FLOPs = numel(Y) x (prod(kernel) + 6): window sum and divide, dequantize (2), quantize (4).
+
+    NB: windows clipped by padding are counted at full size.
+    """
+    x = ctx.shape(0)
+    channels_last = bool(ctx.attr("channels_last", 0))
+    kernel = [int(k) for k in ctx.attr("kernel_shape", None) or ()]
+    if not kernel:
+        raise UnknownShapeError(f"{ctx.node.name}: QLinearAveragePool has no kernel_shape")
+    spatial = x[1:-1] if channels_last else x[2:]
+    channels = x[-1] if channels_last else x[1]
+    y = x[0] * channels * math.prod(pool_output_spatial(ctx, spatial, kernel))
+    return Cost(flops=y * (math.prod(kernel) + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS))

@@ -167,7 +167,8 @@ class _Walk:
     opsets: Mapping[str, int]
     convention: Convention
     weights: dict[str, TensorInfo]
-    seen_weights: set[str] = field(default_factory=set)
+    param_counts: dict[str, int] = field(default_factory=dict)
+    """Weight tensor -> its parameter count (counted at its first consumer)."""
     stats_seen: set[str] = field(default_factory=set)
     records: list[NodeRecord | None] = field(default_factory=list)
     counted: list[bool] = field(default_factory=list)
@@ -191,7 +192,7 @@ def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
     return opsets.get(normalize_domain(domain), 1)
 
 
-def _count_weights(w: _Walk, in_names: Sequence[str], spec: OpSpec | None) -> int:
+def _count_weights(w: _Walk, in_names: Sequence[str], spec: OpSpec | None, ctx: OpContext) -> int:
     """Params this node brings in: weight tensors at data positions, each counted once."""
     params = 0
     for i, name in enumerate(in_names):
@@ -205,9 +206,15 @@ def _count_weights(w: _Walk, in_names: Sequence[str], spec: OpSpec | None) -> in
         if spec is not None and i in spec.stat_inputs:
             w.stats_seen.add(name)
             continue
-        if name not in w.seen_weights:
-            w.seen_weights.add(name)
-            params += info.numel
+        if name not in w.param_counts:
+            count = info.numel
+            if spec is not None and i in spec.param_elements:
+                try:
+                    count = spec.param_elements[i](ctx)
+                except (UnknownShapeError, IndexError, TypeError, ValueError):
+                    count = info.numel
+            w.param_counts[name] = count
+            params += count
     return params
 
 
@@ -223,7 +230,8 @@ def _cost_node(
     out_names = tuple(node.output)
     inputs = tuple(types.get(i) if i else None for i in in_names)
     outputs = tuple(types.get(o) if o else None for o in out_names)
-    params = _count_weights(w, in_names, spec)
+    ctx = OpContext(node, opset, inputs, outputs)
+    params = _count_weights(w, in_names, spec, ctx)
     note = ""
     cost = Cost()
     status: str
@@ -235,7 +243,7 @@ def _cost_node(
         w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
     else:
         try:
-            cost = spec.formula(OpContext(node, opset, inputs, outputs))
+            cost = spec.formula(ctx)
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
@@ -380,14 +388,13 @@ def _walk_subgraph(
 ) -> Cost:
     """Cost of a body graph; with ``probe`` nothing is recorded (used to pick an If branch)."""
     if probe:
-        saved = (
-            len(w.records),
-            set(w.seen_weights),
+        n_records, n_warnings = len(w.records), len(w.warnings)
+        params, stats, unknown, unsupported = (
+            dict(w.param_counts),
             set(w.stats_seen),
             w.unknown,
             Counter(w.unsupported),
         )
-        saved_warnings = len(w.warnings)
     for t in graph.initializer:
         w.weights[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
     total = Cost()
@@ -398,15 +405,10 @@ def _walk_subgraph(
                 w.weights[node.output[0]] = info
         total = total + _record(w, node, scope, multiplier, counted)[1]
     if probe:
-        del w.records[saved[0] :]
-        del w.counted[saved[0] :]
-        del w.warnings[saved_warnings:]
-        w.seen_weights, w.stats_seen, w.unknown, w.unsupported = (
-            saved[1],
-            saved[2],
-            saved[3],
-            saved[4],
-        )
+        del w.records[n_records:]
+        del w.counted[n_records:]
+        del w.warnings[n_warnings:]
+        w.param_counts, w.stats_seen, w.unknown, w.unsupported = params, stats, unknown, unsupported
     return total
 
 
@@ -529,16 +531,16 @@ def analyze(
         )
     params_by_dtype: dict[str, int] = {}
     param_bytes = 0
-    for name in sorted(walk.seen_weights):
+    for name in sorted(walk.param_counts):
         info = weights[name]
-        params_by_dtype[info.dtype] = params_by_dtype.get(info.dtype, 0) + info.numel
+        params_by_dtype[info.dtype] = params_by_dtype.get(info.dtype, 0) + walk.param_counts[name]
         param_bytes += tensor_bytes(info.numel, info.elem_type)
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
     result_totals = Totals(
         macs=totals.macs,
         flops=walk.flops(totals),
-        params=sum(weights[n].numel for n in walk.seen_weights),
+        params=sum(walk.param_counts.values()),
         param_bytes=param_bytes,
         stat_params=sum(weights[n].numel for n in walk.stats_seen),
         bytes_read=sum(r.bytes_read for r in main_records),

@@ -115,7 +115,8 @@ def _apply_overrides(
     input_shapes: Mapping[str, Sequence[int]],
     dims: Mapping[str, int],
     warnings: list[str],
-) -> None:
+) -> dict[str, int]:
+    """Fix every input dim; returns the value each symbolic dim name was given."""
     init_names = {t.name for t in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in init_names]
     names = [vi.name for vi in inputs]
@@ -137,6 +138,7 @@ def _apply_overrides(
                 f"{', '.join(sorted(symbols)) or '(none: every dim is fixed; use --input-shape)'}"
             )
     defaulted: dict[str, list[str]] = {}
+    applied: dict[str, int] = {}
     for vi in inputs:
         if not vi.type.HasField("tensor_type"):
             continue
@@ -163,6 +165,8 @@ def _apply_overrides(
             else:
                 d.dim_value = 1
                 defaulted.setdefault(sym or f"{vi.name}[{i}]", []).append(vi.name)
+            if sym:
+                applied[sym] = d.dim_value
     for sym, users in defaulted.items():
         where = ", ".join(dict.fromkeys(users))
         if sym.endswith("]"):
@@ -173,6 +177,7 @@ def _apply_overrides(
             warnings.append(
                 f"symbolic dim {sym!r} (input {where}) is unset; using 1 (set it with --dim {sym}=N)"
             )
+    return applied
 
 
 def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
@@ -198,6 +203,32 @@ def _detach_large_initializers(graph: onnx.GraphProto) -> None:
             del t.external_data[:]
             e = t.external_data.add()
             e.key, e.value = "location", VIRTUAL_LOCATION_PREFIX + "detached"
+
+
+def _declared(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
+    """Shapes the model itself declares (value_info, outputs), before inference replaces them."""
+    out: dict[str, tuple[int, Shape | None]] = {}
+    for _scope, g in iter_graphs(graph):
+        for vi in (*g.value_info, *g.output):
+            out[vi.name] = shape_of(vi.type)
+    return out
+
+
+def _use_declared(
+    types: dict[str, TensorInfo],
+    declared: Mapping[str, tuple[int, Shape | None]],
+    symbols: Mapping[str, int],
+) -> None:
+    """Where inference knows nothing (ops onnx has no schema for: com.microsoft, custom), take the
+    model's own declared shape, its symbolic dims given the values the inputs were given."""
+    for name, (elem, shape) in declared.items():
+        old = types.get(name)
+        if shape is None or (old is not None and old.is_concrete):
+            continue
+        dims = tuple(symbols.get(d, d) if isinstance(d, str) else d for d in shape)
+        info = TensorInfo(name, elem or (old.elem_type if old is not None else 0), dims)
+        if info.is_concrete:
+            types[name] = info
 
 
 def _clear_inferred(graph: onnx.GraphProto) -> None:
@@ -532,7 +563,8 @@ def infer(
 ) -> ShapeResult:
     """Resolve every tensor's shape. Modifies ``model`` (the caller's private copy) in place."""
     warnings: list[str] = []
-    _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
+    symbols = _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
+    declared = _declared(model.graph)
     values = _known_values(model)
     _detach_large_initializers(model.graph)
     _clear_inferred(model.graph)
@@ -540,5 +572,6 @@ def infer(
     types: dict[str, TensorInfo] = {}
     _collect_types(inferred, types, values)
     if _unknown_outputs(inferred.graph, types):
+        _use_declared(types, declared, symbols)
         _propagate(inferred, types, values)
     return ShapeResult(inferred, types, values, warnings)

@@ -116,3 +116,18 @@ g (float[batch,4,seq,8] q, float[batch,4,seq,8] k, float[batch,4,seq,8] v) => (f
     assert all(n.status != "unknown_shape" for n in a.nodes)
     # the bool mask buffer is not a parameter
     assert a.totals.params == 0
+
+
+def test_declared_value_info_is_used_where_onnx_cannot_infer() -> None:
+    # com.microsoft ops have no ONNX schema: inference gives "g" no shape. The model declares
+    # g as [batch, 16]; with --dim batch=4 the MatMul after it resolves:
+    # [4,16] x [16,8] = 32 outputs x 16 = 512 MACs.
+    text = """
+<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+g (float[batch,16] x) => (float[batch,8] y) <float[16,8] w = {1.0}, float[batch,16] g> {
+  g = com.microsoft.FastGelu (x)
+  y = MatMul (g, w)
+}"""
+    a = analyze_text(text, dims={"batch": 4})
+    assert [n.status for n in a.nodes] == ["ok", "ok"]
+    assert a.nodes[1].macs == 512

@@ -14,7 +14,7 @@ error (RegistryError), never a silent override.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from onnxcost.costs._context import OpContext
@@ -58,6 +58,7 @@ class OpSpec:
     ``stat_inputs``: positions whose constants are statistics (BatchNorm mean/var),
     reported apart from parameters.
     ``zero``: the op does no arithmetic (status ``zero``).
+    ``param_elements``: positions whose parameter count is not their element count.
     """
 
     domain: str
@@ -70,6 +71,9 @@ class OpSpec:
     module: str = ""
     meta_inputs: frozenset[int] = field(default_factory=frozenset)
     stat_inputs: frozenset[int] = field(default_factory=frozenset)
+    param_elements: Mapping[int, Callable[[OpContext], int]] = field(default_factory=dict)
+    """Input position -> its logical weight count, where storage packs several per element
+    (MatMulNBits' uint8 B holds N x K 4-bit weights)."""
 
     @property
     def family(self) -> str:
@@ -127,6 +131,7 @@ def register(
     until: int = OPSET_MAX,
     meta_inputs: Iterable[int] = (),
     stat_inputs: Iterable[int] = (),
+    param_elements: Mapping[int, Callable[[OpContext], int]] | None = None,
 ) -> Callable[[Formula], Formula]:
     """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until]."""
 
@@ -143,6 +148,7 @@ def register(
                     module=fn.__module__,
                     meta_inputs=frozenset(meta_inputs),
                     stat_inputs=frozenset(stat_inputs),
+                    param_elements=dict(param_elements or {}),
                 )
             )
         return fn

@@ -295,7 +295,12 @@ def _a_rows(ctx: OpContext) -> int:
     return math.prod(a[:-1])
 
 
-@register("MatMulNBits", domain=MS, meta_inputs=(2, 3, 4))
+@register(
+    "MatMulNBits",
+    domain=MS,
+    meta_inputs=(2, 3, 4),
+    param_elements={1: lambda ctx: matmul_nbits_weights(ctx)},
+)
 def matmul_nbits(ctx: OpContext) -> Cost:
     """MACs = rows(A) x N x K; FLOPs = 2 x MACs + 2 x N x K dequantize + rows(A) x N if bias.
 
@@ -308,7 +313,12 @@ def matmul_nbits(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, extra)
 
 
-@register("MatMulBnb4", domain=MS, meta_inputs=(2,))
+@register(
+    "MatMulBnb4",
+    domain=MS,
+    meta_inputs=(2,),
+    param_elements={1: lambda ctx: matmul_nbits_weights(ctx)},
+)
 def matmul_bnb4(ctx: OpContext) -> Cost:
     """MACs = rows(A) x N x K; FLOPs = 2 x MACs + N x K dequantize (table lookup, x absmax).
 
@@ -335,7 +345,12 @@ def gather_block_quantized_data_shape(ctx: OpContext) -> tuple[int, ...]:
     return shape
 
 
-@register("GatherBlockQuantized", domain=MS, meta_inputs=(1, 2, 3))
+@register(
+    "GatherBlockQuantized",
+    domain=MS,
+    meta_inputs=(1, 2, 3),
+    param_elements={0: lambda ctx: math.prod(gather_block_quantized_data_shape(ctx))},
+)
 def gather_block_quantized(ctx: OpContext) -> Cost:
     """FLOPs = 2 x numel(Y) dequantize (1 for FP8/FP4 data: scale only); numel(Y) = numel(indices) x numel(data) / data[gather_axis].
 

@@ -177,13 +177,8 @@ def test_matmul_nbits(bits: int, bias: bool, flops: int, b_bytes: int) -> None:
     assert (n.macs, n.flops, n.bytes_read, n.status) == (32_768, flops, b_bytes_total, "ok")
 
 
-@pytest.mark.xfail(
-    reason="the analyzer counts B's packed uint8 elements (N x K x bits / 8); "
-    "it needs a per-op hook to count the N x K weights",
-    strict=True,
-)
 def test_matmul_nbits_4_bit_params_are_n_times_k() -> None:
-    # 4 bits: N x K = 32 x 64 = 2,048 weights (the analyzer sees 1,024 packed bytes today)
+    # 4 bits: N x K = 32 x 64 = 2,048 weights, stored as 1,024 packed bytes
     assert ms_node(nbits_model(4, False), "MatMulNBits").params == 2_048
 
 
@@ -222,10 +217,6 @@ def test_gather_block_quantized_int4_params() -> None:
     assert ms_node(gather_bq_model("int4[50,64]"), "GatherBlockQuantized").params == 3_200
 
 
-@pytest.mark.xfail(
-    reason="uint8 data packs 8 / bits weights per byte; the analyzer needs a per-op hook",
-    strict=True,
-)
 def test_gather_block_quantized_packed_uint8_params() -> None:
     assert ms_node(gather_bq_model("uint8[50,32]"), "GatherBlockQuantized").params == 3_200
 

@@ -391,6 +391,479 @@ def zoo_save(
     run_guarded(debug, go)
 
 
+class CompareFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+# Bench flags of compare and check (the same settings for every model measured).
+GateBenchOpt = Annotated[
+    bool, typer.Option("--bench", help="Also measure latency with onnxruntime (see --provider).")
+]
+GateProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
+        show_default=False,
+    ),
+]
+GateRunsOpt = Annotated[
+    int | None,
+    typer.Option(help="Timed runs per model for --bench (default 100).", show_default=False),
+]
+GateWarmupOpt = Annotated[
+    int | None,
+    typer.Option(help="Warm-up runs per model for --bench (default 10).", show_default=False),
+]
+GateThreadsOpt = Annotated[
+    int | None,
+    typer.Option(help="Intra-op threads for --bench (default: onnxruntime's).", show_default=False),
+]
+ConventionFlag = Annotated[
+    ConventionOpt,
+    typer.Option(
+        help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
+    ),
+]
+
+
+if TYPE_CHECKING:
+    from onnxcost.compare import BenchSettings
+
+
+def _bench_settings(
+    bench: bool,
+    provider: str | None,
+    runs: int | None,
+    warmup: int | None,
+    threads: int | None,
+) -> BenchSettings | None:
+    """The bench settings, or None without --bench (bench flags alone are a usage error)."""
+    from onnxcost.compare import BenchSettings
+
+    given = [
+        flag
+        for flag, value in (
+            ("--provider", provider),
+            ("--runs", runs),
+            ("--warmup", warmup),
+            ("--threads", threads),
+        )
+        if value is not None
+    ]
+    if not bench:
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --bench; add --bench")
+        return None
+    return BenchSettings(
+        provider=provider or "cpu",
+        runs=100 if runs is None else runs,
+        warmup=10 if warmup is None else warmup,
+        threads=threads,
+    )
+
+
+@app.command("compare")
+def compare_cmd(
+    models: Annotated[
+        list[str],
+        typer.Argument(
+            help="Two or more .onnx files or built-in model names; the first is the baseline.",
+            show_default=False,
+        ),
+    ],
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            "-l",
+            help="Name the models in the report, one per model in order (default A, B, C...).",
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CompareFormat.table,
+    output: OutputOpt = None,
+    fail_if_worse: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-if-worse",
+            metavar="PCT",
+            help="Exit 1 if a later model's MACs, FLOPs, params, peak activation (or latency "
+            "with --bench) exceed the first model's by more than PCT percent.",
+            show_default=False,
+        ),
+    ] = None,
+    bench: GateBenchOpt = False,
+    provider: GateProviderOpt = None,
+    runs: GateRunsOpt = None,
+    warmup: GateWarmupOpt = None,
+    threads: GateThreadsOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare models side by side: totals, op types, aligned layers, and what differs, in words."""
+
+    def go() -> tuple[str, ...]:
+        from onnxcost.compare import compare as run
+
+        if len(models) < 2:
+            raise UsageError("compare needs at least two models: onnxcost compare A.onnx B.onnx")
+        if fail_if_worse is not None and fail_if_worse < 0:
+            raise UsageError(f"--fail-if-worse must be 0 or more percent, not {fail_if_worse:g}")
+        settings = _bench_settings(bench, provider, runs, warmup, threads)
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        result = run(
+            models,
+            input_shapes=shapes,
+            dims=dims,
+            convention=convention.value,
+            labels=label or None,
+            bench=settings,
+        )
+        if format is CompareFormat.json:
+            emit(result.to_json() + "\n", output)
+        elif format is CompareFormat.markdown:
+            from onnxcost.report.compare import to_markdown
+
+            emit(to_markdown(result), output)
+        else:
+            from onnxcost.report.compare import render
+
+            render_rich(lambda c: render(result, c), output)
+        return () if fail_if_worse is None else result.worse_than(fail_if_worse)
+
+    worse = run_guarded(debug, go)
+    if worse:
+        for line in worse:
+            typer.echo(f"onnxcost: worse: {line}", err=True)
+        raise typer.Exit(1)
+
+
+def _budget_option(flag: str, metavar: str, help: str) -> object:
+    return typer.Option(flag, metavar=metavar, help=help, show_default=False)
+
+
+@app.command("check")
+def check_cmd(
+    model: ModelArg,
+    max_macs: Annotated[
+        str | None, _budget_option("--max-macs", "N", "MACs budget, e.g. 2G (K/M/G/T).")
+    ] = None,
+    max_flops: Annotated[
+        str | None, _budget_option("--max-flops", "N", "FLOPs budget, e.g. 4.5G.")
+    ] = None,
+    max_params: Annotated[
+        str | None, _budget_option("--max-params", "N", "Parameter budget, e.g. 12M.")
+    ] = None,
+    max_param_bytes: Annotated[
+        str | None,
+        _budget_option("--max-param-bytes", "SIZE", "Weight size budget, e.g. 50MB or 48MiB."),
+    ] = None,
+    max_peak_activation: Annotated[
+        str | None,
+        _budget_option(
+            "--max-peak-activation", "SIZE", "Peak activation memory budget, e.g. 64MB or 64MiB."
+        ),
+    ] = None,
+    max_latency_ms: Annotated[
+        str | None,
+        _budget_option(
+            "--max-latency-ms", "MS", "Median latency budget in milliseconds (needs --bench)."
+        ),
+    ] = None,
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    bench: GateBenchOpt = False,
+    provider: GateProviderOpt = None,
+    runs: GateRunsOpt = None,
+    warmup: GateWarmupOpt = None,
+    threads: GateThreadsOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Gate a model on cost budgets for CI: exit 1 with one line per exceeded budget, else 0.
+
+    Counts take K/M/G/T (powers of 1000); sizes take KB/MB/GB (1000) or KiB/MiB/GiB (1024).
+    """
+
+    def go() -> tuple[str, tuple[str, ...]]:
+        from onnxcost import budget as b
+        from onnxcost.analyze import analyze as run
+
+        budgets = []
+        for key, text, parse, flag in (
+            ("macs", max_macs, b.parse_count, "--max-macs"),
+            ("flops", max_flops, b.parse_count, "--max-flops"),
+            ("params", max_params, b.parse_count, "--max-params"),
+            ("param_bytes", max_param_bytes, b.parse_bytes, "--max-param-bytes"),
+            ("peak_activation_bytes", max_peak_activation, b.parse_bytes, "--max-peak-activation"),
+        ):
+            if text is not None:
+                budgets.append(b.budget(key, parse(text, flag)))
+        if max_latency_ms is not None:
+            if not bench:
+                raise UsageError("--max-latency-ms needs a measurement: add --bench")
+            budgets.append(b.budget("latency_ms", b.parse_ms(max_latency_ms, "--max-latency-ms")))
+        if not budgets:
+            raise UsageError(
+                "no budget given: pass at least one of --max-macs, --max-flops, --max-params, "
+                "--max-param-bytes, --max-peak-activation, --max-latency-ms"
+            )
+        settings = _bench_settings(bench, provider, runs, warmup, threads)
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        result = run(model, input_shapes=shapes, dims=dims, convention=convention.value)
+        latency = None
+        if settings is not None:
+            import dataclasses
+
+            from onnxcost.compare import measure
+
+            unprofiled = dataclasses.replace(settings, profile=False)
+            latency = measure(model, unprofiled, shapes, dims, result).latency_ms["median"]
+        checks = b.check(result.totals, tuple(budgets), latency_ms=latency)
+        return b.ok_line(model, checks), tuple(c.line() for c in checks if c.exceeded)
+
+    ok, over = run_guarded(debug, go)
+    if over:
+        for line in over:
+            typer.echo(f"onnxcost: over budget: {line}", err=True)
+        raise typer.Exit(1)
+    typer.echo(ok)
+
+
+class OptLevel(str, enum.Enum):
+    disable = "disable"
+    basic = "basic"
+    extended = "extended"
+    all = "all"
+
+
+def _progress_callback(quiet: bool) -> tuple[Callable[[object], None] | None, Callable[[], None]]:
+    """A rich progress bar on stderr (only on a terminal, never with --quiet) and its closer."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    bar.start()
+    tasks: dict[str, object] = {}
+
+    def update(event: object) -> None:
+        phase, done, total, message = (
+            getattr(event, "phase", ""),
+            getattr(event, "done", 0),
+            getattr(event, "total", None),
+            getattr(event, "message", ""),
+        )
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(message or phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total, description=message or phase)  # type: ignore[arg-type]
+
+    return update, bar.stop
+
+
+@app.command()
+def bench(
+    model: Annotated[
+        str, typer.Argument(help="An .onnx file or a built-in model name (default: resnet18).")
+    ] = "resnet18",
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-p",
+            help="Execution provider: CPUExecutionProvider, CUDAExecutionProvider, ...",
+        ),
+    ] = "CPUExecutionProvider",
+    provider_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provider-option", help="Provider option KEY=VALUE (repeatable).", show_default=False
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="Intra-op threads (default: onnxruntime's).", min=1)
+    ] = None,
+    inter_threads: Annotated[
+        int | None, typer.Option("--inter-threads", help="Inter-op threads.", min=1)
+    ] = None,
+    opt_level: Annotated[
+        OptLevel, typer.Option("--opt-level", help="Graph optimization level.")
+    ] = OptLevel.all,
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    inputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--inputs",
+            help="Real input data: an .npz with one array per input name.",
+            show_default=False,
+        ),
+    ] = None,
+    warmup: Annotated[int, typer.Option(help="Warm-up runs (at least 0.2 s of them).", min=0)] = 10,
+    runs: Annotated[
+        int, typer.Option(help="Timed runs (at least --min-seconds of them).", min=1)
+    ] = 100,
+    min_seconds: Annotated[
+        float, typer.Option("--min-seconds", help="Minimum time of the timed loop.", min=0)
+    ] = 1.0,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile", help="Per-node and per-op-type time, joined to the static costs."
+        ),
+    ] = False,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Write a cleaned Chrome trace (Perfetto) of the profiled runs.",
+            show_default=False,
+        ),
+    ] = None,
+    include_copies: Annotated[
+        bool, typer.Option("--include-copies", help="Time host<->device copies too (CUDA).")
+    ] = False,
+    cuda_graph: Annotated[
+        bool, typer.Option("--cuda-graph", help="Capture a CUDA graph (static shapes only).")
+    ] = False,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch", help="Batch sweep: comma-separated sizes, e.g. 1,2,4,8.", show_default=False
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--max-batch",
+            help="Find the largest batch that fits, up to N (probes in subprocesses).",
+            min=1,
+        ),
+    ] = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate", help="Measure this provider's peak FLOP/s and bandwidth (roofline)."
+        ),
+    ] = False,
+    format: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    top: Annotated[
+        int, typer.Option(help="Nodes shown in the profile table (0: all).", min=0)
+    ] = 20,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Measure latency, throughput and (with --profile) per-node time with onnxruntime."""
+
+    def go() -> None:
+        from onnxcost.bench import run_bench
+
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        batches = None
+        if batch:
+            try:
+                batches = [int(b) for b in batch.split(",") if b.strip()]
+            except ValueError:
+                raise UsageError(
+                    f"--batch {batch!r} is not a comma-separated list of sizes, e.g. 1,2,4,8"
+                ) from None
+        callback, close = _progress_callback(quiet)
+        try:
+            result = run_bench(
+                model,
+                provider=provider,
+                provider_options=provider_option or None,
+                threads=threads,
+                inter_threads=inter_threads,
+                opt_level=opt_level.value,
+                input_shapes=shapes,
+                dims=dims,
+                inputs_file=inputs,
+                warmup=warmup,
+                runs=runs,
+                min_seconds=min_seconds,
+                profile=profile,
+                trace_out=trace,
+                include_copies=include_copies,
+                cuda_graph=cuda_graph,
+                batches=batches,
+                max_batch=max_batch,
+                calibrate=calibrate,
+                progress=callback,
+            )
+        finally:
+            close()
+        if format is Format.json:
+            import json
+
+            emit(json.dumps(result.to_dict(), indent=2) + "\n", output)
+        elif format is Format.csv:
+            from onnxcost.report.bench import to_csv
+
+            emit(to_csv(result), output)
+        elif format is Format.markdown:
+            from onnxcost.report.bench import to_markdown
+
+            emit(to_markdown(result, top=top or None), output)
+        else:
+            from onnxcost.report.bench import render_table
+
+            render_rich(lambda c: render_table(result, c, top=top or None), output)
+
+    run_guarded(debug, go)
+
+
+@app.command()
+def providers(format: FormatOpt = Format.table, debug: DebugOpt = False) -> None:
+    """Execution providers in this onnxruntime build, and whether each really loads here."""
+
+    def go() -> None:
+        from onnxcost.bench import available_providers
+
+        rows = available_providers()
+        if format is Format.json:
+            import json
+
+            typer.echo(
+                json.dumps(
+                    [
+                        {
+                            "name": r.name,
+                            "available": r.available,
+                            "loads": r.loads,
+                            "detail": r.detail,
+                        }
+                        for r in rows
+                    ],
+                    indent=2,
+                )
+            )
+            return
+        for r in rows:
+            state = (
+                "loads"
+                if r.loads
+                else ("listed, does not load" if r.available else "not in this build")
+            )
+            typer.echo(f"{r.name:<32} {state}{': ' + r.detail if r.detail else ''}")
+
+    run_guarded(debug, go)
+
+
 def main() -> None:
     app()
 

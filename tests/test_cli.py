@@ -119,3 +119,38 @@ def test_ops_lists_formulas() -> None:
     conv = next(o for o in d["supported"] if o["op_type"] == "ConvTranspose")
     assert "numel(X)" in conv["formula"]
     assert any(o["op_type"] == "ImageDecoder" for o in d["unsupported"])
+
+
+MLP = Path(__file__).parent.parent / "models" / "mlp_torch_dynamo.onnx"
+FAST = ["--runs", "5", "--warmup", "1", "--min-seconds", "0", "-q"]
+
+
+@pytest.mark.ort
+def test_bench_json_contract() -> None:
+    r = runner.invoke(app, ["bench", str(MLP), "-f", "json", *FAST])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["schema"] == "onnxcost.bench/1"
+    assert d["provider"] == "CPUExecutionProvider"
+    assert d["runs"] >= 5
+    assert {"min", "mean", "median", "p90", "p95", "p99", "max", "std"} <= d["latency_ms"].keys()
+
+
+@pytest.mark.ort
+def test_bench_unavailable_provider_is_one_line() -> None:
+    from onnxcost.bench import available_providers
+
+    if any(p.name == "CUDAExecutionProvider" and p.loads for p in available_providers()):
+        pytest.skip("CUDA loads on this machine")
+    r = runner.invoke(app, ["bench", str(MLP), "--provider", "CUDAExecutionProvider", *FAST])
+    assert r.exit_code == 1
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "pip install" in r.stderr
+    assert "Traceback" not in r.output
+
+
+def test_bench_bad_flags_are_usage_errors() -> None:
+    r = runner.invoke(app, ["bench", str(MLP), "--batch", "1,two"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["bench", str(MLP), "--provider", "NoSuchExecutionProvider"])
+    assert r.exit_code == 2

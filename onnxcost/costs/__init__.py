@@ -19,4 +19,13 @@ from onnxcost.costs import (  # noqa: F401  (imported for their registrations)
 from onnxcost.costs._context import OpContext, TensorInfo, UnknownShapeError
 from onnxcost.costs._registry import REGISTRY, Cost, OpSpec, register, register_zero
 
-__all__ = ["REGISTRY", "Cost", "OpContext", "OpSpec", "TensorInfo", "UnknownShapeError", "register", "register_zero"]
+__all__ = [
+    "REGISTRY",
+    "Cost",
+    "OpContext",
+    "OpSpec",
+    "TensorInfo",
+    "UnknownShapeError",
+    "register",
+    "register_zero",
+]

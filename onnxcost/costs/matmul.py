@@ -49,7 +49,9 @@ def _expand_term(term: str, rank: int, ellipsis_letters: str) -> str:
     return term.replace("...", ellipsis_letters[len(ellipsis_letters) - n :] if n else "")
 
 
-def einsum_sizes(equation: str, shapes: list[tuple[int, ...]]) -> tuple[dict[str, int], list[str], str]:
+def einsum_sizes(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> tuple[dict[str, int], list[str], str]:
     """Letter sizes, the input terms and the output term of an einsum, ellipses expanded."""
     eq = equation.replace(" ", "")
     lhs, _, rhs = eq.partition("->")
@@ -57,8 +59,12 @@ def einsum_sizes(equation: str, shapes: list[tuple[int, ...]]) -> tuple[dict[str
     if len(terms) != len(shapes) or not all(_EINSUM_TERM.match(t) for t in terms):
         raise UnknownShapeError(f"einsum equation {equation!r} does not match {len(shapes)} inputs")
     # Upper-case Greek-free letters not used by the equation stand for ellipsis dims.
-    spare = "".join(c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in eq)
-    max_ell = max((len(s) - (len(t) - 3) for t, s in zip(terms, shapes, strict=True) if "..." in t), default=0)
+    spare = "".join(
+        c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in eq
+    )
+    max_ell = max(
+        (len(s) - (len(t) - 3) for t, s in zip(terms, shapes, strict=True) if "..." in t), default=0
+    )
     ell = spare[:max_ell][::-1]
     sizes: dict[str, int] = {}
     expanded = []

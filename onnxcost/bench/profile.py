@@ -1,0 +1,394 @@
+"""onnxruntime's profile trace: parse it tolerantly, split it by run, summarise it per kernel.
+
+The trace is Chrome trace JSON: a list of complete ('X') events. ``cat: Session`` events mark
+``model_run`` (one per ``InferenceSession.run``); ``cat: Node`` events named
+``<node>_kernel_time`` time one kernel, with args (``op_name``, ``provider``,
+``input_type_shape``, ...) that older builds or other providers may leave out. Older builds
+also write ``<node>_fence_before``/``_fence_after`` events (synchronisation waits, not
+compute): they are counted and dropped. Builds with CUDA profiling (CUPTI) follow each Node
+event with the ``cat: Kernel`` events of the GPU kernels it launched, which give device time.
+
+No onnxruntime needed here: traces are parsed offline.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from onnxcost.errors import BenchError
+
+KERNEL_SUFFIX = "_kernel_time"
+FENCE_SUFFIXES = ("_fence_before", "_fence_after")
+_RUN_NAMES = ("model_run",)
+_EXECUTE_NAMES = ("SequentialExecutor::Execute", "ParallelExecutor::Execute")
+_MEMORY_ARGS = ("output_size", "activation_size", "parameter_size")
+
+Event = Mapping[str, Any]
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpan:
+    """One ``InferenceSession.run`` as the trace saw it (microseconds since profiling began)."""
+
+    index: int
+    ts_us: float
+    dur_us: float
+
+    @property
+    def end_us(self) -> float:
+        return self.ts_us + self.dur_us
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """One execution of one kernel (an onnxruntime node after graph optimization)."""
+
+    name: str
+    op_type: str
+    """``args.op_name``; '' when the trace carries no args."""
+    provider: str
+    ts_us: float
+    dur_us: float
+    """Host time of the call. On CUDA that is the launch, not the GPU work."""
+    run: int
+    tid: int
+    input_shapes: tuple[Shape, ...] = ()
+    output_shapes: tuple[Shape, ...] = ()
+    output_bytes: int | None = None
+    device_us: float | None = None
+    """Summed duration of the GPU kernels it launched, when the trace has them (CUPTI builds)."""
+    depth: int = 0
+    """0 for a kernel of the main graph; 1 or more inside a control-flow kernel (If, Loop, Scan)
+    whose own time already includes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A parsed trace: every run, every kernel event inside a run, and what was dropped."""
+
+    runs: tuple[RunSpan, ...]
+    kernels: tuple[KernelEvent, ...]
+    skipped_runs: int
+    """Leading runs dropped as warm-up (the first run included)."""
+    fence_events: int
+    outside_runs: int
+    """Kernel events that fell in no run (dropped)."""
+    device_events: int
+    memory_args: bool
+    """Whether kernel events carried memory args (``output_size`` ...)."""
+
+    @property
+    def measured_runs(self) -> tuple[RunSpan, ...]:
+        return self.runs[self.skipped_runs :]
+
+    @property
+    def measured_kernels(self) -> tuple[KernelEvent, ...]:
+        return tuple(k for k in self.kernels if k.run >= self.skipped_runs)
+
+    @property
+    def run_mean_us(self) -> float:
+        """Mean ``model_run`` duration over the measured runs."""
+        runs = self.measured_runs
+        return sum(r.dur_us for r in runs) / len(runs) if runs else 0.0
+
+    def kernel_sum_us(self, run: int) -> float:
+        """Host time of the top-level kernels of run ``run`` added up (nested ones are inside them)."""
+        return sum(k.dur_us for k in self.kernels if k.run == run and k.depth == 0)
+
+    @property
+    def has_device_times(self) -> bool:
+        return self.device_events > 0
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStat:
+    """One kernel over the measured runs: calls, time per run, what it ran on."""
+
+    name: str
+    op_type: str
+    provider: str
+    calls: int
+    """Executions over all measured runs."""
+    runs: int
+    total_us: float
+    """Host time summed over all measured runs (device time when the trace has it)."""
+    order: int
+    """Position of its first execution in a run (for 'run order' listings)."""
+    input_shapes: tuple[Shape, ...]
+    output_shapes: tuple[Shape, ...]
+    nested: bool = False
+    """Runs inside a control-flow kernel, whose time already includes it."""
+
+    @property
+    def mean_us(self) -> float:
+        """Time per run (a kernel called twice per run counts both calls)."""
+        return self.total_us / self.runs if self.runs else 0.0
+
+    @property
+    def calls_per_run(self) -> float:
+        return self.calls / self.runs if self.runs else 0.0
+
+
+def read_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Events of a trace file: a JSON list, ``{"traceEvents": [...]}``, or a list cut short.
+
+    onnxruntime writes the list event by event; a process that died leaves it without the
+    closing bracket, which is repaired here.
+    """
+    text = Path(path).read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = json.loads(text.rstrip(",\n ") + "]")
+        except json.JSONDecodeError as e:
+            raise BenchError(
+                f"{os.fspath(path)} is not a Chrome trace (JSON: {e.msg}); pass a trace onnxruntime wrote"
+            ) from e
+    if isinstance(data, dict):
+        data = data.get("traceEvents", [])
+    if not isinstance(data, list):
+        raise BenchError(f"{os.fspath(path)} is not a Chrome trace (no event list)")
+    return [e for e in data if isinstance(e, dict)]
+
+
+def _shapes(value: object) -> tuple[Shape, ...]:
+    """``[{"float": [1, 3]}, ...]`` -> ``((1, 3), ...)``; anything else -> ()."""
+    if not isinstance(value, list):
+        return ()
+    out: list[Shape] = []
+    for item in value:
+        if isinstance(item, dict) and item:
+            dims = next(iter(item.values()))
+            if isinstance(dims, list) and all(isinstance(d, int) for d in dims):
+                out.append(tuple(dims))
+                continue
+        out.append(())
+    return tuple(out)
+
+
+def _num(value: object) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    return 0.0
+
+
+def _spans(events: Sequence[Event], names: Sequence[str]) -> list[tuple[float, float]]:
+    return sorted(
+        (_num(e.get("ts")), _num(e.get("dur")))
+        for e in events
+        if e.get("name") in names and e.get("ph", "X") == "X"
+    )
+
+
+def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
+    """Split ``events`` into runs and kernel executions; the first ``skip_runs`` runs are warm-up.
+
+    A kernel belongs to the run whose ``model_run`` span contains it (1 us of slack for the
+    trace's rounding). Traces without ``model_run`` events fall back to the executor's spans.
+    """
+    spans = _spans(events, _RUN_NAMES) or _spans(events, _EXECUTE_NAMES)
+    if not spans:
+        raise BenchError(
+            "the trace has no model_run events, so runs cannot be told apart; profile at least one run"
+        )
+    if skip_runs >= len(spans):
+        raise BenchError(
+            f"the trace has {len(spans)} runs, all of them warm-up (skip {skip_runs}); profile more runs"
+        )
+    runs = tuple(RunSpan(i, ts, dur) for i, (ts, dur) in enumerate(spans))
+    starts = [r.ts_us for r in runs]
+    kernels: list[KernelEvent] = []
+    pending_device: list[float] = []
+    fences = outside = device_events = 0
+    memory = False
+
+    def close_device() -> None:
+        if pending_device and kernels:
+            last = kernels[-1]
+            kernels[-1] = KernelEvent(
+                last.name,
+                last.op_type,
+                last.provider,
+                last.ts_us,
+                last.dur_us,
+                last.run,
+                last.tid,
+                last.input_shapes,
+                last.output_shapes,
+                last.output_bytes,
+                (last.device_us or 0.0) + sum(pending_device),
+            )
+        pending_device.clear()
+
+    for e in events:
+        name = e.get("name")
+        cat = e.get("cat")
+        if not isinstance(name, str):
+            continue
+        if cat == "Kernel":
+            device_events += 1
+            pending_device.append(_num(e.get("dur")))
+            continue
+        if cat != "Node":
+            continue
+        if name.endswith(FENCE_SUFFIXES):
+            fences += 1
+            continue
+        close_device()
+        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+        i = bisect.bisect_right(starts, ts) - 1
+        if i < 0 or ts + dur > runs[i].end_us + 1.0:
+            outside += 1
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        assert isinstance(args, dict)
+        memory = memory or any(k in args for k in _MEMORY_ARGS)
+        out_bytes = args.get("output_size")
+        kernels.append(
+            KernelEvent(
+                name=name.removesuffix(KERNEL_SUFFIX),
+                op_type=str(args.get("op_name", "")),
+                provider=str(args.get("provider", "")),
+                ts_us=ts,
+                dur_us=dur,
+                run=i,
+                tid=int(_num(e.get("tid"))),
+                input_shapes=_shapes(args.get("input_type_shape")),
+                output_shapes=_shapes(args.get("output_type_shape")),
+                output_bytes=int(_num(out_bytes)) if out_bytes is not None else None,
+            )
+        )
+    close_device()
+    return Trace(runs, _with_depth(kernels), skip_runs, fences, outside, device_events, memory)
+
+
+def _with_depth(kernels: Sequence[KernelEvent]) -> tuple[KernelEvent, ...]:
+    """Kernels in time order, each with its nesting depth inside earlier kernels of its thread."""
+    ordered = sorted(kernels, key=lambda k: (k.run, k.ts_us, -k.dur_us))
+    open_ends: dict[tuple[int, int], list[float]] = {}
+    out = []
+    for k in ordered:
+        stack = open_ends.setdefault((k.run, k.tid), [])
+        while stack and stack[-1] <= k.ts_us:
+            stack.pop()
+        nested = bool(stack) and k.ts_us + k.dur_us <= stack[-1] + 1.0
+        if stack and not nested:
+            stack.clear()
+        out.append(replace(k, depth=len(stack)) if stack else k)
+        stack.append(k.ts_us + k.dur_us)
+    return tuple(out)
+
+
+def kernel_stats(trace: Trace) -> tuple[KernelStat, ...]:
+    """Per-kernel totals over the measured runs, in order of first execution within a run."""
+    measured = len(trace.measured_runs)
+    acc: dict[str, list[Any]] = {}
+    counters: dict[int, int] = {}
+    for k in trace.measured_kernels:
+        position = counters.get(k.run, 0)
+        counters[k.run] = position + 1
+        row = acc.get(k.name)
+        if row is None:
+            row = acc[k.name] = [k, 0, 0.0, position]
+        row[1] += 1
+        row[2] += k.device_us if k.device_us is not None else k.dur_us
+        row[3] = min(row[3], position)
+    stats = [
+        KernelStat(
+            name=first.name,
+            op_type=first.op_type,
+            provider=first.provider,
+            calls=calls,
+            runs=measured,
+            total_us=total,
+            order=order,
+            input_shapes=first.input_shapes,
+            output_shapes=first.output_shapes,
+            nested=first.depth > 0,
+        )
+        for first, calls, total, order in acc.values()
+    ]
+    return tuple(sorted(stats, key=lambda s: (s.order, s.name)))
+
+
+def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> dict[str, Any]:
+    """A Chrome trace of the measured runs only, for Perfetto or chrome://tracing.
+
+    One process; threads renumbered 0, 1, ... in order of appearance (runs on thread 0, where
+    the first kernel ran, so kernels nest under their run); times rebased so the
+    first measured run starts at 0; kernel names without the ``_kernel_time`` suffix and with
+    their op type, provider and shapes as args.
+    """
+    runs = trace.measured_runs
+    origin = runs[0].ts_us if runs else 0.0
+    tids: dict[int, int] = {}
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "pid": 1, "tid": 0, "name": "process_name", "args": {"name": process_name}},
+    ]
+    for r in runs:
+        events.append(
+            {
+                "ph": "X",
+                "cat": "Session",
+                "name": "model_run",
+                "pid": 1,
+                "tid": 0,
+                "ts": r.ts_us - origin,
+                "dur": r.dur_us,
+                "args": {"run": r.index - trace.skipped_runs},
+            }
+        )
+    for k in trace.measured_kernels:
+        tid = tids.setdefault(k.tid, len(tids))
+        args: dict[str, Any] = {"op_type": k.op_type, "provider": k.provider}
+        if k.input_shapes:
+            args["input_shapes"] = [list(s) for s in k.input_shapes]
+        if k.output_shapes:
+            args["output_shapes"] = [list(s) for s in k.output_shapes]
+        if k.device_us is not None:
+            args["device_us"] = k.device_us
+        events.append(
+            {
+                "ph": "X",
+                "cat": "Node",
+                "name": k.name,
+                "pid": 1,
+                "tid": tid,
+                "ts": k.ts_us - origin,
+                "dur": k.dur_us,
+                "args": args,
+            }
+        )
+    for original, tid in tids.items():
+        label = "main" if tid == 0 else f"thread {original}"
+        events.append(
+            {"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": label}}
+        )
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def write_chrome_trace(
+    trace: Trace, path: str | os.PathLike[str], *, process_name: str = "onnxruntime"
+) -> None:
+    """Write ``clean_chrome_trace`` to ``path`` (BenchError when the path cannot be written)."""
+    try:
+        Path(path).write_text(
+            json.dumps(clean_chrome_trace(trace, process_name=process_name)), encoding="utf-8"
+        )
+    except OSError as e:
+        raise BenchError(
+            f"cannot write the trace to {os.fspath(path)} ({e.strerror}); pick a writable path"
+        ) from e

@@ -1,0 +1,535 @@
+"""``run_bench``: measure a model's latency and throughput, and optionally where its time goes.
+
+Order of work: load and analyse the model (costs, resolved input shapes); create the session
+(timed); first run (timed apart); warm-up; timed loop; optional batch sweep; optional
+calibration (cached ceilings); optional profile in a separate session, so profiling never
+distorts the latency numbers; optional max-batch search in subprocesses.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from onnxcost.bench._ort import import_ort, ort_error_types, run_error
+from onnxcost.bench.inputs import InputSpec, input_specs, load_inputs_file, make_inputs
+from onnxcost.bench.join import (
+    by_op_type,
+    join,
+    load_graph_nodes,
+    map_kernels,
+    untimed_sources,
+)
+from onnxcost.bench.profile import kernel_stats, parse_trace, read_trace, write_chrome_trace
+from onnxcost.bench.progress import BenchProgress, ProgressFn
+from onnxcost.bench.providers import CPU, CUDA, CUDA_LIKE, parse_provider_options, resolve_provider
+from onnxcost.bench.result import (
+    BenchResult,
+    Environment,
+    Memory,
+    Phases,
+    ProfileResult,
+    Settings,
+)
+from onnxcost.bench.roofline import (
+    Ceilings,
+    ModelRoofline,
+    calibrate_ceilings,
+    model_roofline,
+    with_roofline,
+)
+from onnxcost.bench.session import (
+    OrtModel,
+    Runner,
+    SessionConfig,
+    make_runner,
+    open_session,
+    prepare_model,
+)
+from onnxcost.bench.session import opt_level as as_opt_level
+from onnxcost.bench.sweep import (
+    BatchAxis,
+    BatchPoint,
+    MaxBatch,
+    ProbeSetup,
+    batch_axis,
+    batch_of,
+    search_max_batch,
+    subprocess_probe,
+    with_batch,
+)
+from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_mb, logical_cpus
+from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
+from onnxcost.errors import ModelLoadError, UsageError
+from onnxcost.model import ModelSource
+from onnxcost.records import NodeRecord, TensorRecord, Totals
+
+PROFILE_WARMUP_MAX = 10
+"""Profiled warm-up runs are capped: onnxruntime keeps at most about a million trace events."""
+PROBE_TIMEOUT_S = 300.0
+
+
+class AnalysisLike(Protocol):
+    """What the bench needs from ``onnxcost.analyze``'s result."""
+
+    @property
+    def inputs(self) -> tuple[TensorRecord, ...]: ...
+    @property
+    def outputs(self) -> tuple[TensorRecord, ...]: ...
+    @property
+    def nodes(self) -> tuple[NodeRecord, ...]: ...
+    @property
+    def totals(self) -> Totals: ...
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Validated arguments of one run."""
+
+    config: SessionConfig
+    warmup: int
+    min_warmup_s: float
+    runs: int
+    min_seconds: float
+    include_copies: bool
+    profile: bool
+    profile_runs: int
+    batches: tuple[int, ...]
+    max_batch: int | None
+
+
+def _check_counts(
+    warmup: int,
+    min_warmup_s: float,
+    runs: int,
+    min_seconds: float,
+    profile_runs: int,
+    threads: int | None,
+    inter: int | None,
+) -> None:
+    if runs < 1:
+        raise UsageError(f"--runs must be 1 or more, not {runs}")
+    if warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more, not {warmup}")
+    if min_seconds < 0 or min_warmup_s < 0:
+        raise UsageError("minimum times must be 0 seconds or more")
+    if profile_runs < 1:
+        raise UsageError(f"profile runs must be 1 or more, not {profile_runs}")
+    for flag, value in (("--threads", threads), ("--inter-threads", inter)):
+        if value is not None and value < 1:
+            raise UsageError(
+                f"{flag} must be 1 or more (leave it out for onnxruntime's default), not {value}"
+            )
+
+
+def _plan(
+    provider: str,
+    provider_options: Mapping[str, object] | Sequence[str] | None,
+    threads: int | None,
+    inter_threads: int | None,
+    opt_level: str,
+    cuda_graph: bool,
+    include_copies: bool,
+) -> SessionConfig:
+    name = resolve_provider(provider)
+    options = parse_provider_options(provider_options)
+    if cuda_graph:
+        if name != CUDA:
+            raise UsageError(f"--cuda-graph needs the CUDA provider, not {name}")
+        if include_copies:
+            raise UsageError(
+                "--cuda-graph replays device buffers; it cannot include host copies (drop --include-copies)"
+            )
+        options["enable_cuda_graph"] = "1"
+    level = as_opt_level(opt_level)
+    return SessionConfig(name, tuple(sorted(options.items())), threads, inter_threads, level)
+
+
+def _environment(config: SessionConfig) -> Environment:
+    ort = import_ort()
+    gpu, driver = gpu_info(config.device_id) if config.provider in CUDA_LIKE else (None, None)
+    return Environment(
+        onnxruntime_version=str(ort.__version__),
+        providers_available=tuple(str(p) for p in ort.get_available_providers()),
+        cpu=cpu_name(),
+        gpu=gpu,
+        gpu_driver=driver,
+        intra_op_threads=config.intra_op_threads,
+        inter_op_threads=config.inter_op_threads,
+        logical_cpus=logical_cpus(),
+        python=platform.python_version(),
+        platform=platform.platform(terse=True),
+    )
+
+
+def _say(
+    progress: ProgressFn | None, phase: str, done: int, total: int | None, message: str
+) -> None:
+    if progress is not None:
+        progress(BenchProgress(phase, done, total, message))
+
+
+def _merge_shapes(
+    given: Mapping[str, Sequence[int]] | None, arrays: Mapping[str, np.ndarray] | None
+) -> dict[str, tuple[int, ...]] | None:
+    if arrays is None:
+        return {k: tuple(v) for k, v in given.items()} if given else None
+    merged = {k: tuple(v) for k, v in (given or {}).items()}
+    for name, arr in arrays.items():
+        if name in merged and merged[name] != tuple(arr.shape):
+            raise UsageError(
+                f"--input-shape {name} says {merged[name]} but --inputs holds shape {tuple(arr.shape)}; drop one"
+            )
+        merged[name] = tuple(arr.shape)
+    return merged
+
+
+def _timed(
+    runner: Runner, plan: _Plan, provider: str, what: str, progress: ProgressFn | None
+) -> tuple[float, LoopResult, LoopResult]:
+    """First run, warm-up, timed loop; onnxruntime errors become onnxcost errors."""
+    try:
+        t0 = time.perf_counter_ns()
+        runner()
+        first_ms = (time.perf_counter_ns() - t0) / 1e6
+        _say(progress, "first_run", 1, 1, f"first run {first_ms:.2f} ms")
+        warm = run_loop(
+            runner,
+            runs=plan.warmup,
+            min_seconds=plan.min_warmup_s,
+            phase="warmup",
+            progress=progress,
+        )
+        timed = run_loop(
+            runner, runs=plan.runs, min_seconds=plan.min_seconds, phase="timed", progress=progress
+        )
+    except ort_error_types() as e:
+        raise run_error(e, provider, what) from e
+    return first_ms, warm, timed
+
+
+def _sweep(
+    model: OrtModel,
+    session: Any,
+    plan: _Plan,
+    specs: Sequence[InputSpec],
+    axis: BatchAxis | None,
+    outputs: Sequence[TensorRecord],
+    seed: int,
+    progress: ProgressFn | None,
+) -> tuple[BatchPoint, ...]:
+    config = plan.config
+    if config.cuda_graph:
+        config = config.with_options(enable_cuda_graph=None)
+        session = open_session(model, config).session
+    points = []
+    for i, b in enumerate(plan.batches):
+        _say(progress, "batch", i, len(plan.batches), f"batch {b}")
+        feeds = make_inputs(with_batch(specs, axis, b), seed)
+        runner, _ = make_runner(
+            session, feeds, config, include_copies=plan.include_copies, outputs=outputs
+        )
+        _, _, timed = _timed(runner, plan, config.provider, f"batch {b}", None)
+        points.append(BatchPoint(b, timed.stats, timed.runs, timed.wall_s))
+    _say(progress, "batch", len(plan.batches), len(plan.batches), "sweep done")
+    return tuple(points)
+
+
+def _profile(
+    model: OrtModel,
+    plan: _Plan,
+    feeds: Mapping[str, np.ndarray],
+    analysis: AnalysisLike,
+    ceilings: Ceilings | None,
+    trace_out: str | os.PathLike[str] | None,
+    workdir: str,
+    warnings: list[str],
+    progress: ProgressFn | None,
+) -> ProfileResult:
+    config = plan.config.with_options(enable_cuda_graph=None)
+    optimized = os.path.join(workdir, "optimized.onnx")
+    prefix = os.path.join(workdir, "profile")
+    try:
+        opened = open_session(model, config, profile_prefix=prefix, optimized_model_path=optimized)
+    except ModelLoadError as e:
+        warnings.append(
+            f"onnxruntime could not save its optimized graph ({e}); kernels are matched by name only"
+        )
+        optimized = ""
+        opened = open_session(model, config, profile_prefix=prefix)
+    session = opened.session
+    runner, _ = make_runner(
+        session, feeds, config, include_copies=plan.include_copies, outputs=analysis.outputs
+    )
+    skip = 1 + min(plan.warmup, PROFILE_WARMUP_MAX)
+    total = skip + plan.profile_runs
+    try:
+        for i in range(total):
+            runner()
+            _say(progress, "profile", i + 1, total, f"profiled run {i + 1}/{total}")
+    except ort_error_types() as e:
+        raise run_error(e, config.provider, "the profiled session") from e
+    trace_file = str(session.end_profiling())
+    trace = parse_trace(read_trace(trace_file), skip_runs=skip)
+    if len(trace.runs) < total:
+        warnings.append(
+            f"the trace holds {len(trace.runs)} of {total} profiled runs (onnxruntime's event limit); "
+            f"profile fewer runs for complete numbers"
+        )
+    stats = kernel_stats(trace)
+    graph = load_graph_nodes(optimized) if optimized and os.path.exists(optimized) else ()
+    op_types = {n.name: n.kernel_type for n in graph}
+    groups = map_kernels(graph, analysis.nodes) if graph else ()
+    rows = join(stats, groups, analysis.nodes, op_types=op_types)
+    if ceilings is not None:
+        rows = with_roofline(rows, ceilings)
+    measured = trace.measured_runs
+    kernel_sum = sum(s.mean_us for s in stats if not s.nested)
+    launch = config.provider in CUDA_LIKE and not trace.has_device_times
+    note = (
+        "CUDA node times are host-side launch times: the GPU runs kernels asynchronously, so node "
+        "times and shares show launch cost, not GPU time; the latency figures are end-to-end"
+        if launch
+        else ""
+    )
+    on_cpu = [r.name for r in rows if config.provider != CPU and r.provider == CPU]
+    if on_cpu:
+        warnings.append(
+            f"{len(on_cpu)} of {len(rows)} profiled nodes ran on {CPU}, not {config.provider} "
+            f"(no kernel there): {', '.join(on_cpu[:5])}{' ...' if len(on_cpu) > 5 else ''}"
+        )
+    trace_path = None
+    if trace_out is not None:
+        write_chrome_trace(trace, trace_out)
+        trace_path = os.fspath(trace_out)
+    return ProfileResult(
+        nodes=rows,
+        by_op_type=by_op_type(stats, op_types=op_types),
+        runs=len(measured),
+        warmup_runs=skip,
+        run_mean_us=trace.run_mean_us,
+        kernel_sum_us=kernel_sum,
+        host_launch_times=launch,
+        mapped_with="optimized_graph" if graph else "names",
+        untimed_nodes=untimed_sources(rows, analysis.nodes),
+        note=note,
+        trace_path=trace_path,
+    )
+
+
+def _max_batch(
+    model: OrtModel,
+    plan: _Plan,
+    specs: Sequence[InputSpec],
+    axis: BatchAxis | None,
+    limit: int,
+    workdir: str,
+    progress: ProgressFn | None,
+) -> MaxBatch:
+    setup = ProbeSetup(
+        model_path=model.to_file(workdir),
+        external_folder=model.external_folder,
+        config=plan.config.with_options(enable_cuda_graph=None),
+        specs=tuple(specs),
+        axis=axis,
+        warmup=min(plan.warmup, 3),
+        runs=max(3, min(plan.runs, 10)),
+        min_seconds=min(plan.min_seconds, 0.5),
+        include_copies=plan.include_copies,
+        timeout_s=PROBE_TIMEOUT_S,
+        workdir=workdir,
+    )
+    count = [0]
+
+    def on_probe(p: Any) -> None:
+        count[0] += 1
+        _say(
+            progress, "max_batch", count[0], None, f"batch {p.batch}: {'ok' if p.ok else p.detail}"
+        )
+
+    return search_max_batch(subprocess_probe(setup), limit=limit, on_probe=on_probe)
+
+
+def run_bench(
+    model_source: ModelSource,
+    *,
+    provider: str = CPU,
+    provider_options: Mapping[str, object] | Sequence[str] | None = None,
+    threads: int | None = None,
+    inter_threads: int | None = None,
+    opt_level: str = "all",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    inputs_file: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    warmup: int = 10,
+    min_warmup_s: float = 0.2,
+    runs: int = 100,
+    min_seconds: float = 1.0,
+    profile: bool = False,
+    profile_runs: int = 20,
+    trace_out: str | os.PathLike[str] | None = None,
+    include_copies: bool = False,
+    cuda_graph: bool = False,
+    batches: Sequence[int] | None = None,
+    batch_dim: str | None = None,
+    max_batch: int | None = None,
+    calibrate: bool = False,
+    analysis: AnalysisLike | None = None,
+    progress: ProgressFn | None = None,
+) -> BenchResult:
+    """Benchmark ``model_source`` with onnxruntime and return every figure as a ``BenchResult``.
+
+    ``provider``: a full name or alias (cpu, cuda, tensorrt, ...); ``provider_options``:
+    ``{'key': value}`` or ``['key=value', ...]``. ``threads``/``inter_threads``: intra-/inter-op
+    threads (inter > 1 selects the parallel executor). ``opt_level``: disable, basic, extended
+    or all. ``input_shapes``/``dims`` resolve symbolic shapes as ``onnxcost.analyze`` does;
+    ``inputs_file``: an .npz of real inputs (else seeded random data).
+
+    Warm-up runs ``warmup`` times and at least ``min_warmup_s``; the timed loop ``runs`` times
+    and at least ``min_seconds`` (whichever ends later). ``profile`` (implied by ``trace_out``)
+    adds per-node times from a separate profiled session of 1 + min(warmup, 10) + ``profile_runs``
+    runs. ``include_copies`` keeps host<->device copies in the loop on GPUs; ``cuda_graph``
+    replays a CUDA graph (static shapes). ``batches`` sweeps batch sizes (``batch_dim`` names
+    the batch dim); ``max_batch`` searches up to that batch in subprocesses. ``calibrate``
+    measures (or reads cached) ceilings for the roofline. ``analysis`` reuses an analysis of
+    the same model with the same shapes. ``progress`` receives ``BenchProgress`` events.
+
+    Raises ProviderError (provider missing or dropped), ModelLoadError (onnxruntime cannot load
+    the model), BenchError (inputs, out of memory, runtime failure), UsageError (bad arguments).
+    """
+    _check_counts(warmup, min_warmup_s, runs, min_seconds, profile_runs, threads, inter_threads)
+    if batches is not None and any(b < 1 for b in batches):
+        raise UsageError(f"batch sizes must be 1 or more, not {list(batches)}")
+    if max_batch is not None and max_batch < 1:
+        raise UsageError(f"--max-batch must be 1 or more, not {max_batch}")
+    config = _plan(
+        provider, provider_options, threads, inter_threads, opt_level, cuda_graph, include_copies
+    )
+    plan = _Plan(
+        config=config,
+        warmup=warmup,
+        min_warmup_s=min_warmup_s,
+        runs=runs,
+        min_seconds=min_seconds,
+        include_copies=include_copies,
+        profile=profile or trace_out is not None,
+        profile_runs=profile_runs,
+        batches=tuple(batches or ()),
+        max_batch=max_batch,
+    )
+    warnings: list[str] = []
+
+    _say(progress, "analyze", 0, None, "loading and analysing the model")
+    model = prepare_model(model_source)
+    arrays = load_inputs_file(inputs_file, model.inputs) if inputs_file is not None else None
+    if analysis is None:
+        from onnxcost.analyze import analyze
+
+        analysis = analyze(
+            model_source, input_shapes=_merge_shapes(input_shapes, arrays), dims=dims
+        )
+    warnings.extend(f"analysis: {w}" for w in analysis.warnings)
+    specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)
+    if arrays is not None:
+        specs = tuple(s.with_shape(tuple(arrays[s.name].shape)) for s in specs)
+    axis = batch_axis(model.inputs, batch_dim)
+    batch = batch_of(specs, axis)
+    for b in plan.batches:
+        with_batch(specs, axis, b)
+    if max_batch is not None:
+        with_batch(specs, axis, max_batch)
+    feeds = dict(arrays) if arrays is not None else make_inputs(specs, seed)
+
+    gpu_memory = GpuMemory(config.device_id) if config.provider in CUDA_LIKE else None
+    _say(progress, "session", 0, 1, f"creating the session on {config.provider}")
+    opened = open_session(model, config)
+    create_ms = opened.create_ms
+    _say(progress, "session", 1, 1, f"session created in {create_ms:.0f} ms")
+    if gpu_memory is not None:
+        gpu_memory.sample()
+    runner, io_binding = make_runner(
+        opened.session, feeds, config, include_copies=include_copies, outputs=analysis.outputs
+    )
+    first_ms, warm, timed = _timed(runner, plan, config.provider, "the model", progress)
+    if gpu_memory is not None:
+        gpu_memory.sample()
+    stats = timed.stats
+    if stats.noisy:
+        warnings.append(
+            f"latency varies a lot (CV {stats.cv:.0%} > {NOISY_CV:.0%}): the machine was busy; close other "
+            f"programs, set --threads, or raise --runs"
+        )
+
+    sweep = (
+        _sweep(model, opened.session, plan, specs, axis, analysis.outputs, seed, progress)
+        if plan.batches
+        else ()
+    )
+    del runner, opened  # free the timed session before the profiled one
+
+    ceilings = None
+    roofline: ModelRoofline | None = None
+    if calibrate:
+        _say(progress, "calibrate", 0, 2, "measuring peak FLOP/s and bandwidth (cached)")
+        ceilings, cache_warning = calibrate_ceilings(config, progress=progress)
+        if cache_warning:
+            warnings.append(cache_warning)
+        roofline = model_roofline(analysis.nodes, stats.median_ms, ceilings)
+
+    workdir = tempfile.mkdtemp(prefix="onnxcost-bench-")
+    try:
+        prof = (
+            _profile(model, plan, feeds, analysis, ceilings, trace_out, workdir, warnings, progress)
+            if plan.profile
+            else None
+        )
+        searched = (
+            _max_batch(model, plan, specs, axis, max_batch, workdir, progress)
+            if max_batch is not None
+            else None
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if searched is not None and searched.largest_ok is None:
+        warnings.append(f"max-batch search: even batch 1 failed ({searched.probes[0].detail})")
+
+    return BenchResult(
+        model=model.display,
+        provider=config.provider,
+        environment=_environment(config),
+        inputs=specs,
+        phases=Phases(create_ms, first_ms, warm.wall_ns / 1e6, timed.wall_s),
+        latency=stats,
+        runs=timed.runs,
+        warmup=warm.runs,
+        batch=batch,
+        settings=Settings(
+            opt_level=config.opt_level,
+            provider_options=config.provider_options,
+            io_binding=io_binding,
+            include_copies=include_copies,
+            cuda_graph=config.cuda_graph,
+            inputs_source=os.fspath(inputs_file)
+            if inputs_file is not None
+            else f"random (seed {seed})",
+        ),
+        memory=Memory(
+            host_peak_rss_mb(), gpu_memory.peak_delta_mb if gpu_memory is not None else None
+        ),
+        profile=prof,
+        roofline=roofline,
+        sweep=sweep,
+        max_batch=searched,
+        warnings=tuple(dict.fromkeys(warnings)),
+    )

@@ -1,0 +1,291 @@
+"""Batch: which dims are the batch, a sweep over batch sizes, and the largest batch that fits.
+
+The batch is every dim named by ``batch_dim``; by default the first input's first dim (every
+dim with that symbol, or dim 0 of each input whose first dim is unnamed). The max-batch search
+doubles the batch until a probe fails, then bisects between the last success and the first
+failure. Each probe runs in a fresh ``python -m onnxcost.bench._probe`` process, so running out
+of memory (even being killed for it) ends the probe, never the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onnxcost.bench.inputs import InputSpec
+from onnxcost.bench.session import SessionConfig
+from onnxcost.bench.timing import LatencyStats
+from onnxcost.errors import UsageError
+from onnxcost.records import TensorRecord
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAxis:
+    """The dims that carry the batch: (input name, axis) pairs."""
+
+    symbol: str | None
+    """The symbolic name of the batch dim (None when unnamed or fixed)."""
+    dims: tuple[tuple[str, int], ...]
+    fixed: int | None = None
+    """The declared batch when the model fixes it (then no other batch can run)."""
+
+
+def batch_axis(declared: Sequence[TensorRecord], batch_dim: str | None = None) -> BatchAxis | None:
+    """Find the batch dims in the model's declared inputs (None when no input has a dim)."""
+    if batch_dim is not None:
+        dims = tuple(
+            (d.name, i)
+            for d in declared
+            if d.shape
+            for i, x in enumerate(d.shape)
+            if x == batch_dim
+        )
+        if not dims:
+            named = sorted({x for d in declared if d.shape for x in d.shape if isinstance(x, str)})
+            raise UsageError(
+                f"no input has a dim named {batch_dim!r}; symbolic dims of the inputs: {', '.join(named) or 'none'}"
+            )
+        return BatchAxis(batch_dim, dims)
+    first = next((d for d in declared if d.shape), None)
+    if first is None or first.shape is None:
+        return None
+    head = first.shape[0]
+    if isinstance(head, str):
+        dims = tuple(
+            (d.name, i) for d in declared if d.shape for i, x in enumerate(d.shape) if x == head
+        )
+        return BatchAxis(head, dims)
+    if head is None:
+        return BatchAxis(
+            None, tuple((d.name, 0) for d in declared if d.shape and d.shape[0] is None)
+        )
+    return BatchAxis(None, ((first.name, 0),), fixed=head)
+
+
+def batch_of(specs: Sequence[InputSpec], axis: BatchAxis | None) -> int:
+    """The batch the specs run at (1 when there is no batch dim)."""
+    if axis is None or not axis.dims:
+        return 1
+    name, i = axis.dims[0]
+    spec = next(s for s in specs if s.name == name)
+    return spec.shape[i]
+
+
+def with_batch(
+    specs: Sequence[InputSpec], axis: BatchAxis | None, batch: int
+) -> tuple[InputSpec, ...]:
+    """Specs with every batch dim set to ``batch`` (UsageError when the model fixes another)."""
+    if axis is None:
+        if batch != 1:
+            raise UsageError("the model's inputs have no dims, so there is no batch to change")
+        return tuple(specs)
+    if axis.fixed is not None and batch != axis.fixed:
+        raise UsageError(
+            f"input {axis.dims[0][0]!r} fixes the batch to {axis.fixed}; bench other batches with a model "
+            f"exported with a dynamic batch dim"
+        )
+    where: dict[str, list[int]] = {}
+    for name, i in axis.dims:
+        where.setdefault(name, []).append(i)
+    out = []
+    for s in specs:
+        shape = list(s.shape)
+        for i in where.get(s.name, ()):
+            shape[i] = batch
+        out.append(s.with_shape(tuple(shape)))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPoint:
+    """Latency and throughput at one batch size."""
+
+    batch: int
+    latency: LatencyStats
+    runs: int
+    wall_s: float
+
+    @property
+    def throughput_per_s(self) -> float:
+        """batch x runs / wall time of the timed loop."""
+        return self.batch * self.runs / self.wall_s if self.wall_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "runs": self.runs,
+            "latency_ms": self.latency.as_dict(),
+            "throughput_per_s": self.throughput_per_s,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One max-batch probe: did the batch run, and how fast."""
+
+    batch: int
+    ok: bool
+    throughput_per_s: float | None = None
+    median_ms: float | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "ok": self.ok,
+            "throughput_per_s": self.throughput_per_s,
+            "median_ms": self.median_ms,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MaxBatch:
+    """Every probe of a max-batch search, in the order run."""
+
+    probes: tuple[Probe, ...]
+    limit: int
+
+    @property
+    def largest_ok(self) -> int | None:
+        ok = [p.batch for p in self.probes if p.ok]
+        return max(ok) if ok else None
+
+    @property
+    def best(self) -> Probe | None:
+        """The throughput-optimal probe (ties: the smaller batch)."""
+        ok = [p for p in self.probes if p.ok and p.throughput_per_s is not None]
+        return max(ok, key=lambda p: (p.throughput_per_s or 0.0, -p.batch)) if ok else None
+
+    @property
+    def hit_limit(self) -> bool:
+        """The search stopped at ``limit``, not at a failure: the true maximum may be larger."""
+        return self.largest_ok == self.limit
+
+    def as_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "limit": self.limit,
+            "largest_ok": self.largest_ok,
+            "hit_limit": self.hit_limit,
+            "best_batch": best.batch if best else None,
+            "best_throughput_per_s": best.throughput_per_s if best else None,
+            "probes": [p.as_dict() for p in self.probes],
+        }
+
+
+def search_max_batch(
+    probe: Callable[[int], Probe],
+    *,
+    limit: int,
+    start: int = 1,
+    on_probe: Callable[[Probe], None] | None = None,
+) -> MaxBatch:
+    """Double from ``start`` until a probe fails or ``limit`` is reached, then bisect."""
+    if limit < start:
+        raise UsageError(f"the max-batch limit ({limit}) must be at least {start}")
+    probes: list[Probe] = []
+
+    def run(b: int) -> Probe:
+        p = probe(b)
+        probes.append(p)
+        if on_probe is not None:
+            on_probe(p)
+        return p
+
+    last_ok: int | None = None
+    first_fail: int | None = None
+    b = start
+    while True:
+        if not run(b).ok:
+            first_fail = b
+            break
+        last_ok = b
+        if b >= limit:
+            break
+        b = min(2 * b, limit)
+    if last_ok is not None and first_fail is not None:
+        lo, hi = last_ok, first_fail
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if run(mid).ok:
+                lo = mid
+            else:
+                hi = mid
+    return MaxBatch(tuple(probes), limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSetup:
+    """Everything a probe process needs except the batch."""
+
+    model_path: str
+    external_folder: str | None
+    config: SessionConfig
+    specs: tuple[InputSpec, ...]
+    axis: BatchAxis | None
+    warmup: int
+    runs: int
+    min_seconds: float
+    include_copies: bool
+    timeout_s: float
+    workdir: str
+
+
+def subprocess_probe(setup: ProbeSetup) -> Callable[[int], Probe]:
+    """A probe function that runs each batch in a fresh Python process."""
+
+    def probe(batch: int) -> Probe:
+        spec_path = Path(setup.workdir) / f"probe_{batch}.json"
+        out_path = Path(setup.workdir) / f"probe_{batch}.out.json"
+        spec = {
+            "model": setup.model_path,
+            "external_folder": setup.external_folder,
+            "config": setup.config.to_json(),
+            "inputs": [s.as_dict() for s in with_batch(setup.specs, setup.axis, batch)],
+            "batch": batch,
+            "warmup": setup.warmup,
+            "runs": setup.runs,
+            "min_seconds": setup.min_seconds,
+            "include_copies": setup.include_copies,
+        }
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "onnxcost.bench._probe", str(spec_path), str(out_path)],
+                capture_output=True,
+                timeout=setup.timeout_s,
+                env=env,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Probe(batch, False, detail=f"timed out after {setup.timeout_s:.0f} s")
+        result: dict[str, Any] = {}
+        if out_path.exists():
+            try:
+                result = json.loads(out_path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                result = {}
+        if proc.returncode == 0 and result.get("ok"):
+            return Probe(batch, True, float(result["throughput_per_s"]), float(result["median_ms"]))
+        if result.get("error"):
+            return Probe(batch, False, detail=str(result["error"]))
+        if proc.returncode < 0:
+            sig = -proc.returncode
+            why = " (likely out of memory)" if sig == signal.SIGKILL else ""
+            return Probe(batch, False, detail=f"killed by signal {sig}{why}")
+        tail = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:] or [
+            "no output"
+        ]
+        return Probe(batch, False, detail=f"exit code {proc.returncode}: {tail[0][:200]}")
+
+    return probe

@@ -1,0 +1,288 @@
+"""Terminal (rich) and Markdown reports of a comparison; both draw the same sections."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
+from onnxcost.report import units
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One table: a title, headers, which columns are numeric (right-aligned), rows of text."""
+
+    title: str
+    headers: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _value(v: float | None, kind: str) -> str:
+    if v is None:
+        return "-"
+    if kind == "bytes":
+        return units.nbytes(v)
+    if kind == "ms":
+        return f"{v:.3f} ms"
+    if kind == "rate":
+        return f"{v:,.1f}/s"
+    return f"{int(v):,}"
+
+
+def _diff(pct: float | None, base: float | None, value: float | None) -> str:
+    if pct is None:
+        return "-"
+    if base == value:
+        return "same"
+    if pct == float("inf"):
+        return "+inf"
+    if abs(pct) < 0.005:
+        return "+<0.01%" if pct > 0 else "-<0.01%"
+    return f"{pct:+.2f}%"
+
+
+def header_lines(c: Comparison) -> list[str]:
+    """Who is who: label, path, inputs, node counts."""
+    out = [f"Comparing {len(c.models)} models; baseline {c.models[0].label}"]
+    for m in c.models:
+        a = m.analysis
+        ins = ", ".join(f"{t.name} {t.dtype}[{units.shape(t.shape)}]" for t in a.inputs)
+        where = m.path or a.model.graph_name or "in-memory model"
+        out.append(
+            f"  {m.label}: {where} | inputs {ins} | {a.model.node_count} nodes, "
+            f"{len(m.compute)} compute"
+        )
+    return out
+
+
+def totals_section(c: Comparison) -> Section:
+    labels = c.labels
+    headers = ["metric", labels[0]]
+    for lab in labels[1:]:
+        headers += [lab, f"{lab} vs {labels[0]}"]
+    rows = []
+    for r in c.totals:
+        rows.append(_totals_row(r))
+    return Section(
+        "Totals",
+        tuple(headers),
+        (False, *([True] * (len(headers) - 1))),
+        tuple(rows),
+    )
+
+
+def _totals_row(r: MetricRow) -> tuple[str, ...]:
+    cells = [r.label, _value(r.values[0], r.kind)]
+    for v, pct in zip(r.values[1:], r.diff_percent[1:], strict=True):
+        cells += [_value(v, r.kind), _diff(pct, r.values[0], v)]
+    return tuple(cells)
+
+
+def op_type_section(c: Comparison) -> Section:
+    labels = c.labels
+    headers = ["op type"]
+    headers += [f"{lab} count" for lab in labels]
+    headers += [f"{lab} MACs" for lab in labels]
+    headers += [f"{lab} FLOPs" for lab in labels]
+    rows = []
+    for r in c.by_op_type:
+        name = r.op_type if not r.domain else f"{r.domain}::{r.op_type}"
+        rows.append(
+            (
+                name,
+                *(str(n) if n else "-" for n in r.count),
+                *(units.count(v) if v else "-" for v in r.macs),
+                *(units.count(v) if v else "-" for v in r.flops),
+            )
+        )
+    return Section(
+        "By op type (as written in the files)",
+        tuple(headers),
+        (False, *([True] * (len(headers) - 1))),
+        tuple(rows),
+    )
+
+
+def _shape_cell(nodes: Sequence[ComputeNode]) -> str:
+    parts = []
+    for n in nodes:
+        text = f"{units.shape(n.input_shape)} -> {units.shape(n.output_shape)}"
+        if n.weight_shape is not None:
+            text += f", w {units.shape(n.weight_shape)}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _names(nodes: Sequence[ComputeNode]) -> str:
+    return ", ".join(n.name for n in nodes) if nodes else "-"
+
+
+def _ops(nodes: Sequence[ComputeNode]) -> str:
+    return ", ".join(n.op_label for n in nodes) if nodes else "-"
+
+
+def _macs(nodes: Sequence[ComputeNode]) -> str:
+    return units.count(sum(n.macs for n in nodes)) if nodes else "-"
+
+
+def _node_cell(nodes: Sequence[ComputeNode]) -> str:
+    return ", ".join(f"{n.name} ({n.op_label})" for n in nodes) if nodes else "-"
+
+
+def _pair_row(k: int, p: AlignedPair) -> tuple[str, ...]:
+    both = bool(p.a) and bool(p.b)
+    macs = f"{_macs(p.a)} / {_macs(p.b)}" if both and p.macs_a != p.macs_b else _macs(p.a or p.b)
+    sa, sb = _shape_cell(p.a), _shape_cell(p.b)
+    shapes = f"{sa} | {sb}" if both and sa != sb else (sa if p.a else sb)
+    return (str(k), _node_cell(p.a), _node_cell(p.b), macs, shapes, "; ".join(p.differences) or "-")
+
+
+def alignment_sections(c: Comparison) -> list[Section]:
+    out = []
+    for al in c.alignments:
+        a, b = al.baseline, al.candidate
+        headers = (
+            "#",
+            f"{a} node (op)",
+            f"{b} node (op)",
+            f"MACs ({a} / {b})",
+            f"shapes: in -> out, weight ({a} | {b})",
+            "differences",
+        )
+        numeric = (True, False, False, True, False, False)
+        rows = []
+        for k, p in enumerate(al.pairs, 1):
+            row = list(_pair_row(k, p))
+            if p.kind == "only_a":
+                row[-1] = f"only in {a}"
+            elif p.kind == "only_b":
+                row[-1] = f"only in {b}"
+            rows.append(tuple(row))
+        merged = al.count("merge")
+        title = (
+            f"Layer alignment {a} vs {b}, by shapes and MACs: {al.count('match')} pairs"
+            + (f", {merged} merged" if merged else "")
+            + f", {al.count('only_a')} only in {a}, {al.count('only_b')} only in {b}"
+        )
+        out.append(Section(title, headers, numeric, tuple(rows)))
+    return out
+
+
+def only_in_section(c: Comparison) -> Section | None:
+    if not c.only_in:
+        return None
+    rows = []
+    for o in c.only_in:
+        names = ", ".join(o.nodes[:3]) + (f" (+{len(o.nodes) - 3})" if len(o.nodes) > 3 else "")
+        n_base, n_cand = (
+            (o.count, o.other_count) if o.model == o.baseline else (o.other_count, o.count)
+        )
+        rows.append(
+            (
+                f"{o.baseline} vs {o.candidate}",
+                o.op_type if not o.domain else f"{o.domain}::{o.op_type}",
+                f"{o.baseline} {n_base}, {o.candidate} {n_cand}",
+                o.role,
+                names,
+            )
+        )
+    return Section(
+        "Other op types whose counts differ",
+        ("models", "op type", "nodes", "likely role", "names (when on one side only)"),
+        (False, False, False, False, False),
+        tuple(rows),
+    )
+
+
+def time_section(c: Comparison) -> Section | None:
+    if not c.time_by_op_type:
+        return None
+    labels = c.labels
+    headers = ["kernel op type"]
+    for lab in labels:
+        headers += [f"{lab} kernels", f"{lab} mean"]
+    rows = []
+    for r in c.time_by_op_type:
+        cells = [r.op_type]
+        for n, t in zip(r.count, r.mean_us, strict=True):
+            cells += ["-" if n is None else str(n), "-" if t is None else f"{t:,.1f} us"]
+        rows.append(tuple(cells))
+    provider = next((m.bench.provider for m in c.models if m.bench is not None), "")
+    return Section(
+        f"Measured time by op type as onnxruntime ran it ({provider}, mean per run)",
+        tuple(headers),
+        (False, *([True] * (len(headers) - 1))),
+        tuple(rows),
+    )
+
+
+def sections(c: Comparison) -> list[Section]:
+    out = [totals_section(c), op_type_section(c)]
+    time = time_section(c)
+    if time is not None:
+        out.append(time)
+    out += alignment_sections(c)
+    only = only_in_section(c)
+    if only is not None:
+        out.append(only)
+    return out
+
+
+def warning_lines(c: Comparison) -> list[str]:
+    """Each distinct warning once, with the labels of the models it applies to."""
+    seen: dict[str, list[str]] = {}
+    for m in c.models:
+        for w in m.analysis.warnings:
+            seen.setdefault(w, []).append(m.label)
+        if m.bench is not None:
+            for w in m.bench.warnings:
+                seen.setdefault(f"bench: {w}", []).append(m.label)
+    return [f"({', '.join(labels)}) {w}" for w, labels in seen.items()]
+
+
+def render(c: Comparison, console: Console) -> None:
+    """The whole report on a rich console (model text is never read as rich markup)."""
+    lines = header_lines(c)
+    console.print(Text(lines[0], style="bold"))
+    for line in lines[1:]:
+        console.print(Text(line))
+    for s in sections(c):
+        t = Table(title=Text(s.title, style="bold"), box=box.SIMPLE_HEAD, title_justify="left")
+        for h, num in zip(s.headers, s.numeric, strict=True):
+            t.add_column(Text(h), justify="right" if num else "left", overflow="fold")
+        for row in s.rows:
+            t.add_row(*(Text(cell) for cell in row))
+        console.print(t)
+    console.print(Text("Findings", style="bold"))
+    for f in c.findings:
+        console.print(Text(f"  - {f}"))
+    for w in warning_lines(c):
+        console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
+
+
+def to_markdown(c: Comparison) -> str:
+    lines = header_lines(c)
+    out = [f"# {lines[0]}", ""]
+    out += [f"- {line.strip()}" for line in lines[1:]]
+    for s in sections(c):
+        out += ["", f"## {s.title}", ""]
+        out.append("| " + " | ".join(h.replace("|", "\\|") for h in s.headers) + " |")
+        out.append("|" + "|".join("---:" if n else "---" for n in s.numeric) + "|")
+        out += [
+            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in s.rows
+        ]
+    out += ["", "## Findings", ""] + [f"- {f}" for f in c.findings]
+    warnings = warning_lines(c)
+    if warnings:
+        out += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["Section", "render", "sections", "to_markdown"]

@@ -2,10 +2,10 @@
 
     python scripts/bench_overhead.py [--model PATH] [--rounds 7] [--runs 200] [--threads 1]
 
-1. Overhead: alternates rounds of (a) a bare loop -- a fresh session with the same options,
-   the same inputs, ``perf_counter_ns`` around each ``session.run`` -- and (b) ``run_bench``
-   with the same runs, and prints the ratio of the medians of the per-round median latencies
-   (target: <= 1.02).
+1. Overhead: alternates (a) a bare loop -- a fresh session with the same options, the same
+   inputs, ``perf_counter_ns`` around each ``session.run`` -- and (b) ``run_bench`` with the
+   same runs, swapping which goes first every round, and prints the ratio of the medians of
+   the per-round median latencies (target: <= 1.02).
 2. Profile sums: runs ``run_bench(profile=True, trace_out=...)`` and, for every kept run of
    the cleaned trace, compares the sum of its per-node times with its ``model_run`` time
    (target: within 10%).
@@ -105,9 +105,7 @@ def main() -> int:
             input_specs(analysis.inputs, prepare_model(model).inputs, analysis.nodes)
         )
 
-        bare, harness = [], []
-        for i in range(args.rounds):
-            bare.append(bare_round(model, feeds, config, args.warmup, args.runs))
+        def harness_round() -> float:
             result = run_bench(
                 model,
                 threads=args.threads,
@@ -117,7 +115,18 @@ def main() -> int:
                 min_seconds=0.0,
                 analysis=analysis,
             )
-            harness.append(result.latency.median_ms)
+            return result.latency.median_ms
+
+        bare: list[float] = []
+        harness: list[float] = []
+        for i in range(args.rounds):
+            # alternate which goes first, so neither always runs on a warmer machine
+            if i % 2 == 0:
+                bare.append(bare_round(model, feeds, config, args.warmup, args.runs))
+                harness.append(harness_round())
+            else:
+                harness.append(harness_round())
+                bare.append(bare_round(model, feeds, config, args.warmup, args.runs))
             print(f"round {i + 1}: bare {bare[-1]:.4f} ms, run_bench {harness[-1]:.4f} ms")
         ratio = statistics.median(harness) / statistics.median(bare)
         print(

@@ -15,7 +15,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
 
 from onnxcost.errors import BenchError, ModelLoadError, OnnxcostError, ProviderError
 
@@ -116,6 +115,10 @@ def load_error(error: BaseException, provider: str) -> OnnxcostError:
             f"out of memory while creating the session on {provider}: {msg}; "
             f"try smaller input shapes (--input-shape / --dim) or another provider"
         )
+    if "cuda graph" in low:
+        return BenchError(
+            f"onnxruntime cannot use a CUDA graph for this model: {msg}; drop --cuda-graph"
+        )
     if "ir version" in low:
         return ModelLoadError(
             f"onnxruntime {version} cannot load the model: {msg}; upgrade onnxruntime "
@@ -210,8 +213,3 @@ def capture_output() -> Iterator[Captured]:
             text = re.sub(r"\x1b\[[0-9;]*m", "", native + buffer.getvalue())
             out.text = text
             out.lines = [ln for ln in text.splitlines() if ln.strip()]
-
-
-def providers_of(session: Any) -> list[str]:
-    """The providers a session really registered, in priority order."""
-    return [str(p) for p in session.get_providers()]

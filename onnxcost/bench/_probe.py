@@ -24,9 +24,11 @@ from onnxcost.errors import OnnxcostError
 def probe(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the spec; the result as a JSON-able dict."""
     config = SessionConfig.from_json(spec["config"]).with_options(enable_cuda_graph=None)
-    model = OrtModel(
-        str(spec["model"]), str(spec["model"]), None, spec.get("external_folder"), (), (), False
-    )
+    path, folder = str(spec["model"]), spec.get("external_folder")
+    # with external data in another folder, hand over bytes: onnxruntime then reads the data
+    # from ``folder`` instead of from beside the file the parent wrote
+    data = Path(path).read_bytes() if folder is not None else None
+    model = OrtModel(path, path, data, folder, (), (), False)
     specs = [
         InputSpec(d["name"], d["dtype"], tuple(d["shape"]), d.get("high")) for d in spec["inputs"]
     ]

@@ -7,7 +7,6 @@ token ids below the vocabulary size, booleans a fair coin with at least one True
 
 from __future__ import annotations
 
-import math
 import os
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,18 +57,6 @@ class InputSpec:
     shape: tuple[int, ...]
     high: int | None = None
     """Exclusive upper bound of integer values (a vocabulary size), when a lookup bounds them."""
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return (
-            self.numel * np.dtype(self.dtype).itemsize
-            if self.dtype in _FLOATS | _INTS | {"bool"}
-            else 0
-        )
 
     def with_shape(self, shape: tuple[int, ...]) -> InputSpec:
         return InputSpec(self.name, self.dtype, shape, self.high)

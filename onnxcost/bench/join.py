@@ -12,7 +12,11 @@ the source nodes that lie between the source tensors it reads and the source ten
    output of an inserted copy or layout node is its input's anchor.
 2. A kernel whose output still has no anchor is grouped with the kernels that read it.
 3. Walking back from a group's anchored outputs through the source graph, stopping at its
-   anchored inputs and at nodes already claimed, gives its source nodes.
+   anchored inputs and at nodes already claimed (or kept by name by another kernel), gives
+   its source nodes.
+4. A kernel that reads an input its walk did not need absorbed more after it was named (the
+   NCHWc Conv that adds a residual and applies Relu): its region grows forward through the
+   node reading that input and the activations after it, and its output's anchor moves there.
 
 A group with no source nodes (an inserted node) or a kernel not in the optimized graph and
 named like no source node is still a row of its own: its time is shown, never dropped.
@@ -21,6 +25,7 @@ named like no source node is still a row of its own: its time is shown, never dr
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,6 +40,22 @@ MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
 _HINT_SUFFIXES = (re.compile(r"_nchwc$"), re.compile(r"_token_\d+$"))
 _COPY_OPS = frozenset({"MemcpyFromHost", "MemcpyToHost", "ReorderInput", "ReorderOutput"})
 """Inserted ops whose output holds the same values as their first input."""
+_ACTIVATIONS = frozenset(
+    {
+        "Relu",
+        "LeakyRelu",
+        "Clip",
+        "Sigmoid",
+        "HardSigmoid",
+        "Tanh",
+        "HardSwish",
+        "Elu",
+        "Selu",
+        "Softplus",
+        "Gelu",
+    }
+)
+"""Ops a fused kernel may have absorbed after a residual Add."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,29 +146,76 @@ def map_kernels(
 ) -> tuple[KernelGroup, ...]:
     """Group the optimized graph's nodes and give each group the source nodes it computes.
 
-    Every optimized node is in exactly one group; every source node in at most one.
+    Every optimized node is in exactly one group; every source node in at most one. A source
+    node whose name a kernel keeps belongs to that kernel.
     """
-    main = [n for n in sources if n.graph == ""]
-    producer = {t: n for n in main for t in n.outputs if t}
-    tensors = set(producer) | {t for n in main for t in n.inputs if t}
-    by_name = {n.name: n for n in main}
-    anchor: dict[str, str] = {t: t for t in tensors}
+    graph = _SourceGraph([n for n in sources if n.graph == ""])
+    anchor, hinted = _anchors(optimized, graph)
+    reserved = {k.name: k.name for k in optimized if k.name in graph.by_name}
+    claimed: set[str] = set()
+    out: list[KernelGroup] = []
+    for group in _groups(optimized, anchor):
+        names = {k.name for k in group}
+        blocked = claimed | {n for n, owner in reserved.items() if owner not in names}
+        produced = {o for k in group for o in k.outputs if o}
+        reads = Counter(
+            anchor[t] for k in group for t in k.inputs if t and t not in produced and t in anchor
+        )
+        targets = [anchor[o] for k in group for o in k.outputs if o in anchor]
+        region = _walk_back(targets, set(reads), graph.producer, blocked)
+        if len(targets) == 1 and any(o in hinted for k in group for o in k.outputs):
+            end = _extend(targets[0], region, reads, graph, blocked)
+            for k in group:
+                for o in k.outputs:
+                    if o in hinted:
+                        anchor[o] = end
+        claimed.update(region)
+        ordered = tuple(n.name for n in graph.nodes if n.name in region)
+        out.append(KernelGroup(tuple(k.name for k in group), ordered, _kind(group, ordered)))
+    return tuple(out)
 
+
+class _SourceGraph:
+    """The source main graph: producers and readers of each tensor."""
+
+    def __init__(self, nodes: Sequence[NodeRecord]) -> None:
+        self.nodes = nodes
+        self.producer = {t: n for n in nodes for t in n.outputs if t}
+        self.readers: dict[str, list[NodeRecord]] = {}
+        for n in nodes:
+            for t in dict.fromkeys(n.inputs):
+                if t:
+                    self.readers.setdefault(t, []).append(n)
+        self.tensors = set(self.producer) | set(self.readers)
+        self.by_name = {n.name: n for n in nodes}
+
+
+def _anchors(
+    optimized: Sequence[GraphNode], graph: _SourceGraph
+) -> tuple[dict[str, str], set[str]]:
+    """Source tensor of each optimized tensor that has one; and which of them a name hint gave."""
+    anchor = {t: t for t in graph.tensors}
+    hinted: set[str] = set()
     for k in optimized:
-        loose = [o for o in k.outputs if o and o not in anchor]
-        if not loose:
+        if all(not o or o in anchor for o in k.outputs):
             continue
         hint = _hint(k.name)
-        src = by_name.get(k.name) or by_name.get(hint)
+        src = graph.by_name.get(k.name) or graph.by_name.get(hint)
         if k.op_type in _COPY_OPS and k.inputs and k.inputs[0] in anchor and len(k.outputs) == 1:
             anchor[k.outputs[0]] = anchor[k.inputs[0]]
-        elif hint in tensors and len(k.outputs) == 1:
+        elif hint in graph.tensors and len(k.outputs) == 1:
             anchor[k.outputs[0]] = hint
+            hinted.add(k.outputs[0])
         elif src is not None and len(src.outputs) == len(k.outputs):
             for mine, theirs in zip(k.outputs, src.outputs, strict=True):
                 if mine and mine not in anchor and theirs:
                     anchor[mine] = theirs
+                    hinted.add(mine)
+    return anchor, hinted
 
+
+def _groups(optimized: Sequence[GraphNode], anchor: Mapping[str, str]) -> list[list[GraphNode]]:
+    """Kernels joined to the readers of their unanchored outputs, in order of first member."""
     readers: dict[str, list[int]] = {}
     for i, k in enumerate(optimized):
         for t in k.inputs:
@@ -162,21 +230,50 @@ def map_kernels(
     members: dict[int, list[int]] = {}
     for i in range(len(optimized)):
         members.setdefault(groups.find(i), []).append(i)
+    return [[optimized[i] for i in members[root]] for root in sorted(members)]
 
-    claimed: set[str] = set()
-    out: list[KernelGroup] = []
-    for root in sorted(members):
-        group = [optimized[i] for i in members[root]]
-        produced = {o for k in group for o in k.outputs if o}
-        stop = {
-            anchor[t] for k in group for t in k.inputs if t and t not in produced and t in anchor
-        }
-        targets = [anchor[o] for k in group for o in k.outputs if o in anchor]
-        region = _walk_back(targets, stop, producer, claimed)
-        claimed.update(region)
-        ordered = tuple(n.name for n in main if n.name in region)
-        out.append(KernelGroup(tuple(k.name for k in group), ordered, _kind(group, ordered)))
-    return tuple(out)
+
+def _extend(
+    target: str, region: set[str], reads: Counter[str], graph: _SourceGraph, blocked: set[str]
+) -> str:
+    """Follow fusions onnxruntime made after naming the kernel; return the tensor it really writes.
+
+    A kernel named after one tensor may also have absorbed a residual Add and the activation
+    after it (NCHWc Conv with Sum): it then reads an input (or the same input once more) that
+    its named region does not. ``reads`` counts the source tensors the kernel reads. Walk
+    forward from ``target`` through the node that reads such an input (and whose other inputs
+    the kernel has), then through single activation nodes after it.
+    """
+    unused = reads - Counter(i for name in region for i in graph.by_name[name].inputs if i in reads)
+    have = set(reads) | {target} | {o for name in region for o in graph.by_name[name].outputs}
+    extended = False
+    while +unused:
+        nxt = [
+            n
+            for n in graph.readers.get(target, ())
+            if n.name not in blocked
+            and n.name not in region
+            and any(unused[i] > 0 for i in n.inputs)
+            and all(i in have or i not in graph.producer for i in n.inputs if i)
+        ]
+        if len(nxt) != 1 or not nxt[0].outputs:
+            break
+        node = nxt[0]
+        region.add(node.name)
+        unused -= Counter(i for i in node.inputs if unused[i] > 0)
+        have.update(node.outputs)
+        target, extended = node.outputs[0], True
+    while extended:
+        after = graph.readers.get(target, [])
+        if (
+            len(after) != 1
+            or after[0].op_type not in _ACTIVATIONS
+            or after[0].name in blocked | region
+        ):
+            break
+        region.add(after[0].name)
+        target = after[0].outputs[0]
+    return target
 
 
 def _walk_back(
@@ -189,7 +286,12 @@ def _walk_back(
         if t in stop:
             continue
         node = producer.get(t)
-        if node is None or node.name in claimed or node.name in region:
+        if (
+            node is None
+            or node.name in claimed
+            or node.name in region
+            or node.op_type == "Constant"
+        ):
             continue
         region.add(node.name)
         todo.extend(i for i in node.inputs if i)
@@ -308,7 +410,10 @@ def join(
     *,
     op_types: Mapping[str, str] | None = None,
 ) -> tuple[NodeProfile, ...]:
-    """One row per group that ran, in order of first execution; kernels in no group are mapped by name.
+    """One row per set of source nodes that ran (or per unmapped kernel), in order of first execution.
+
+    Kernels in no group (subgraph kernels, or all of them without an optimized graph) are
+    mapped by name.
 
     ``op_types``: kernel name -> op type from the optimized graph (``nchwc.Conv``), preferred
     over the trace's ``op_name``, which has no domain (and is missing from traces without args).
@@ -323,8 +428,9 @@ def join(
     group_of: dict[tuple[str, ...], KernelGroup] = {}
     for s in sorted(stats, key=lambda s: s.order):
         g = by_kernel[s.name]
-        rows.setdefault(g.kernels, []).append(s)
-        group_of[g.kernels] = g
+        key = g.sources or g.kernels  # groups computing the same source nodes share a row
+        rows.setdefault(key, []).append(s)
+        group_of.setdefault(key, g)
     out = []
     for key, timed in rows.items():
         g = group_of[key]

@@ -211,28 +211,10 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
     runs = tuple(RunSpan(i, ts, dur) for i, (ts, dur) in enumerate(spans))
     starts = [r.ts_us for r in runs]
     kernels: list[KernelEvent] = []
-    pending_device: list[float] = []
+    device: dict[int, float] = {}
+    owner: int | None = None  # index of the last Node event kept: GPU kernels that follow are its
     fences = outside = device_events = 0
     memory = False
-
-    def close_device() -> None:
-        if pending_device and kernels:
-            last = kernels[-1]
-            kernels[-1] = KernelEvent(
-                last.name,
-                last.op_type,
-                last.provider,
-                last.ts_us,
-                last.dur_us,
-                last.run,
-                last.tid,
-                last.input_shapes,
-                last.output_shapes,
-                last.output_bytes,
-                (last.device_us or 0.0) + sum(pending_device),
-            )
-        pending_device.clear()
-
     for e in events:
         name = e.get("name")
         cat = e.get("cat")
@@ -240,23 +222,25 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
             continue
         if cat == "Kernel":
             device_events += 1
-            pending_device.append(_num(e.get("dur")))
+            if owner is not None:
+                device[owner] = device.get(owner, 0.0) + _num(e.get("dur"))
             continue
         if cat != "Node":
             continue
         if name.endswith(FENCE_SUFFIXES):
             fences += 1
             continue
-        close_device()
         ts, dur = _num(e.get("ts")), _num(e.get("dur"))
         i = bisect.bisect_right(starts, ts) - 1
         if i < 0 or ts + dur > runs[i].end_us + 1.0:
             outside += 1
+            owner = None
             continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        assert isinstance(args, dict)
+        raw_args = e.get("args")
+        args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         memory = memory or any(k in args for k in _MEMORY_ARGS)
         out_bytes = args.get("output_size")
+        owner = len(kernels)
         kernels.append(
             KernelEvent(
                 name=name.removesuffix(KERNEL_SUFFIX),
@@ -271,7 +255,8 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
                 output_bytes=int(_num(out_bytes)) if out_bytes is not None else None,
             )
         )
-    close_device()
+    for index, us in device.items():
+        kernels[index] = replace(kernels[index], device_us=us)
     return Trace(runs, _with_depth(kernels), skip_runs, fences, outside, device_events, memory)
 
 
@@ -372,8 +357,8 @@ def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> di
                 "args": args,
             }
         )
-    for original, tid in tids.items():
-        label = "main" if tid == 0 else f"thread {original}"
+    labels = {0: "main"} | {tid: f"thread {original}" for original, tid in tids.items() if tid}
+    for tid, label in labels.items():
         events.append(
             {"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": label}}
         )

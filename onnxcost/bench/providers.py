@@ -94,9 +94,11 @@ def resolve_provider(name: str) -> str:
 
 
 def parse_provider_options(options: Iterable[str] | Mapping[str, object] | None) -> dict[str, str]:
-    """``['device_id=0', 'arena_extend_strategy=kSameAsRequested']`` -> a dict of strings."""
+    """``['device_id=0', 'arena_extend_strategy=kSameAsRequested']`` (or one such string) -> a dict."""
     if options is None:
         return {}
+    if isinstance(options, str):
+        options = [options]
     if isinstance(options, Mapping):
         return {str(k): _option_value(v) for k, v in options.items()}
     out: dict[str, str] = {}

@@ -59,6 +59,7 @@ from onnxcost.bench.sweep import (
     BatchAxis,
     BatchPoint,
     MaxBatch,
+    Probe,
     ProbeSetup,
     batch_axis,
     batch_of,
@@ -229,7 +230,7 @@ def _sweep(
     progress: ProgressFn | None,
 ) -> tuple[BatchPoint, ...]:
     config = plan.config
-    if config.cuda_graph:
+    if config.cuda_graph:  # a captured graph replays one shape: sweep without it
         config = config.with_options(enable_cuda_graph=None)
         session = open_session(model, config).session
     points = []
@@ -351,7 +352,7 @@ def _max_batch(
     )
     count = [0]
 
-    def on_probe(p: Any) -> None:
+    def on_probe(p: Probe) -> None:
         count[0] += 1
         _say(
             progress, "max_batch", count[0], None, f"batch {p.batch}: {'ok' if p.ok else p.detail}"
@@ -471,6 +472,12 @@ def run_bench(
             f"programs, set --threads, or raise --runs"
         )
 
+    if arrays is not None and plan.batches:
+        warnings.append(
+            f"the batch sweep feeds random data (seed {seed}), not --inputs {inputs_file}"
+        )
+    if config.cuda_graph and plan.batches:
+        warnings.append("the batch sweep runs without the CUDA graph (a graph replays one shape)")
     sweep = (
         _sweep(model, opened.session, plan, specs, axis, analysis.outputs, seed, progress)
         if plan.batches
@@ -495,8 +502,8 @@ def run_bench(
             else None
         )
         searched = (
-            _max_batch(model, plan, specs, axis, max_batch, workdir, progress)
-            if max_batch is not None
+            _max_batch(model, plan, specs, axis, plan.max_batch, workdir, progress)
+            if plan.max_batch is not None
             else None
         )
     finally:

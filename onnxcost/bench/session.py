@@ -302,7 +302,7 @@ def open_session(
     create_ms = (time.perf_counter_ns() - start) / 1e6
     log += cap.text
     if error is not None:
-        if "Unknown Provider Type" in str(error) or "EP Error" in log:
+        if "Unknown Provider Type" in str(error):
             raise provider_dropped(config.provider, [], log + str(error)) from error
         raise load_error(error, config.provider) from error
     session.disable_fallback()
@@ -346,6 +346,10 @@ def device_runner(
         binding.bind_ortvalue_input(name, value)
     for out in session.get_outputs():
         if output_shapes is not None and output_dtypes is not None:
+            if out.name not in output_shapes:
+                raise UsageError(
+                    f"a CUDA graph needs every output's shape, and {out.name!r} has none; drop --cuda-graph"
+                )
             value = ort.OrtValue.ortvalue_from_shape_and_type(
                 list(output_shapes[out.name]), np.dtype(output_dtypes[out.name]), "cuda", device_id
             )

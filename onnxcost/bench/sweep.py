@@ -258,7 +258,8 @@ def subprocess_probe(setup: ProbeSetup) -> Callable[[int], Probe]:
         }
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         env = dict(os.environ)
-        env["PYTHONUNBUFFERED"] = "1"
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "onnxcost.bench._probe", str(spec_path), str(out_path)],

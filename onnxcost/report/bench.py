@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from onnxcost.bench.join import NodeProfile
-from onnxcost.bench.result import BenchResult
+from onnxcost.bench.result import BenchResult, ProfileResult
+from onnxcost.bench.sweep import MaxBatch
 from onnxcost.report import units
 
 CsvTable = Literal["auto", "summary", "nodes", "op_types", "sweep"]
@@ -38,30 +39,41 @@ def _rate(v: float | None) -> str:
 @dataclass(frozen=True, slots=True)
 class _Col:
     header: str
-    value: Callable[[NodeProfile], str]
+    value: Callable[[NodeProfile, float], str]
+    """Cell text from the row and the cumulative share up to and including it."""
     numeric: bool = True
 
 
 _NODE_COLS: tuple[_Col, ...] = (
-    _Col("node", lambda n: n.name, numeric=False),
-    _Col("op type", lambda n: n.op_type, numeric=False),
-    _Col("kernel", lambda n: "+".join(dict.fromkeys(n.kernel_op_types)), numeric=False),
-    _Col("mapping", lambda n: n.mapping, numeric=False),
-    _Col("calls", lambda n: str(n.calls)),
-    _Col("avg ms", lambda n: _ms(n.mean_us / 1e3)),
-    _Col("%", lambda n: _pct(n.share)),
-    _Col("GFLOP/s", lambda n: _rate(n.gflops_per_s)),
-    _Col("GB/s", lambda n: _rate(n.gbytes_per_s)),
-    _Col("bound", lambda n: n.bound or "-", numeric=False),
-    _Col("eff.", lambda n: _pct(n.efficiency)),
+    _Col("node", lambda n, _c: n.name, numeric=False),
+    _Col("op type", lambda n, _c: n.op_type, numeric=False),
+    _Col("kernel", lambda n, _c: "+".join(dict.fromkeys(n.kernel_op_types)), numeric=False),
+    _Col("mapping", lambda n, _c: n.mapping, numeric=False),
+    _Col("on", lambda n, _c: n.provider.replace("ExecutionProvider", ""), numeric=False),
+    _Col("calls", lambda n, _c: str(n.calls)),
+    _Col("avg ms", lambda n, _c: _ms(n.mean_us / 1e3)),
+    _Col("%", lambda n, _c: _pct(n.share)),
+    _Col("cdf %", lambda _n, c: _pct(c)),
+    _Col("GFLOP/s", lambda n, _c: _rate(n.gflops_per_s)),
+    _Col("GB/s", lambda n, _c: _rate(n.gbytes_per_s)),
+    _Col("bound", lambda n, _c: n.bound or "-", numeric=False),
+    _Col("eff.", lambda n, _c: _pct(n.efficiency)),
+    _Col("output", lambda n, _c: units.shapes(n.output_shapes) or "-", numeric=False),
 )
 
 
-def _by_time(nodes: Sequence[NodeProfile], top: int | None) -> tuple[list[NodeProfile], int]:
+def _by_time(
+    nodes: Sequence[NodeProfile], top: int | None
+) -> tuple[list[tuple[NodeProfile, float]], int]:
+    """Rows slowest first with their cumulative share, cut to ``top``; and how many were cut."""
     ordered = sorted(nodes, key=lambda n: -n.mean_us)
-    if top is not None and top > 0 and len(ordered) > top:
-        return ordered[:top], len(ordered) - top
-    return ordered, 0
+    rows, running = [], 0.0
+    for n in ordered:
+        running += n.share
+        rows.append((n, running))
+    if top is not None and top > 0 and len(rows) > top:
+        return rows[:top], len(rows) - top
+    return rows, 0
 
 
 def _summary_rows(r: BenchResult) -> list[tuple[str, str]]:
@@ -127,7 +139,7 @@ def _latency_rows(r: BenchResult) -> list[tuple[str, str]]:
         rows.append(
             (
                 "roofline",
-                f"sum of node floors {rf.floor_ms:.3f} ms vs median {rf.measured_ms:.3f} ms: {100 * rf.efficiency:.1f}% efficient",
+                f"sum of node floors {rf.floor_ms:.4g} ms vs median {rf.measured_ms:.4g} ms: {100 * rf.efficiency:.1f}% efficient",
             )
         )
     return rows
@@ -148,190 +160,187 @@ def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     return t
 
 
-def render_table(result: BenchResult, console: Console, *, top: int | None = 20) -> None:
-    """The whole result on ``console``; node rows cut to the ``top`` slowest (None: all)."""
-    console.print(_kv_table("Benchmark", _summary_rows(result)))
-    console.print(_kv_table("Timing", _latency_rows(result)))
-    prof = result.profile
-    if prof is not None:
-        nodes, more = _by_time(prof.nodes, top)
-        t = Table(
-            title="Per node (separate profiled session, slowest first)",
-            box=box.SIMPLE_HEAD,
-            title_justify="left",
-            title_style="bold",
-        )
-        for c in _NODE_COLS:
-            t.add_column(
-                c.header,
-                justify="right" if c.numeric else "left",
-                no_wrap=c.numeric,
-                overflow="fold",
-            )
-        for n in nodes:
-            t.add_row(*(c.value(n) for c in _NODE_COLS))
-        console.print(t)
-        if more:
-            console.print(f"  ... {more} more rows (pass top=None for all)")
-        ops = Table(
-            title="By kernel op type", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold"
-        )
-        for h in ("op type", "count", "avg ms", "avg %", "cdf %", "times called"):
-            ops.add_column(h, justify="left" if h == "op type" else "right")
-        for o in prof.by_op_type:
-            ops.add_row(
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """One table, format-free: both the rich and the markdown renderer draw it."""
+
+    title: str
+    headers: tuple[str, ...]
+    numeric: tuple[bool, ...]
+    rows: list[list[str]]
+
+
+def _node_grid(prof: ProfileResult, top: int | None) -> tuple[_Grid, int]:
+    nodes, more = _by_time(prof.nodes, top)
+    grid = _Grid(
+        "Per node (separate profiled session, slowest first)",
+        tuple(c.header for c in _NODE_COLS),
+        tuple(c.numeric for c in _NODE_COLS),
+        [[c.value(n, cdf) for c in _NODE_COLS] for n, cdf in nodes],
+    )
+    return grid, more
+
+
+def _op_grid(prof: ProfileResult) -> _Grid:
+    return _Grid(
+        "By kernel op type",
+        ("op type", "count", "avg ms", "avg %", "cdf %", "times called"),
+        (False, True, True, True, True, True),
+        [
+            [
                 o.op_type,
                 str(o.count),
                 _ms(o.mean_us / 1e3),
                 _pct(o.share),
                 _pct(o.cumulative_share),
                 str(o.calls),
-            )
-        console.print(ops)
-        console.print(
-            f"  {prof.runs} profiled runs kept ({prof.warmup_runs} dropped): kernels {prof.kernel_sum_us / 1e3:.3f} ms "
-            f"of {prof.run_mean_us / 1e3:.3f} ms per run ({100 * prof.coverage:.1f}%); matched via {prof.mapped_with.replace('_', ' ')}"
+            ]
+            for o in prof.by_op_type
+        ],
+    )
+
+
+def _sweep_grid(result: BenchResult) -> _Grid:
+    return _Grid(
+        "Batch sweep",
+        ("batch", "runs", "median ms", "p90 ms", "throughput /s"),
+        (True,) * 5,
+        [
+            [
+                str(p.batch),
+                str(p.runs),
+                _ms(p.latency.median_ms),
+                _ms(p.latency.p90_ms),
+                f"{p.throughput_per_s:.1f}",
+            ]
+            for p in result.sweep
+        ],
+    )
+
+
+def _probe_grid(mb: MaxBatch) -> _Grid:
+    return _Grid(
+        "Max batch search (each probe in its own process)",
+        ("batch", "ok", "median ms", "throughput /s", "detail"),
+        (True, False, True, True, False),
+        [
+            [
+                str(p.batch),
+                "yes" if p.ok else "no",
+                _ms(p.median_ms),
+                _rate(p.throughput_per_s),
+                p.detail,
+            ]
+            for p in mb.probes
+        ],
+    )
+
+
+def _profile_line(prof: ProfileResult) -> str:
+    return (
+        f"{prof.runs} profiled runs kept ({prof.warmup_runs} dropped): kernels "
+        f"{prof.kernel_sum_us / 1e3:.3f} ms of {prof.run_mean_us / 1e3:.3f} ms per run "
+        f"({100 * prof.coverage:.1f}%); matched via {prof.mapped_with.replace('_', ' ')}"
+    )
+
+
+def _max_batch_line(mb: MaxBatch) -> str:
+    best = mb.best
+    limit = " (the search limit: larger may fit)" if mb.hit_limit else ""
+    at = f"{best.batch} ({_rate(best.throughput_per_s)} samples/s)" if best else "-"
+    return f"largest batch that ran: {mb.largest_ok}{limit}; best throughput at batch {at}"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
+
+
+def _rich(grid: _Grid) -> Table:
+    t = Table(title=grid.title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    for header, numeric in zip(grid.headers, grid.numeric, strict=True):
+        t.add_column(
+            header, justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
         )
+    for row in grid.rows:
+        t.add_row(*row)
+    return t
+
+
+def _md(grid: _Grid) -> list[str]:
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|")
+
+    out = [
+        "",
+        f"### {grid.title}",
+        "",
+        "| " + " | ".join(grid.headers) + " |",
+        "|" + "|".join("---:" if n else "---" for n in grid.numeric) + "|",
+    ]
+    out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in grid.rows)
+    return out
+
+
+def render_table(result: BenchResult, console: Console, *, top: int | None = 20) -> None:
+    """The whole result on ``console``; node rows cut to the ``top`` slowest (None: all)."""
+    console.print(_kv_table("Benchmark", _summary_rows(result)))
+    console.print(_kv_table("Timing", _latency_rows(result)))
+    prof = result.profile
+    if prof is not None:
+        nodes, more = _node_grid(prof, top)
+        console.print(_rich(nodes))
+        if more:
+            console.print(f"  ... {more} more rows (pass top=None for all)")
+        console.print(_rich(_op_grid(prof)))
+        console.print(f"  {_profile_line(prof)}")
         if prof.untimed_nodes:
             console.print(
-                f"  not run by onnxruntime (folded or removed): {', '.join(prof.untimed_nodes)}"
+                f"  not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}"
             )
         if prof.note:
             console.print(f"  [yellow]{prof.note}[/yellow]")
         if prof.trace_path:
             console.print(f"  trace: {prof.trace_path} (open in https://ui.perfetto.dev)")
     if result.sweep:
-        t = Table(
-            title="Batch sweep", box=box.SIMPLE_HEAD, title_justify="left", title_style="bold"
-        )
-        for h in ("batch", "runs", "median ms", "p90 ms", "throughput /s"):
-            t.add_column(h, justify="right")
-        for pt in result.sweep:
-            t.add_row(
-                str(pt.batch),
-                str(pt.runs),
-                _ms(pt.latency.median_ms),
-                _ms(pt.latency.p90_ms),
-                f"{pt.throughput_per_s:.1f}",
-            )
-        console.print(t)
+        console.print(_rich(_sweep_grid(result)))
     if result.max_batch is not None:
-        mb = result.max_batch
-        t = Table(
-            title="Max batch search (each probe in its own process)",
-            box=box.SIMPLE_HEAD,
-            title_justify="left",
-            title_style="bold",
-        )
-        for h in ("batch", "ok", "median ms", "throughput /s", "detail"):
-            t.add_column(h, justify="left" if h == "detail" else "right", overflow="fold")
-        for pr in mb.probes:
-            t.add_row(
-                str(pr.batch),
-                "yes" if pr.ok else "no",
-                _ms(pr.median_ms),
-                _rate(pr.throughput_per_s),
-                pr.detail,
-            )
-        console.print(t)
-        best = mb.best
-        limit = " (the search limit: larger may fit)" if mb.hit_limit else ""
-        console.print(
-            f"  largest batch that ran: {mb.largest_ok}{limit}; best throughput at batch "
-            f"{best.batch if best else '-'} ({_rate(best.throughput_per_s) if best else '-'} samples/s)"
-        )
+        console.print(_rich(_probe_grid(result.max_batch)))
+        console.print(f"  {_max_batch_line(result.max_batch)}")
     for w in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
 
-def _md_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
-) -> list[str]:
-    def cell(s: str) -> str:
-        return s.replace("|", "\\|")
-
-    out = [
-        "| " + " | ".join(headers) + " |",
-        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
-    ]
-    out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in rows)
-    return out
-
-
 def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
     """The result as GitHub markdown: summary, timing, per node, per op type, sweep, max batch."""
-    lines = [f"## Benchmark: {result.model}", ""]
-    lines += _md_table(("", ""), _summary_rows(result) + _latency_rows(result), (False, False))
+    summary = _Grid(
+        "Summary",
+        ("", ""),
+        (False, False),
+        [list(r) for r in _summary_rows(result) + _latency_rows(result)],
+    )
+    lines = [f"## Benchmark: {result.model}", *_md(summary)]
     prof = result.profile
     if prof is not None:
-        nodes, more = _by_time(prof.nodes, top)
-        lines += ["", "### Per node (separate profiled session, slowest first)", ""]
-        lines += _md_table(
-            [c.header for c in _NODE_COLS],
-            [[c.value(n) for c in _NODE_COLS] for n in nodes],
-            [c.numeric for c in _NODE_COLS],
-        )
+        nodes, more = _node_grid(prof, top)
+        lines += _md(nodes)
         if more:
             lines += ["", f"... {more} more rows"]
-        lines += ["", "### By kernel op type", ""]
-        lines += _md_table(
-            ("op type", "count", "avg ms", "avg %", "cdf %", "times called"),
-            [
-                [
-                    o.op_type,
-                    str(o.count),
-                    _ms(o.mean_us / 1e3),
-                    _pct(o.share),
-                    _pct(o.cumulative_share),
-                    str(o.calls),
-                ]
-                for o in prof.by_op_type
-            ],
-            (False, True, True, True, True, True),
-        )
-        lines += [
-            "",
-            f"Kernels add up to {100 * prof.coverage:.1f}% of the profiled run time ({prof.runs} runs kept).",
-        ]
+        lines += _md(_op_grid(prof))
+        lines += ["", _sentence(_profile_line(prof))]
+        if prof.untimed_nodes:
+            lines += [
+                "",
+                f"Not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}.",
+            ]
         if prof.note:
             lines += ["", f"> {prof.note}"]
     if result.sweep:
-        lines += ["", "### Batch sweep", ""]
-        lines += _md_table(
-            ("batch", "runs", "median ms", "p90 ms", "throughput /s"),
-            [
-                [
-                    str(p.batch),
-                    str(p.runs),
-                    _ms(p.latency.median_ms),
-                    _ms(p.latency.p90_ms),
-                    f"{p.throughput_per_s:.1f}",
-                ]
-                for p in result.sweep
-            ],
-            (True,) * 5,
-        )
+        lines += _md(_sweep_grid(result))
     if result.max_batch is not None:
-        mb = result.max_batch
-        best = mb.best
-        lines += ["", "### Max batch", ""]
-        lines += _md_table(
-            ("batch", "ok", "median ms", "throughput /s", "detail"),
-            [
-                [
-                    str(p.batch),
-                    "yes" if p.ok else "no",
-                    _ms(p.median_ms),
-                    _rate(p.throughput_per_s),
-                    p.detail,
-                ]
-                for p in mb.probes
-            ],
-            (True, False, True, True, False),
-        )
         lines += [
+            *_md(_probe_grid(result.max_batch)),
             "",
-            f"Largest batch that ran: {mb.largest_ok}; best throughput at batch {best.batch if best else '-'}.",
+            _sentence(_max_batch_line(result.max_batch)),
         ]
     if result.warnings:
         lines += [""] + [f"- warning: {w}" for w in result.warnings]
@@ -456,6 +465,13 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
                 ]
             )
     return buf.getvalue()
+
+
+def _listed(names: Sequence[str], limit: int = 10) -> str:
+    """'a, b, c' or 'a, b, ... (25 in all)'."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])}, ... ({len(names)} in all)"
 
 
 def _opt(v: float | None) -> str:

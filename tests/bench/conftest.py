@@ -106,6 +106,12 @@ def if_path() -> str:
 
 
 @pytest.fixture
+def res_path() -> str:
+    """A residual block: r = Relu(Conv_a(x)); y = Relu(Conv_b(r) + r)."""
+    return str(TRACES / "res.onnx")
+
+
+@pytest.fixture
 def mm_path(tmp_path: Path) -> str:
     return save(matmul_model(), tmp_path / "mm.onnx")
 

@@ -7,6 +7,7 @@ costs are hand-made records (numbers chosen here) except where the analyzer is n
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -245,5 +246,34 @@ def test_nested_kernels_do_not_count_twice(events: Events, graph_json: Graph, if
     # top-level time per run is the If's alone: (14 + 14 + 18) / 3; then_relu is 2 us of it.
     assert rows["the_if"].share == pytest.approx(1.0)
     assert rows["then_relu"].share == pytest.approx(2 / (46 / 3))
-    ops = by_op_type(stats)
-    assert [(o.op_type, o.cumulative_share) for o in ops] == [("If", pytest.approx(1.0))]
+    (only,) = by_op_type(stats)
+    assert only.op_type == "If"
+    assert only.cumulative_share == pytest.approx(1.0)
+
+
+def test_conv_that_absorbed_the_residual_add(graph_json: Graph, res_path: str) -> None:
+    # cb_nchwc is named after conv_b's output but reads r twice (input and Sum) and writes
+    # Relu(conv_b(r) + r): the Add and the last Relu are in it too.
+    analysis = onnxcost.analyze(res_path)
+    groups = {
+        g.kernels[0]: (g.sources, g.mapping)
+        for g in map_kernels(nodes_of(graph_json, "res_all"), analysis.nodes)
+    }
+    assert groups == {
+        "ReorderInput": ((), "inserted"),
+        "r_nchwc": (("conv_a", "relu_a"), "fused"),
+        "cb_nchwc": (("conv_b", "add", "relu_out"), "fused"),
+        "ReorderOutput": ((), "inserted"),
+    }
+
+
+def test_kernels_of_one_source_node_share_a_row(events: Events) -> None:
+    # Without an optimized graph, 'relu1' and 'relu1_token_7' both name source node relu1.
+    stats = kernel_stats(parse_trace(events("cbr_basic_noarena"), skip_runs=3))
+    renamed = [replace(s, name="relu1_token_7") if s.name == "relu2" else s for s in stats]
+    rows = {r.name: r for r in join(renamed, (), CBR)}
+    assert list(rows) == ["conv1", "relu1", "conv2"]
+    # relu1 (5 + 5 + 5) plus relu2's (5 + 6 + 5) under its new name, per run: 31 / 3.
+    assert rows["relu1"].kernels == ("relu1", "relu1_token_7")
+    assert rows["relu1"].mean_us == pytest.approx(31 / 3)
+    assert rows["relu1"].calls == 2

@@ -185,9 +185,13 @@ def test_device_kernel_events_give_device_time() -> None:
             "args": {"op_name": "Relu"},
         },
         {"cat": "Session", "name": "model_run", "ts": 9, "dur": 10, "ph": "X"},
+        # a kernel outside every run, and the GPU kernel it launched: neither is kept
+        {"cat": "Node", "name": "late_kernel_time", "ts": 90, "dur": 1, "ph": "X"},
+        {"cat": "Kernel", "name": "late_gpu", "ts": 91, "dur": 7, "ph": "X"},
     ]
     trace = parse_trace(events)
-    assert trace.device_events == 2
+    assert trace.device_events == 3
+    assert trace.outside_runs == 1
     assert trace.has_device_times
     mm, relu = trace.kernels
     # 40 + 5 device microseconds behind a 3 us launch.

@@ -71,6 +71,7 @@ def test_provider_options() -> None:
         "device_id": "0",
     }
     assert parse_provider_options(None) == {}
+    assert parse_provider_options("device_id=2") == {"device_id": "2"}
     with pytest.raises(UsageError, match="KEY=VALUE"):
         parse_provider_options(["device_id"])
 

@@ -229,3 +229,23 @@ def test_json_round_trip(mm_path: str, fast: dict[str, Any]) -> None:
     assert d["runs"] == 5
     assert [n["name"] for n in d["nodes"]]
     assert d["sweep"][0]["batch"] == 2
+
+
+def test_external_data_with_renamed_nodes(
+    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: dict[str, Any]
+) -> None:
+    # unnamed nodes make onnxcost hand onnxruntime bytes; the weights stay in mm.data beside mm.onnx
+    path = tmp_path / "mm.onnx"
+    onnx.save(
+        model_of(named=False),
+        path,
+        save_as_external_data=True,
+        location="mm.data",
+        size_threshold=0,
+    )
+    assert (tmp_path / "mm.data").exists()
+    r = run_bench(str(path), profile=True, profile_runs=2, max_batch=2, **fast)
+    assert r.profile is not None
+    assert [n.name for n in r.profile.nodes] == ["MatMul_0", "Relu_1"]
+    assert r.max_batch is not None
+    assert r.max_batch.largest_ok == 2

@@ -12,7 +12,8 @@ are what ``run_bench`` would see), and writes, next to this file:
 Cases: cbr_all (ORT_ENABLE_ALL: NCHWc kernels ``r1_nchwc``, ``y_nchwc``, ``ReorderOutput``),
 cbr_extended (``FusedConv`` named after the source conv), cbr_basic_noarena (Conv+BN folded,
 CPU arena off: no ``mem_arena*`` args), emb_all (unnamed nodes, token ids into a Gather),
-if_all (an If whose branch kernels run inside the If kernel's time).
+if_all (an If whose branch kernels run inside the If kernel's time), res_all (a residual
+block: the NCHWc Conv named after conv_b's output also adds the residual and applies Relu).
 onnxruntime 1.31 writes no fence events and always writes args, so three variants are
 derived from cbr_all by editing events, not by running: ``cbr_all_fences`` (a
 ``_fence_before``/``_fence_after`` pair around each kernel, as onnxruntime < 1.10 wrote),
@@ -98,6 +99,34 @@ def emb_model() -> onnx.ModelProto:
         "emb",
         [helper.make_tensor_value_info("ids", TensorProto.INT64, ["B"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 16])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def res_model() -> onnx.ModelProto:
+    """A residual block on x[1,16,16,16]: r = Relu(Conv_a(x)); y = Relu(Conv_b(r) + r)."""
+    rng = np.random.default_rng(2)
+    inits = [
+        numpy_helper.from_array(
+            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32), "Wa"
+        ),
+        numpy_helper.from_array(
+            (rng.standard_normal((16, 16, 3, 3)) * 0.1).astype(np.float32), "Wb"
+        ),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "Wa"], ["ca"], name="conv_a", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["ca"], ["r"], name="relu_a"),
+        helper.make_node("Conv", ["r", "Wb"], ["cb"], name="conv_b", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["cb", "r"], ["s"], name="add"),
+        helper.make_node("Relu", ["s"], ["y"], name="relu_out"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "res",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])],
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
@@ -215,7 +244,8 @@ def derive_variants() -> None:
 
 def main(cases: list[str]) -> int:
     """Capture ``cases`` (all when empty); the source models are always rewritten."""
-    cbr, emb, cond = HERE / "cbr.onnx", HERE / "emb.onnx", HERE / "if.onnx"
+    cbr, emb, cond, res = HERE / "cbr.onnx", HERE / "emb.onnx", HERE / "if.onnx", HERE / "res.onnx"
+    onnx.save(res_model(), res)
     onnx.save(cbr_model(), cbr)
     onnx.save(emb_model(), emb)
     onnx.save(if_model(), cond)
@@ -226,6 +256,9 @@ def main(cases: list[str]) -> int:
         "cbr_basic_noarena": lambda: capture(cbr, "cbr_basic_noarena", "basic", x, arena=False),
         "emb_all": lambda: capture(
             emb, "emb_all", "all", [InputSpec("ids", "int64", (4,), high=100)]
+        ),
+        "res_all": lambda: capture(
+            res, "res_all", "all", [InputSpec("x", "float32", (1, 16, 16, 16))]
         ),
         "if_all": lambda: capture(
             cond, "if_all", "all", [InputSpec("c", "bool", ()), InputSpec("x", "float32", (4, 64))]

@@ -9,8 +9,10 @@ from typing import Any
 
 import onnx
 import onnx.parser
+from onnx import helper
 
 import onnxcost
+from onnxcost.costs import REGISTRY, Cost, OpContext, TensorInfo
 from onnxcost.records import NodeRecord
 
 
@@ -28,3 +30,20 @@ def only_node(text: str, **kwargs: Any) -> NodeRecord:
     nodes = [n for n in analyze_text(text, **kwargs).nodes if n.op_type != "Constant"]
     assert len(nodes) == 1, [n.op_type for n in nodes]
     return nodes[0]
+
+
+def formula_cost(
+    op: str,
+    inputs: list[tuple[int, tuple[int, ...]]],
+    outputs: list[tuple[int, tuple[int, ...]]],
+    opset: int = 21,
+) -> Cost:
+    """The formula on given (elem_type, shape) tensors: for ops whose output shape is data-dependent."""
+    node = helper.make_node(
+        op, [f"x{i}" for i in range(len(inputs))], [f"y{i}" for i in range(len(outputs))]
+    )
+    ins = tuple(TensorInfo(f"x{i}", t, s) for i, (t, s) in enumerate(inputs))
+    outs = tuple(TensorInfo(f"y{i}", t, s) for i, (t, s) in enumerate(outputs))
+    spec = REGISTRY.lookup("", op, opset)
+    assert spec is not None
+    return spec.formula(OpContext(node, opset, ins, outs))

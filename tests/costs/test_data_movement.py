@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import onnx
 import pytest
-from onnx import helper
+from onnxcost_testing import formula_cost
 
 import onnxcost
-from onnxcost.costs import REGISTRY, Cost, OpContext, TensorInfo
+from onnxcost.costs import REGISTRY, Cost
 from onnxcost.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
@@ -18,23 +18,6 @@ AnalysisOf = Callable[..., onnxcost.Analysis]
 
 def model(signature: str, body: str, opset: int = 21) -> str:
     return f'<ir_version: 10, opset_import: ["" : {opset}]>\ng {signature} {{ {body} }}'
-
-
-def formula_cost(
-    op: str,
-    inputs: list[tuple[int, tuple[int, ...]]],
-    outputs: list[tuple[int, tuple[int, ...]]],
-    opset: int = 21,
-) -> Cost:
-    """The formula on given (elem_type, shape) tensors: for ops whose output shape is data-dependent."""
-    node = helper.make_node(
-        op, [f"x{i}" for i in range(len(inputs))], [f"y{i}" for i in range(len(outputs))]
-    )
-    ins = tuple(TensorInfo(f"x{i}", t, s) for i, (t, s) in enumerate(inputs))
-    outs = tuple(TensorInfo(f"y{i}", t, s) for i, (t, s) in enumerate(outputs))
-    spec = REGISTRY.lookup("", op, opset)
-    assert spec is not None
-    return spec.formula(OpContext(node, opset, ins, outs))
 
 
 # X is float 2x3x4: 24 elements, 96 bytes. Each case: initializers, call, elements of Y.

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import onnx
 import pytest
-from onnx import helper
+from onnxcost_testing import formula_cost
 
-from onnxcost.costs import REGISTRY, Cost, OpContext, TensorInfo
+from onnxcost.costs import Cost
 from onnxcost.costs.reduction import fft_flops
 from onnxcost.records import NodeRecord
 
@@ -21,23 +21,6 @@ def model(signature: str, body: str, opset: int = 21) -> str:
 
 _F32 = onnx.TensorProto.FLOAT
 _I64 = onnx.TensorProto.INT64
-
-
-def formula_cost(
-    op: str,
-    inputs: list[tuple[int, tuple[int, ...]]],
-    outputs: list[tuple[int, tuple[int, ...]]],
-    opset: int = 21,
-) -> Cost:
-    """The formula on given (elem_type, shape) tensors: for ops whose output shape is data-dependent."""
-    node = helper.make_node(
-        op, [f"x{i}" for i in range(len(inputs))], [f"y{i}" for i in range(len(outputs))]
-    )
-    ins = tuple(TensorInfo(f"x{i}", t, s) for i, (t, s) in enumerate(inputs))
-    outs = tuple(TensorInfo(f"y{i}", t, s) for i, (t, s) in enumerate(outputs))
-    spec = REGISTRY.lookup("", op, opset)
-    assert spec is not None
-    return spec.formula(OpContext(node, opset, ins, outs))
 
 
 # X is 2x3x4 = 24 elements; reducing axis 1 leaves Y 2x1x4 = 8 (2x4 without keepdims).

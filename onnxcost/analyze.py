@@ -35,13 +35,14 @@ from onnxcost.records import (
     NodeRecord,
     OpTypeSummary,
     ScopeSummary,
-    ShapeOut,
+    Status,
     TensorRecord,
     Totals,
 )
 from onnxcost.shapes import ShapeResult, infer
 
 SCHEMA = "onnxcost.analysis/1"
+_NO_COST = Cost()
 CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
 
 # Element types that are never weights: indices, shapes, masks, strings.
@@ -175,6 +176,8 @@ class _Walk:
     warnings: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     unknown: int = 0
+    specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
+    """(node domain, op type) -> (normalized domain, opset, spec): one registry lookup each."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -184,57 +187,86 @@ class _Walk:
         return cost.flops
 
 
-def _shape_out(t: TensorInfo | None) -> ShapeOut:
-    return None if t is None else t.shape
-
-
 def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
     return opsets.get(normalize_domain(domain), 1)
 
 
-def _count_weights(w: _Walk, in_names: Sequence[str], spec: OpSpec | None, ctx: OpContext) -> int:
+def _count_weights(
+    w: _Walk,
+    in_names: Sequence[str],
+    inputs: Sequence[TensorInfo | None],
+    spec: OpSpec | None,
+    ctx: OpContext,
+) -> int:
     """Params this node brings in: weight tensors at data positions, each counted once."""
     params = 0
+    weights = w.weights
     for i, name in enumerate(in_names):
-        info = w.weights.get(name) if name else None
-        if info is None or info.elem_type in _NON_WEIGHT_TYPES or not info.is_concrete:
+        if not name or name not in weights:
             continue
+        info = weights[name]
+        if info.elem_type in _NON_WEIGHT_TYPES or info._numel <= 1:
+            continue  # indices, shapes, masks; a lone scalar (an epsilon, a scale); unknown
         if spec is not None and i in spec.meta_inputs:
             continue
-        if info.numel <= 1:
-            continue  # a lone scalar (an epsilon, a scale) is not a parameter
         if spec is not None and i in spec.stat_inputs:
             w.stats_seen.add(name)
             continue
         if name not in w.param_counts:
-            count = info.numel
+            count = info._numel
             if spec is not None and i in spec.param_elements:
                 try:
                     count = spec.param_elements[i](ctx)
                 except (UnknownShapeError, IndexError, TypeError, ValueError):
-                    count = info.numel
+                    count = info._numel
             w.param_counts[name] = count
             params += count
     return params
 
 
+def _spec_of(w: _Walk, node: onnx.NodeProto) -> tuple[str, int, OpSpec | None]:
+    """(domain, opset, formula spec) of a node's op, looked up once per op type."""
+    key = (node.domain, node.op_type)
+    found = w.specs.get(key)
+    if found is None:
+        domain = normalize_domain(node.domain)
+        opset = _opset_of(w.opsets, domain)
+        found = w.specs[key] = (domain, opset, REGISTRY.lookup(domain, node.op_type, opset))
+    return found
+
+
+def _known_bytes(tensors: Sequence[TensorInfo | None]) -> tuple[int, bool]:
+    """Total bytes of the tensors whose shapes are known, and whether that is all of them."""
+    total = 0
+    complete = True
+    for t in tensors:
+        if t is not None:
+            if t._nbytes < 0:
+                complete = False
+            else:
+                total += t._nbytes
+    return total, complete
+
+
 def _cost_node(
-    w: _Walk, node: onnx.NodeProto, scope: str, multiplier: int, counted: bool
+    w: _Walk,
+    node: onnx.NodeProto,
+    in_names: tuple[str, ...],
+    out_names: tuple[str, ...],
+    scope: str,
+    multiplier: int,
+    counted: bool,
 ) -> tuple[NodeRecord, Cost]:
     types = w.shapes.types
     op_type = node.op_type
-    domain = normalize_domain(node.domain)
-    opset = _opset_of(w.opsets, domain)
-    spec = REGISTRY.lookup(domain, op_type, opset)
-    in_names = tuple(node.input)
-    out_names = tuple(node.output)
-    inputs = tuple(types.get(i) if i else None for i in in_names)
-    outputs = tuple(types.get(o) if o else None for o in out_names)
+    domain, opset, spec = _spec_of(w, node)
+    inputs = tuple([types.get(i) if i else None for i in in_names])
+    outputs = tuple([types.get(o) if o else None for o in out_names])
     ctx = OpContext(node, opset, inputs, outputs)
-    params = _count_weights(w, in_names, spec, ctx)
+    params = _count_weights(w, in_names, inputs, spec, ctx)
     note = ""
-    cost = Cost()
-    status: str
+    cost = _NO_COST
+    status: Status
     control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
         cost, status, note = _control_flow(w, node, scope, counted)
@@ -247,59 +279,51 @@ def _cost_node(
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
-    bytes_read = bytes_written = 0
-    complete = True
-    for t in inputs:
-        if t is not None:
-            if t._numel < 0:
-                complete = False
-            else:
-                bytes_read += t._nbytes
-    for t in outputs:
-        if t is not None:
-            if t._numel < 0:
-                complete = False
-            else:
-                bytes_written += t._nbytes
-    if not complete and not control_flow and status in ("ok", "zero"):
-        status = (
-            "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's cost)
-        )
+    bytes_read, inputs_known = _known_bytes(inputs)
+    bytes_written, outputs_known = _known_bytes(outputs)
+    if not (inputs_known and outputs_known) and not control_flow and status in ("ok", "zero"):
+        status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's)
     if status == "unknown_shape":
         w.unknown += 1
-        cost = Cost()
+        cost = _NO_COST
     if multiplier != 1:
         cost = cost * multiplier
         bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
         note = (note + "; " if note else "") + f"x{multiplier} iterations"
     rec = NodeRecord(
-        name=node.name,
-        op_type=node.op_type,
-        domain=domain,
-        status=status,  # type: ignore[arg-type]
-        macs=cost.macs,
-        flops=w.flops(cost),
-        params=params,
-        bytes_read=bytes_read,
-        bytes_written=bytes_written,
-        input_shapes=tuple(_shape_out(t) for t in inputs),
-        output_shapes=tuple(_shape_out(t) for t in outputs),
-        inputs=in_names,
-        outputs=out_names,
-        graph=scope,
-        note=note,
+        node.name,
+        op_type,
+        domain,
+        status,
+        cost.macs,
+        w.flops(cost),
+        params,
+        bytes_read,
+        bytes_written,
+        tuple([None if t is None else t.shape for t in inputs]),
+        tuple([None if t is None else t.shape for t in outputs]),
+        in_names,
+        out_names,
+        scope,
+        note,
     )
     return rec, cost
 
 
 def _record(
-    w: _Walk, node: onnx.NodeProto, scope: str, multiplier: int, counted: bool
+    w: _Walk,
+    node: onnx.NodeProto,
+    in_names: tuple[str, ...],
+    out_names: tuple[str, ...],
+    scope: str,
+    multiplier: int,
+    counted: bool,
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
-    rec, cost = _cost_node(w, node, scope, multiplier, counted)
+    rec, cost = _cost_node(w, node, in_names, out_names, scope, multiplier, counted)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
     w.counted[slot] = counted and not (node.op_type in SUBGRAPH_OPS and rec.domain == "")
@@ -315,7 +339,7 @@ def _static_int(w: _Walk, name: str) -> int | None:
 
 def _control_flow(
     w: _Walk, node: onnx.NodeProto, scope: str, counted: bool
-) -> tuple[Cost, str, str]:
+) -> tuple[Cost, Status, str]:
     """Cost of If / Loop / Scan / SequenceMap from their bodies; body nodes are recorded too."""
     here = f"{scope}/{node.name}" if scope else node.name
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
@@ -403,7 +427,8 @@ def _walk_subgraph(
             info = w.shapes.types.get(node.output[0])
             if info is not None:
                 w.weights[node.output[0]] = info
-        total = total + _record(w, node, scope, multiplier, counted)[1]
+        in_names, out_names = tuple(node.input), tuple(node.output)
+        total = total + _record(w, node, in_names, out_names, scope, multiplier, counted)[1]
     if probe:
         del w.records[n_records:]
         del w.counted[n_records:]
@@ -413,7 +438,10 @@ def _walk_subgraph(
 
 
 def _peak_activation(
-    view: GraphView, types: Mapping[str, TensorInfo], graph: onnx.GraphProto
+    view: GraphView,
+    types: Mapping[str, TensorInfo],
+    graph: onnx.GraphProto,
+    weights: Mapping[str, TensorInfo],
 ) -> int:
     """Max over the topological order of the bytes of live activations (weights excluded).
 
@@ -424,29 +452,30 @@ def _peak_activation(
     if n == 0:
         return 0
     delta = [0] * (n + 1)
-    weights = {t.name for t in graph.initializer}
-    weights |= {o for node in graph.node if node.op_type == "Constant" for o in node.output}
-    outputs = {vi.name for vi in graph.output}
+    last = n - 1
+    ends = dict(view.last_use)
+    for vi in graph.output:
+        ends[vi.name] = last
 
     def live(name: str, start: int) -> None:
         info = types.get(name)
-        if info is None or not info.is_concrete or name in weights:
+        if info is None or info._nbytes < 0 or name in weights:
             return
-        end = n - 1 if name in outputs else view.last_use.get(name, start)
-        delta[start] += info.nbytes
-        delta[max(end, start) + 1] -= info.nbytes
+        nbytes = info._nbytes
+        delta[start] += nbytes
+        delta[max(ends.get(name, start), start) + 1] -= nbytes
 
     for vi in graph.input:
-        if vi.name not in weights:
-            live(vi.name, 0)
-    for k, node in enumerate(view.order):
-        for o in node.output:
+        live(vi.name, 0)
+    for k, outs in enumerate(view.outputs):
+        for o in outs:
             if o:
                 live(o, k)
     peak = running = 0
     for d in delta[:n]:
         running += d
-        peak = max(peak, running)
+        if running > peak:
+            peak = running
     return peak
 
 
@@ -508,15 +537,16 @@ def analyze(
         t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer
     }
     walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
-    totals = Cost()
+    total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
-    for node in view.order:
-        if node.op_type == "Constant" and node.output:
-            info = shapes.types.get(node.output[0])
+    for node, in_names, out_names in zip(view.order, view.inputs, view.outputs, strict=True):
+        if out_names and node.op_type == "Constant":
+            info = shapes.types.get(out_names[0])
             if info is not None:
-                weights[node.output[0]] = info
-        rec, cost = _record(walk, node, "", 1, True)
-        totals = totals + cost
+                weights[out_names[0]] = info
+        rec, cost = _record(walk, node, in_names, out_names, "", 1, True)
+        total_macs += cost.macs
+        total_flops += cost.flops
         main_records.append(rec)
     if walk.unsupported:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
@@ -537,6 +567,7 @@ def analyze(
         param_bytes += tensor_bytes(info.numel, info.elem_type)
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
+    totals = Cost(total_macs, total_flops)
     result_totals = Totals(
         macs=totals.macs,
         flops=walk.flops(totals),
@@ -545,7 +576,7 @@ def analyze(
         stat_params=sum(weights[n].numel for n in walk.stats_seen),
         bytes_read=sum(r.bytes_read for r in main_records),
         bytes_written=sum(r.bytes_written for r in main_records),
-        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph),
+        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph, weights),
     )
     return Analysis(
         model=_model_info(

@@ -1,20 +1,27 @@
-"""The networkx view of an ONNX graph: nodes are ONNX nodes, edges are tensors.
+"""The graph pass: nodes are ONNX nodes, edges are tensors.
 
-Built once per (sub)graph; gives topological order, producers and consumers, and the
-checks that make a graph analysable (no cycle, no tensor read before anything writes it).
+Built once per (sub)graph; gives topological order, producers, liveness, the checks that
+make a graph analysable (no cycle, no tensor read before anything writes it), and a
+networkx ``DiGraph`` view. The DiGraph is built when it is first needed: to order a graph
+whose file order is not topological, to report a cycle, or for a caller who asks for it.
+Most exports are already in order, and skipping it there keeps the analysis fast.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import onnx
 
 from onnxcost.costs._context import TensorInfo
 from onnxcost.errors import GraphError
 from onnxcost.shapes import may_have_subgraphs
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
@@ -39,13 +46,42 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
 
 @dataclass(frozen=True)
 class GraphView:
-    dag: nx.DiGraph
-    """Node name -> {'node': NodeProto, 'index': int}; edges carry 'tensors' and 'bytes'."""
+    """One (sub)graph, checked, in topological order, with every node's tensors read once."""
+
     order: tuple[onnx.NodeProto, ...]
     """Topological order (the file's own when it already is one)."""
+    inputs: tuple[tuple[str, ...], ...]
+    """Input names of each node of ``order`` ('' where an optional input is omitted)."""
+    outputs: tuple[tuple[str, ...], ...]
     producer: Mapping[str, str]
+    """Tensor -> name of the node that writes it."""
     last_use: Mapping[str, int]
     """Tensor -> index in ``order`` of its last consumer."""
+    edges: Mapping[tuple[str, str], tuple[str, ...]] = field(repr=False)
+    """(producer, consumer) node names -> the tensors between them."""
+    types: Mapping[str, TensorInfo] = field(repr=False)
+
+    @cached_property
+    def dag(self) -> nx.DiGraph:
+        """The networkx view: node name -> {'node': NodeProto, 'index': int}; each edge
+        carries its 'tensors' and their total 'bytes'. Built on first use, once."""
+        return _digraph(self.order, self.edges, self.types)
+
+
+def _digraph(
+    nodes: Sequence[onnx.NodeProto],
+    edges: Mapping[tuple[str, str], Sequence[str]],
+    types: Mapping[str, TensorInfo],
+) -> nx.DiGraph:
+    import networkx as nx  # ~0.1 s to import: only where a DiGraph is wanted
+
+    dag: nx.DiGraph = nx.DiGraph()
+    dag.add_nodes_from((n.name, {"node": n, "index": i}) for i, n in enumerate(nodes))
+    dag.add_edges_from(
+        (u, v, {"tensors": list(tensors), "bytes": _edge_bytes(tensors, types)})
+        for (u, v), tensors in edges.items()
+    )
+    return dag
 
 
 def _outer_inputs(node: onnx.NodeProto) -> Iterable[str]:
@@ -68,67 +104,97 @@ def build(
     outer: frozenset[str] = frozenset(),
     scope: str = "",
 ) -> GraphView:
-    """Check ``graph`` and build its DiGraph. ``outer`` names tensors visible from enclosing graphs."""
+    """Check ``graph`` (SSA, every read tensor provided, acyclic) and index it.
+
+    ``outer`` names tensors visible from enclosing graphs. Node inputs and outputs are read
+    from the protobuf once here; the passes after this one use the view's tuples.
+    """
     where = f" (in subgraph {scope})" if scope else ""
-    dag: nx.DiGraph = nx.DiGraph()
-    producer: dict[str, str] = {}
-    for i, node in enumerate(graph.node):
-        dag.add_node(node.name, node=node, index=i)
-        for o in node.output:
+    nodes = tuple(graph.node)
+    names = [node.name for node in nodes]
+    inputs = [tuple(node.input) for node in nodes]
+    outputs = [tuple(node.output) for node in nodes]
+    producer: dict[str, int] = {}
+    for i, outs in enumerate(outputs):
+        for o in outs:
             if o:
                 if o in producer:
                     raise GraphError(
-                        f"tensor {o!r} is written by both {producer[o]!r} and {node.name!r}{where}: "
-                        f"the graph is not in SSA form; re-export the model"
+                        f"tensor {o!r} is written by both {names[producer[o]]!r} and {names[i]!r}"
+                        f"{where}: the graph is not in SSA form; re-export the model"
                     )
-                producer[o] = node.name
+                producer[o] = i
     available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | outer
-    has_subgraphs = False
-    for node in graph.node:
-        reads = [i for i in node.input if i]
+    edges: dict[tuple[int, int], list[str]] = {}
+    outer_reads: dict[int, tuple[str, ...]] = {}
+    in_order = True
+    for i, node in enumerate(nodes):
+        reads: Iterable[str] = inputs[i]
         if may_have_subgraphs(node) and any(
             a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
             for a in node.attribute
         ):
-            has_subgraphs = True
-            reads += list(_outer_inputs(node))
+            outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(node)))
+            reads = (*inputs[i], *outer_reads[i])
         for t in reads:
+            if not t:
+                continue
             src = producer.get(t)
             if src is None:
                 if t not in available:
                     raise GraphError(
-                        f"node {node.name!r} ({node.op_type}){where} reads tensor {t!r}, which no node, "
-                        f"input or initializer provides; the model is malformed: re-export it or "
-                        f"run onnx.checker.check_model to locate the break"
+                        f"node {names[i]!r} ({node.op_type}){where} reads tensor {t!r}, which no "
+                        f"node, input or initializer provides; the model is malformed: re-export "
+                        f"it or run onnx.checker.check_model to locate the break"
                     )
                 continue
-            if dag.has_edge(src, node.name):
-                dag.edges[src, node.name]["tensors"].append(t)
-            else:
-                info = types.get(t)
-                nbytes = info.nbytes if info is not None and info.is_concrete else 0
-                dag.add_edge(src, node.name, tensors=[t], bytes=nbytes)
-    order = _topological(graph, dag, where)
+            if src >= i:
+                in_order = False
+            tensors = edges.get((src, i))
+            if tensors is None:
+                edges[(src, i)] = [t]
+            elif t not in tensors:
+                tensors.append(t)
+    named_edges = {(names[u], names[v]): tuple(ts) for (u, v), ts in edges.items()}
+    position: Sequence[int] = range(len(nodes))
+    if not in_order:
+        position = _topological(_digraph(nodes, named_edges, types), where)
     last_use: dict[str, int] = {}
-    for k, node in enumerate(order):
-        for t in node.input:
-            if t:
-                last_use[t] = k
-        if has_subgraphs:
-            for t in _outer_inputs(node):
-                last_use[t] = k
-    return GraphView(dag, order, producer, last_use)
+    for k, i in enumerate(position):
+        for t in inputs[i]:
+            last_use[t] = k
+        for t in outer_reads.get(i, ()):
+            last_use[t] = k
+    last_use.pop("", None)
+    return GraphView(
+        order=nodes if in_order else tuple(nodes[i] for i in position),
+        inputs=tuple(inputs) if in_order else tuple(inputs[i] for i in position),
+        outputs=tuple(outputs) if in_order else tuple(outputs[i] for i in position),
+        producer={t: names[i] for t, i in producer.items()},
+        last_use=last_use,
+        edges=named_edges,
+        types=types,
+    )
 
 
-def _topological(graph: onnx.GraphProto, dag: nx.DiGraph, where: str) -> tuple[onnx.NodeProto, ...]:
-    index = {n.name: i for i, n in enumerate(graph.node)}
-    if all(index[u] < index[v] for u, v in dag.edges):
-        return tuple(graph.node)
+def _edge_bytes(tensors: Iterable[str], types: Mapping[str, TensorInfo]) -> int:
+    total = 0
+    for t in tensors:
+        info = types.get(t)
+        if info is not None and info.is_concrete:
+            total += info.nbytes
+    return total
+
+
+def _topological(dag: nx.DiGraph, where: str) -> list[int]:
+    """Node indices in a topological order that keeps the file's order where edges allow."""
+    import networkx as nx
+
     if not nx.is_directed_acyclic_graph(dag):
         cycle = [u for u, _v in nx.find_cycle(dag)]
         shown = " -> ".join([*cycle[:6], "..."] if len(cycle) > 6 else [*cycle, cycle[0]])
         raise GraphError(
             f"the graph has a cycle{where}: {shown}; an ONNX graph must be acyclic: re-export the model"
         )
-    names = nx.lexicographical_topological_sort(dag, key=lambda n: index[n])
-    return tuple(dag.nodes[n]["node"] for n in names)
+    index = dict(dag.nodes(data="index"))
+    return [index[n] for n in nx.lexicographical_topological_sort(dag, key=index.__getitem__)]

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -24,6 +25,9 @@ _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""
 _FOLD_MAX_ELEMENTS = 1 << 16
 """Shape sub-graphs fold only values at most this large: shapes, not activations."""
+
+_FOLDABLE_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL})
+"""Integer tensors that may carry shapes; their data is kept for folding whatever its size."""
 
 _DIMS_RE = re.compile(r"^\s*(\d+\s*(?:[x,]\s*\d+\s*)*)?$")
 
@@ -98,7 +102,7 @@ class ShapeResult:
     """The model with inferred value_info (subgraphs included)."""
     types: dict[str, TensorInfo]
     """Every tensor of the model and its subgraphs: name -> element type and shape."""
-    values: dict[str, np.ndarray]
+    values: KnownValues
     """Small tensors whose values are known (shape sub-graphs, int constants)."""
     warnings: list[str] = field(default_factory=list)
 
@@ -187,22 +191,28 @@ def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
 
 
 def _detach_large_initializers(graph: onnx.GraphProto) -> None:
-    """Drop embedded weight bytes (inference needs dims only) so inference copies less."""
+    """Drop embedded weight bytes (inference needs dims only) so inference copies less.
+
+    Integer and bool tensors small enough to fold keep their data: they may be shapes.
+    """
     for t in graph.initializer:
-        if t.data_location != TensorProto.EXTERNAL and t.ByteSize() > _STRIP_BYTES:
-            for f in (
-                "raw_data",
-                "float_data",
-                "int32_data",
-                "int64_data",
-                "double_data",
-                "uint64_data",
-            ):
-                t.ClearField(f)
-            t.data_location = TensorProto.EXTERNAL
-            del t.external_data[:]
-            e = t.external_data.add()
-            e.key, e.value = "location", VIRTUAL_LOCATION_PREFIX + "detached"
+        if t.data_location == TensorProto.EXTERNAL or t.ByteSize() <= _STRIP_BYTES:
+            continue
+        if t.data_type in _FOLDABLE_TYPES and math.prod(t.dims) <= _FOLD_MAX_ELEMENTS:
+            continue
+        for f in (
+            "raw_data",
+            "float_data",
+            "int32_data",
+            "int64_data",
+            "double_data",
+            "uint64_data",
+        ):
+            t.ClearField(f)
+        t.data_location = TensorProto.EXTERNAL
+        del t.external_data[:]
+        e = t.external_data.add()
+        e.key, e.value = "location", VIRTUAL_LOCATION_PREFIX + "detached"
 
 
 def _declared(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
@@ -239,31 +249,29 @@ def _clear_inferred(graph: onnx.GraphProto) -> None:
             vi.type.tensor_type.ClearField("shape")
 
 
-def _collect_types(
-    model: onnx.ModelProto, types: dict[str, TensorInfo], values: Mapping[str, np.ndarray]
-) -> None:
+def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo]) -> None:
+    # Many tensors share a type (every layer's [1, 128, 4096] fp16): parse each type once.
+    parsed: dict[bytes, TensorInfo] = {}
     for _scope, g in iter_graphs(model.graph):
         for vi in (*g.input, *g.output, *g.value_info):
-            elem, shape = shape_of(vi.type)
-            old = types.get(vi.name)
-            if old is None or (shape is not None and (old.shape is None or not old.is_concrete)):
-                types[vi.name] = TensorInfo(vi.name, elem, shape)
+            key = vi.type.SerializeToString()
+            info = parsed.get(key)
+            if info is None:
+                info = parsed[key] = TensorInfo("", *shape_of(vi.type))
+            name = vi.name
+            old = types.get(name)
+            if old is None or (info.shape is not None and (old.shape is None or not old.is_concrete)):
+                types[name] = info.renamed(name)
         for t in g.initializer:
             types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
         for node in g.node:
+            # Inference types Constant outputs; read the attribute only where it did not.
             if node.op_type == "Constant" and node.output:
-                arr = values.get(node.output[0])
-                if arr is not None:
-                    types[node.output[0]] = TensorInfo(
-                        node.output[0], _elem_of(arr), tuple(arr.shape)
-                    )
-                else:
-                    info = _constant_info(node)
-                    if info is not None:
-                        types[node.output[0]] = info
-    for name, arr in values.items():
-        if name not in types or not types[name].is_concrete:
-            types[name] = TensorInfo(name, _elem_of(arr), tuple(int(d) for d in arr.shape))
+                old = types.get(node.output[0])
+                if old is None or not old.is_concrete:
+                    constant = _constant_info(node)
+                    if constant is not None:
+                        types[node.output[0]] = constant
 
 
 def _constant_info(node: onnx.NodeProto) -> TensorInfo | None:
@@ -278,10 +286,6 @@ def _constant_info(node: onnx.NodeProto) -> TensorInfo | None:
             n = len(a.floats) if a.name == "value_floats" else len(a.ints)
             return TensorInfo(node.output[0], elem, (n,))
     return None
-
-
-def _elem_of(arr: np.ndarray) -> int:
-    return int(helper.np_dtype_to_tensor_dtype(arr.dtype))
 
 
 def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
@@ -435,59 +439,120 @@ _FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]
 }
 
 
-def _known_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
-    values: dict[str, np.ndarray] = {}
-    for t in model.graph.initializer:
-        if t.data_location == TensorProto.EXTERNAL or math.prod(t.dims) > _FOLD_MAX_ELEMENTS:
-            continue
-        if t.data_type in (
-            TensorProto.INT64,
-            TensorProto.INT32,
-            TensorProto.BOOL,
-            TensorProto.FLOAT,
-        ):
-            try:
-                values[t.name] = numpy_helper.to_array(t)
-            except ValueError:  # data that does not fill its dims: unknown, as weights are
-                continue
-    for node in model.graph.node:
+_ValueSource = TensorProto | onnx.NodeProto
+"""An initializer, or a Constant node."""
+
+
+class KnownValues:
+    """Small tensors whose values are known: constants, read into numpy on first use, and
+    the values folded from shape sub-graphs. Weights and large tensors are never read."""
+
+    __slots__ = ("_sources", "_values")
+
+    def __init__(self, sources: dict[str, _ValueSource] | None = None) -> None:
+        self._sources = sources or {}
+        self._values: dict[str, np.ndarray] = {}
+
+    def get(self, name: str) -> np.ndarray | None:
+        value = self._values.get(name)
+        if value is None and name in self._sources:
+            value = _to_array(self._sources.pop(name))
+            if value is not None:
+                self._values[name] = value
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __setitem__(self, name: str, value: np.ndarray) -> None:
+        self._sources.pop(name, None)
+        self._values[name] = value
+
+
+def _to_array(source: _ValueSource) -> np.ndarray | None:
+    if isinstance(source, onnx.NodeProto):
+        for a in source.attribute:
+            if a.name in ("value_int", "value_ints"):
+                return np.array(helper.get_attribute_value(a), dtype=np.int64)
+            if a.name in ("value_float", "value_floats"):
+                return np.array(helper.get_attribute_value(a), dtype=np.float32)
+            if a.name == "value":
+                return _tensor_to_array(a.t)
+        return None
+    return _tensor_to_array(source)
+
+
+def _tensor_to_array(source: TensorProto) -> np.ndarray | None:
+    dtype = _VALUE_DTYPES.get(source.data_type)
+    if source.data_location == TensorProto.EXTERNAL or dtype is None:
+        return None
+    dims = tuple(source.dims)
+    if math.prod(dims) > _FOLD_MAX_ELEMENTS:
+        return None
+    # numpy_helper.to_array is general and slow; these four types are all a shape needs.
+    if source.HasField("raw_data"):
+        flat = np.frombuffer(source.raw_data, dtype=dtype.newbyteorder("<")).astype(dtype)
+    elif source.data_type == TensorProto.INT64:
+        flat = np.array(source.int64_data, dtype=dtype)
+    elif source.data_type == TensorProto.FLOAT:
+        flat = np.array(source.float_data, dtype=dtype)
+    else:
+        flat = np.array(source.int32_data, dtype=dtype)
+    if flat.size != math.prod(dims):
+        return None  # data that does not fill its dims: unknown, as weights are
+    return flat.reshape(dims)
+
+
+_VALUE_DTYPES: dict[int, np.dtype[Any]] = {
+    TensorProto.INT64: np.dtype(np.int64),
+    TensorProto.INT32: np.dtype(np.int32),
+    TensorProto.BOOL: np.dtype(np.bool_),
+    TensorProto.FLOAT: np.dtype(np.float32),
+}
+
+
+def _known_values(graph: onnx.GraphProto) -> KnownValues:
+    """Where the value of each initializer and Constant output can be read, if it is needed."""
+    sources: dict[str, _ValueSource] = {}
+    for t in graph.initializer:
+        if t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES:
+            sources[t.name] = t
+    for node in graph.node:
         if node.op_type == "Constant" and node.output:
-            for a in node.attribute:
-                if a.name == "value" and a.t.data_location != TensorProto.EXTERNAL:
-                    if math.prod(a.t.dims) <= _FOLD_MAX_ELEMENTS:
-                        try:
-                            values[node.output[0]] = numpy_helper.to_array(a.t)
-                        except ValueError:
-                            continue
-                elif a.name in ("value_int", "value_ints"):
-                    values[node.output[0]] = np.array(helper.get_attribute_value(a), dtype=np.int64)
-                elif a.name in ("value_float", "value_floats"):
-                    values[node.output[0]] = np.array(
-                        helper.get_attribute_value(a), dtype=np.float32
-                    )
-    return values
+            sources[node.output[0]] = node
+    return KnownValues(sources)
 
 
-def _fold_node(
-    node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: dict[str, np.ndarray]
-) -> None:
+_FOLDS_WITH_TYPES = frozenset({"Shape", "Size"})
+
+
+def _fold_node(node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: KnownValues) -> None:
     """Evaluate ``node`` with numpy if it computes a small value from known values."""
-    if not node.output or node.output[0] in values or node.domain not in ("", "ai.onnx"):
+    op_type = node.op_type
+    if op_type not in _FOLD and op_type not in _FOLDS_WITH_TYPES:
+        return
+    if not node.output or node.domain not in ("", "ai.onnx") or node.output[0] in values:
         return
     result: np.ndarray | None = None
-    if node.op_type == "Shape":
+    if op_type == "Shape":
         result = _shape_value(node, types)
-    elif node.op_type == "Size":
+    elif op_type == "Size":
         info = types.get(node.input[0])
         result = (
             np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
         )
-    elif node.op_type in _FOLD:
+    else:
         args = [values.get(i) if i else None for i in node.input]
         if any(a is None for a, name in zip(args, node.input, strict=True) if name):
             return
         try:
-            result = np.asarray(_FOLD[node.op_type](node, args))
+            result = np.asarray(_FOLD[op_type](node, args))
         except Exception:  # a value we cannot evaluate stays unknown
             return
     if result is not None and result.size <= _FOLD_MAX_ELEMENTS:
@@ -498,62 +563,104 @@ def _type_proto(info: TensorInfo) -> onnx.TypeProto:
     return helper.make_tensor_type_proto(info.elem_type, info.shape)
 
 
-def _propagate(
-    model: onnx.ModelProto, types: dict[str, TensorInfo], values: dict[str, np.ndarray]
-) -> None:
+_Inferred = tuple[tuple[int, int, Shape | None], ...]
+"""What per-node inference gave: (output index, element type, shape) per output."""
+
+
+@dataclass
+class _Propagation:
+    model: onnx.ModelProto
+    types: dict[str, TensorInfo]
+    values: KnownValues
+    opsets: dict[str, int]
+    memo: dict[tuple[object, ...], _Inferred | None] = field(default_factory=dict)
+    """Per-node inference results by what determines them (op, attributes, input types and
+    values): the repeated layers of a model re-infer once, not once per layer."""
+
+
+def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: KnownValues) -> None:
     """One forward pass over the main graph: fold shape values, and re-run ONNX's own
     per-node inference, fed those values, wherever a node's outputs are still unknown.
 
     A pass in topological order resolves chains that whole-graph inference cannot (each
     GPT-2 layer's mask slice depends on the previous layer's shapes).
     """
-    opsets = {(o.domain or ""): o.version for o in model.opset_import}
+    run = _Propagation(model, types, values, {(o.domain or ""): o.version for o in model.opset_import})
     for node in model.graph.node:
         if node.op_type in _SUBGRAPH_OPS:
             continue
-        if any(o and (o not in types or not types[o].is_concrete) for o in node.output):
-            _infer_node(node, types, values, opsets, model)
+        for o in node.output:
+            if o:
+                info = types.get(o)
+                if info is None or not info.is_concrete:
+                    _infer_node(node, run)
+                    break
         _fold_node(node, types, values)
 
 
-def _infer_node(
-    node: onnx.NodeProto,
-    types: dict[str, TensorInfo],
-    values: Mapping[str, np.ndarray],
-    opsets: Mapping[str, int],
-    model: onnx.ModelProto,
-) -> None:
+def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
     domain = "" if node.domain == "ai.onnx" else node.domain
-    if domain not in opsets:
+    opset = run.opsets.get(domain)
+    if opset is None:
         return
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opsets[domain], domain)
-    except onnx.defs.SchemaError:
-        return  # an op onnx does not know (contrib, custom): nothing to infer with
-    inputs = [i for i in node.input if i]
-    if any(i not in types or types[i].shape is None for i in inputs):
+    types, values = run.types, run.values
+    key: list[object] = [domain, node.op_type, opset]
+    for name in node.input:
+        if not name:
+            key.append(None)
+            continue
+        info = types.get(name)
+        if info is None or info.shape is None:
+            return
+        key.append((info.elem_type, info.shape))
+        value = values.get(name)
+        if value is not None:
+            key.append((value.dtype.str, value.shape, value.tobytes()))
+    key.extend(a.SerializeToString() for a in node.attribute)
+    memo_key = tuple(key)
+    if memo_key in run.memo:
+        inferred = run.memo[memo_key]
+    else:
+        inferred = run.memo[memo_key] = _infer_with_onnx(node, domain, opset, run)
+    if inferred is None:
         return
-    in_types = {i: _type_proto(types[i]) for i in inputs}
-    in_data = {i: numpy_helper.from_array(values[i], i) for i in inputs if i in values}
-    try:
-        out = onnx.shape_inference.infer_node_outputs(
-            schema,
-            node,
-            in_types,
-            in_data,
-            opset_imports=list(model.opset_import),
-            ir_version=model.ir_version,
-        )
-    except Exception:  # best effort: the node stays unknown_shape
-        return
-    for name, tp in out.items():
-        elem, shape = shape_of(tp)
+    for index, elem, shape in inferred:
+        name = node.output[index]
         old = types.get(name)
         if shape is None or (old is not None and old.is_concrete):
             continue
         new = TensorInfo(name, elem or (old.elem_type if old is not None else 0), shape)
         if new.is_concrete or old is None or old.shape is None:
             types[name] = new
+
+
+def _infer_with_onnx(
+    node: onnx.NodeProto, domain: str, opset: int, run: _Propagation
+) -> _Inferred | None:
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return None  # an op onnx does not know (contrib, custom): nothing to infer with
+    inputs = [i for i in node.input if i]
+    in_types = {i: _type_proto(run.types[i]) for i in inputs}
+    in_data = {}
+    for i in inputs:
+        value = run.values.get(i)
+        if value is not None:
+            in_data[i] = numpy_helper.from_array(value, i)
+    try:
+        out = onnx.shape_inference.infer_node_outputs(
+            schema,
+            node,
+            in_types,
+            in_data,
+            opset_imports=list(run.model.opset_import),
+            ir_version=run.model.ir_version,
+        )
+    except Exception:  # best effort: the node stays unknown_shape
+        return None
+    index = {name: k for k, name in enumerate(node.output) if name}
+    return tuple((index[name], *shape_of(tp)) for name, tp in out.items() if name in index)
 
 
 def infer(
@@ -565,12 +672,12 @@ def infer(
     warnings: list[str] = []
     symbols = _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
     declared = _declared(model.graph)
-    values = _known_values(model)
     _detach_large_initializers(model.graph)
     _clear_inferred(model.graph)
     inferred = _infer(model, warnings)
+    values = _known_values(inferred.graph)
     types: dict[str, TensorInfo] = {}
-    _collect_types(inferred, types, values)
+    _collect_types(inferred, types)
     if _unknown_outputs(inferred.graph, types):
         _use_declared(types, declared, symbols)
         _propagate(inferred, types, values)

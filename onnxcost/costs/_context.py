@@ -81,7 +81,8 @@ class UnknownShapeError(Exception):
 class TensorInfo:
     """A tensor as the analyzer knows it: name, element type, shape (None if unknown rank).
 
-    Immutable; ``numel`` and ``nbytes`` are computed once (the analyzer reads them often).
+    Read-only by contract (records and formulas share instances); ``numel`` and ``nbytes``
+    are computed once, since the analyzer reads them often.
     """
 
     __slots__ = ("_nbytes", "_numel", "elem_type", "name", "shape")
@@ -93,18 +94,23 @@ class TensorInfo:
     _nbytes: int
 
     def __init__(self, name: str, elem_type: int, shape: Shape | None) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "elem_type", elem_type)
-        object.__setattr__(self, "shape", shape)
+        self.name = name
+        self.elem_type = elem_type
+        self.shape = shape
         concrete = shape is not None and all(type(d) is int and d >= 0 for d in shape)
         numel = math.prod(shape) if concrete else -1  # type: ignore[arg-type]
-        object.__setattr__(self, "_numel", numel)
-        object.__setattr__(
-            self, "_nbytes", (numel * _BITS.get(elem_type, 32) + 7) // 8 if concrete else -1
-        )
+        self._numel = numel
+        self._nbytes = (numel * _BITS.get(elem_type, 32) + 7) // 8 if concrete else -1
 
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError("TensorInfo is immutable")
+    def renamed(self, name: str) -> TensorInfo:
+        """The same type under another name (cheap: nothing is recomputed)."""
+        new = _new_tensor_info(TensorInfo)
+        new.name = name
+        new.elem_type = self.elem_type
+        new.shape = self.shape
+        new._numel = self._numel
+        new._nbytes = self._nbytes
+        return new
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorInfo) and (self.name, self.elem_type, self.shape) == (
@@ -145,6 +151,9 @@ class TensorInfo:
         if self._nbytes < 0:
             raise UnknownShapeError(self.name)
         return self._nbytes
+
+
+_new_tensor_info = object.__new__
 
 
 @lru_cache(maxsize=4096)

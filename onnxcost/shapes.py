@@ -260,7 +260,9 @@ def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo]) -> None
                 info = parsed[key] = TensorInfo("", *shape_of(vi.type))
             name = vi.name
             old = types.get(name)
-            if old is None or (info.shape is not None and (old.shape is None or not old.is_concrete)):
+            if old is None or (
+                info.shape is not None and (old.shape is None or not old.is_concrete)
+            ):
                 types[name] = info.renamed(name)
         for t in g.initializer:
             types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
@@ -585,7 +587,9 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
     A pass in topological order resolves chains that whole-graph inference cannot (each
     GPT-2 layer's mask slice depends on the previous layer's shapes).
     """
-    run = _Propagation(model, types, values, {(o.domain or ""): o.version for o in model.opset_import})
+    run = _Propagation(
+        model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
+    )
     for node in model.graph.node:
         if node.op_type in _SUBGRAPH_OPS:
             continue

@@ -33,7 +33,8 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
         while name in taken:
             name, k = f"{base}_{k}", k + 1
         taken.add(name)
-        node.name = name
+        if name != node.name:
+            node.name = name
         if not may_have_subgraphs(node):
             continue
         for a in node.attribute:
@@ -57,9 +58,14 @@ class GraphView:
     """Tensor -> name of the node that writes it."""
     last_use: Mapping[str, int]
     """Tensor -> index in ``order`` of its last consumer."""
-    edges: Mapping[tuple[str, str], tuple[str, ...]] = field(repr=False)
-    """(producer, consumer) node names -> the tensors between them."""
+    outer_reads: Mapping[int, tuple[str, ...]] = field(repr=False)
+    """Index in ``order`` -> tensors its subgraphs read from this graph (If/Loop/Scan)."""
     types: Mapping[str, TensorInfo] = field(repr=False)
+
+    @cached_property
+    def edges(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """(producer, consumer) node names -> the tensors between them."""
+        return _edges(self.order, self.inputs, self.outer_reads, self.producer)
 
     @cached_property
     def dag(self) -> nx.DiGraph:
@@ -125,7 +131,6 @@ def build(
                     )
                 producer[o] = i
     available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | outer
-    edges: dict[tuple[int, int], list[str]] = {}
     outer_reads: dict[int, tuple[str, ...]] = {}
     in_order = True
     for i, node in enumerate(nodes):
@@ -137,44 +142,60 @@ def build(
             outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(node)))
             reads = (*inputs[i], *outer_reads[i])
         for t in reads:
-            if not t:
-                continue
             src = producer.get(t)
             if src is None:
-                if t not in available:
+                if t and t not in available:
                     raise GraphError(
                         f"node {names[i]!r} ({node.op_type}){where} reads tensor {t!r}, which no "
                         f"node, input or initializer provides; the model is malformed: re-export "
                         f"it or run onnx.checker.check_model to locate the break"
                     )
-                continue
-            if src >= i:
+            elif src >= i:
                 in_order = False
-            tensors = edges.get((src, i))
-            if tensors is None:
-                edges[(src, i)] = [t]
-            elif t not in tensors:
-                tensors.append(t)
-    named_edges = {(names[u], names[v]): tuple(ts) for (u, v), ts in edges.items()}
-    position: Sequence[int] = range(len(nodes))
+    producer_names = {t: names[i] for t, i in producer.items()}
     if not in_order:
-        position = _topological(_digraph(nodes, named_edges, types), where)
+        edges = _edges(nodes, inputs, outer_reads, producer_names)
+        position = _topological(_digraph(nodes, edges, types), where)
+        nodes = tuple(nodes[i] for i in position)
+        inputs = [inputs[i] for i in position]
+        outputs = [outputs[i] for i in position]
+        moved_to = {i: k for k, i in enumerate(position)}
+        outer_reads = {moved_to[i]: r for i, r in outer_reads.items()}
     last_use: dict[str, int] = {}
-    for k, i in enumerate(position):
-        for t in inputs[i]:
+    for k, ins in enumerate(inputs):
+        for t in ins:
             last_use[t] = k
-        for t in outer_reads.get(i, ()):
-            last_use[t] = k
+    for k, reads in outer_reads.items():
+        for t in reads:
+            last_use[t] = max(last_use.get(t, k), k)
     last_use.pop("", None)
     return GraphView(
-        order=nodes if in_order else tuple(nodes[i] for i in position),
-        inputs=tuple(inputs) if in_order else tuple(inputs[i] for i in position),
-        outputs=tuple(outputs) if in_order else tuple(outputs[i] for i in position),
-        producer={t: names[i] for t, i in producer.items()},
+        order=nodes,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        producer=producer_names,
         last_use=last_use,
-        edges=named_edges,
+        outer_reads=outer_reads,
         types=types,
     )
+
+
+def _edges(
+    nodes: Sequence[onnx.NodeProto],
+    inputs: Sequence[tuple[str, ...]],
+    outer_reads: Mapping[int, tuple[str, ...]],
+    producer: Mapping[str, str],
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    edges: dict[tuple[str, str], list[str]] = {}
+    for i, node in enumerate(nodes):
+        for t in (*inputs[i], *outer_reads.get(i, ())):
+            src = producer.get(t)
+            if src is None:
+                continue
+            tensors = edges.setdefault((src, node.name), [])
+            if t not in tensors:
+                tensors.append(t)
+    return {key: tuple(ts) for key, ts in edges.items()}
 
 
 def _edge_bytes(tensors: Iterable[str], types: Mapping[str, TensorInfo]) -> int:

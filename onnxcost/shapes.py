@@ -449,16 +449,29 @@ class KnownValues:
     """Small tensors whose values are known: constants, read into numpy on first use, and
     the values folded from shape sub-graphs. Weights and large tensors are never read."""
 
-    __slots__ = ("_sources", "_values")
+    __slots__ = ("_constants", "_sources", "_values")
 
     def __init__(self, sources: dict[str, _ValueSource] | None = None) -> None:
         self._sources = sources or {}
         self._values: dict[str, np.ndarray] = {}
+        self._constants: dict[bytes, np.ndarray | None] = {}
+        """Constant nodes by their serialized attribute: exporters repeat the same few
+        (axes [0], index 1) thousands of times; each is read once. Shared arrays are read-only."""
 
     def get(self, name: str) -> np.ndarray | None:
         value = self._values.get(name)
         if value is None and name in self._sources:
-            value = _to_array(self._sources.pop(name))
+            source = self._sources.pop(name)
+            if isinstance(source, onnx.NodeProto):
+                key = b"".join(a.SerializeToString() for a in source.attribute)
+                if key in self._constants:
+                    value = self._constants[key]
+                else:
+                    value = self._constants[key] = _to_array(source)
+                    if value is not None:
+                        value.flags.writeable = False
+            else:
+                value = _to_array(source)
             if value is not None:
                 self._values[name] = value
         return value

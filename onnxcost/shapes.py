@@ -76,17 +76,20 @@ def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
 _SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
+_DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
+
+
 def may_have_subgraphs(node: onnx.NodeProto) -> bool:
     """Cheap pre-check: in the default domain only control-flow ops carry graphs."""
-    return node.op_type in _SUBGRAPH_OPS or node.domain not in ("", "ai.onnx")
+    return node.op_type in _SUBGRAPH_OPS or node.domain not in _DEFAULT_DOMAINS
 
 
 def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
     """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
     yield scope, graph
     for node in graph.node:
-        if not may_have_subgraphs(node):
-            continue
+        if node.op_type not in _SUBGRAPH_OPS and node.domain in _DEFAULT_DOMAINS:
+            continue  # may_have_subgraphs, inlined: this loop runs over every node
         for a in node.attribute:
             sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
             if a.type == onnx.AttributeProto.GRAPH:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
+from onnxcost.errors import OnnxcostError
 
 LOOP = """
 <ir_version: 8, opset_import: ["" : 17]>
@@ -209,3 +211,27 @@ def test_int4_and_bf16_param_bytes() -> None:
 def test_public_api_is_pinned() -> None:
     assert sorted(onnxcost.__all__) == ["Analysis", "OnnxcostError", "__version__", "analyze"]
     assert isinstance(onnx.__version__, str)
+
+
+def test_garbage_collector_state_is_restored() -> None:
+    # analyze pauses the cyclic collector while it runs, and must hand it back as it was,
+    # on success and on error alike.
+    import gc
+
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  y = Relu (x)
+}"""
+    assert gc.isenabled()
+    analyze_text(text)
+    assert gc.isenabled()
+    with pytest.raises(OnnxcostError):
+        onnxcost.analyze(b"not a model")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        analyze_text(text)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -548,12 +548,13 @@ def _known_values(graph: onnx.GraphProto) -> KnownValues:
 
 
 _FOLDS_WITH_TYPES = frozenset({"Shape", "Size"})
+_FOLDS = frozenset(_FOLD) | _FOLDS_WITH_TYPES
 
 
 def _fold_node(node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: KnownValues) -> None:
     """Evaluate ``node`` with numpy if it computes a small value from known values."""
     op_type = node.op_type
-    if op_type not in _FOLD and op_type not in _FOLDS_WITH_TYPES:
+    if op_type not in _FOLDS:
         return
     if not node.output or node.domain not in ("", "ai.onnx") or node.output[0] in values:
         return
@@ -607,15 +608,17 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
         model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
     )
     for node in model.graph.node:
-        if node.op_type in _SUBGRAPH_OPS:
+        op_type = node.op_type
+        if op_type in _SUBGRAPH_OPS:
             continue
         for o in node.output:
             if o:
                 info = types.get(o)
-                if info is None or not info.is_concrete:
+                if info is None or info._numel < 0:
                     _infer_node(node, run)
                     break
-        _fold_node(node, types, values)
+        if op_type in _FOLDS:
+            _fold_node(node, types, values)
 
 
 def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:

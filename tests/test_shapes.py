@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from onnxcost_testing import analyze_text
+from onnx import TensorProto, helper
+from onnxcost_testing import analyze_text, parse
 
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.shapes import parse_dim, parse_input_shape
@@ -131,3 +133,55 @@ g (float[batch,16] x) => (float[batch,8] y) <float[16,8] w = {1.0}, float[batch,
     a = analyze_text(text, dims={"batch": 4})
     assert [n.status for n in a.nodes] == ["ok", "ok"]
     assert a.nodes[1].macs == 512
+
+
+@pytest.mark.parametrize(
+    ("dtype", "elem"),
+    [
+        (np.int64, TensorProto.INT64),
+        (np.int32, TensorProto.INT32),
+        (np.bool_, TensorProto.BOOL),
+        (np.float32, TensorProto.FLOAT),
+    ],
+)
+def test_constant_values_read_like_numpy_helper(dtype: type, elem: int) -> None:
+    # The fast reader must agree with onnx's own, for raw bytes and for typed fields.
+    from onnx import numpy_helper
+
+    from onnxcost.shapes import _tensor_to_array
+
+    data = np.array([[3, 0, 1], [2, 5, 4]]).astype(dtype)
+    raw = numpy_helper.from_array(data, "raw")
+    typed = helper.make_tensor("typed", elem, [2, 3], data.reshape(-1).tolist())
+    assert typed.HasField("raw_data") is False
+    for t in (raw, typed):
+        got = _tensor_to_array(t)
+        assert got is not None
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, numpy_helper.to_array(t))
+
+
+def test_constant_whose_data_does_not_fill_its_dims_is_unknown() -> None:
+    from onnxcost.shapes import _tensor_to_array
+
+    short = TensorProto(name="short", data_type=TensorProto.INT64, dims=[4])
+    short.int64_data.extend([1, 2, 3])  # 3 values for 4 elements
+    assert _tensor_to_array(short) is None
+
+
+def test_repeated_constants_share_one_read_only_array() -> None:
+    from onnxcost.shapes import _known_values
+
+    m = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  a = Constant <value = int64[1] {0}> ()
+  b = Constant <value = int64[1] {0}> ()
+  y = Identity (x)
+}""")
+    values = _known_values(m.graph)
+    a, b = values.get("a"), values.get("b")
+    assert a is not None
+    assert a is b
+    assert not a.flags.writeable
+    assert a.tolist() == [0]

@@ -24,6 +24,7 @@ from onnxcost.costs._context import (
     TensorInfo,
     UnknownShapeError,
     dtype_name,
+    known_bytes,
     tensor_bytes,
 )
 from onnxcost.costs._registry import Cost, OpSpec, normalize_domain
@@ -196,7 +197,6 @@ def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
 def _count_weights(
     w: _Walk,
     in_names: Sequence[str],
-    inputs: Sequence[TensorInfo | None],
     spec: OpSpec | None,
     ctx: OpContext,
 ) -> int:
@@ -237,19 +237,6 @@ def _spec_of(w: _Walk, node: onnx.NodeProto) -> tuple[str, int, OpSpec | None]:
     return found
 
 
-def _known_bytes(tensors: Sequence[TensorInfo | None]) -> tuple[int, bool]:
-    """Total bytes of the tensors whose shapes are known, and whether that is all of them."""
-    total = 0
-    complete = True
-    for t in tensors:
-        if t is not None:
-            if t._nbytes < 0:
-                complete = False
-            else:
-                total += t._nbytes
-    return total, complete
-
-
 def _cost_node(
     w: _Walk,
     node: onnx.NodeProto,
@@ -265,7 +252,7 @@ def _cost_node(
     inputs = tuple([types.get(i) if i else None for i in in_names])
     outputs = tuple([types.get(o) if o else None for o in out_names])
     ctx = OpContext(node, opset, inputs, outputs)
-    params = _count_weights(w, in_names, inputs, spec, ctx)
+    params = _count_weights(w, in_names, spec, ctx)
     note = ""
     cost = _NO_COST
     status: Status
@@ -281,8 +268,8 @@ def _cost_node(
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
-    bytes_read, inputs_known = _known_bytes(inputs)
-    bytes_written, outputs_known = _known_bytes(outputs)
+    bytes_read, inputs_known = known_bytes(inputs)
+    bytes_written, outputs_known = known_bytes(outputs)
     if not (inputs_known and outputs_known) and not control_flow and status in ("ok", "zero"):
         status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's)
     if status == "unknown_shape":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from onnxcost.costs._context import TensorInfo
+from onnxcost.costs._context import TensorInfo, known_bytes
 from onnxcost.errors import GraphError
 from onnxcost.shapes import may_have_subgraphs
 
@@ -84,7 +84,7 @@ def _digraph(
     dag: nx.DiGraph = nx.DiGraph()
     dag.add_nodes_from((n.name, {"node": n, "index": i}) for i, n in enumerate(nodes))
     dag.add_edges_from(
-        (u, v, {"tensors": list(tensors), "bytes": _edge_bytes(tensors, types)})
+        (u, v, {"tensors": list(tensors), "bytes": known_bytes(map(types.get, tensors))[0]})
         for (u, v), tensors in edges.items()
     )
     return dag
@@ -196,15 +196,6 @@ def _edges(
             if t not in tensors:
                 tensors.append(t)
     return {key: tuple(ts) for key, ts in edges.items()}
-
-
-def _edge_bytes(tensors: Iterable[str], types: Mapping[str, TensorInfo]) -> int:
-    total = 0
-    for t in tensors:
-        info = types.get(t)
-        if info is not None and info.is_concrete:
-            total += info.nbytes
-    return total
 
 
 def _topological(dag: nx.DiGraph, where: str) -> list[int]:

@@ -617,8 +617,7 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
                 if info is None or info._numel < 0:
                     _infer_node(node, run)
                     break
-        if op_type in _FOLDS:
-            _fold_node(node, types, values)
+        _fold_node(node, types, values)
 
 
 def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
@@ -628,6 +627,7 @@ def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
         return
     types, values = run.types, run.values
     key: list[object] = [domain, node.op_type, opset]
+    known: dict[str, np.ndarray] = {}
     for name in node.input:
         if not name:
             key.append(None)
@@ -638,13 +638,14 @@ def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
         key.append((info.elem_type, info.shape))
         value = values.get(name)
         if value is not None:
+            known[name] = value
             key.append((value.dtype.str, value.shape, value.tobytes()))
     key.extend(a.SerializeToString() for a in node.attribute)
     memo_key = tuple(key)
     if memo_key in run.memo:
         inferred = run.memo[memo_key]
     else:
-        inferred = run.memo[memo_key] = _infer_with_onnx(node, domain, opset, run)
+        inferred = run.memo[memo_key] = _infer_with_onnx(node, domain, opset, known, run)
     if inferred is None:
         return
     for index, elem, shape in inferred:
@@ -658,19 +659,20 @@ def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
 
 
 def _infer_with_onnx(
-    node: onnx.NodeProto, domain: str, opset: int, run: _Propagation
+    node: onnx.NodeProto,
+    domain: str,
+    opset: int,
+    known: Mapping[str, np.ndarray],
+    run: _Propagation,
 ) -> _Inferred | None:
+    """ONNX's own inference of one node, fed the input values ``known``."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None  # an op onnx does not know (contrib, custom): nothing to infer with
     inputs = [i for i in node.input if i]
     in_types = {i: _type_proto(run.types[i]) for i in inputs}
-    in_data = {}
-    for i in inputs:
-        value = run.values.get(i)
-        if value is not None:
-            in_data[i] = numpy_helper.from_array(value, i)
+    in_data = {name: numpy_helper.from_array(value, name) for name, value in known.items()}
     try:
         out = onnx.shape_inference.infer_node_outputs(
             schema,

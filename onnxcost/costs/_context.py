@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -104,7 +104,7 @@ class TensorInfo:
 
     def renamed(self, name: str) -> TensorInfo:
         """The same type under another name (cheap: nothing is recomputed)."""
-        new = _new_tensor_info(TensorInfo)
+        new = object.__new__(TensorInfo)
         new.name = name
         new.elem_type = self.elem_type
         new.shape = self.shape
@@ -153,7 +153,17 @@ class TensorInfo:
         return self._nbytes
 
 
-_new_tensor_info = object.__new__
+def known_bytes(tensors: Iterable[TensorInfo | None]) -> tuple[int, bool]:
+    """Total bytes of the tensors whose shapes are known, and whether that is all of them."""
+    total = 0
+    complete = True
+    for t in tensors:
+        if t is not None:
+            if t._nbytes < 0:
+                complete = False
+            else:
+                total += t._nbytes
+    return total, complete
 
 
 @lru_cache(maxsize=4096)

@@ -70,6 +70,7 @@ def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
 def _check_external(model: onnx.ModelProto, base: Path | None, what: str) -> int:
     """Validate every external reference without reading it; return the files' total size."""
     sizes: dict[Path, int] = {}
+    targets: dict[str, Path] = {}  # location -> its checked file: most tensors share one
     root = base.resolve() if base is not None else None
     for tensor in _external_tensors(model):
         info = {e.key: e.value for e in tensor.external_data}
@@ -81,13 +82,16 @@ def _check_external(model: onnx.ModelProto, base: Path | None, what: str) -> int
                 f"{what}: tensor {tensor.name!r} keeps its data in external file {location!r}, "
                 f"which cannot be found for an in-memory model; pass the model's path instead"
             )
-        target = (root / location).resolve()
-        if Path(location).is_absolute() or not target.is_relative_to(root):
-            raise ModelLoadError(
-                f"{what}: tensor {tensor.name!r} points its external data outside the model's "
-                f"folder ({location!r}); refusing to follow it (path traversal). Move the data "
-                f"file beside the model and fix its location"
-            )
+        target = targets.get(location)
+        if target is None:
+            target = (root / location).resolve()
+            if Path(location).is_absolute() or not target.is_relative_to(root):
+                raise ModelLoadError(
+                    f"{what}: tensor {tensor.name!r} points its external data outside the model's "
+                    f"folder ({location!r}); refusing to follow it (path traversal). Move the data "
+                    f"file beside the model and fix its location"
+                )
+            targets[location] = target
         if target not in sizes:
             try:
                 sizes[target] = target.stat().st_size

@@ -9,10 +9,10 @@ from __future__ import annotations
 import gc
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -190,6 +190,17 @@ class _Walk:
         return cost.flops
 
 
+class _Node(NamedTuple):
+    """One node and the fields the walk reads, each read from the protobuf once."""
+
+    proto: onnx.NodeProto
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+
 def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
     return opsets.get(normalize_domain(domain), 1)
 
@@ -198,7 +209,7 @@ def _count_weights(
     w: _Walk,
     in_names: Sequence[str],
     spec: OpSpec | None,
-    ctx: OpContext,
+    context: Callable[[], OpContext],
 ) -> int:
     """Params this node brings in: weight tensors at data positions, each counted once."""
     params = 0
@@ -218,7 +229,7 @@ def _count_weights(
             count = info._numel
             if spec is not None and i in spec.param_elements:
                 try:
-                    count = spec.param_elements[i](ctx)
+                    count = spec.param_elements[i](context())
                 except (UnknownShapeError, IndexError, TypeError, ValueError):
                     count = info._numel
             w.param_counts[name] = count
@@ -226,45 +237,48 @@ def _count_weights(
     return params
 
 
-def _spec_of(w: _Walk, node: onnx.NodeProto) -> tuple[str, int, OpSpec | None]:
-    """(domain, opset, formula spec) of a node's op, looked up once per op type."""
-    key = (node.domain, node.op_type)
+def _spec_of(w: _Walk, node_domain: str, op_type: str) -> tuple[str, int, OpSpec | None]:
+    """(domain, opset, formula spec) of an op, looked up once per op type."""
+    key = (node_domain, op_type)
     found = w.specs.get(key)
     if found is None:
-        domain = normalize_domain(node.domain)
+        domain = normalize_domain(node_domain)
         opset = _opset_of(w.opsets, domain)
-        found = w.specs[key] = (domain, opset, REGISTRY.lookup(domain, node.op_type, opset))
+        found = w.specs[key] = (domain, opset, REGISTRY.lookup(domain, op_type, opset))
     return found
 
 
 def _cost_node(
     w: _Walk,
-    node: onnx.NodeProto,
-    in_names: tuple[str, ...],
-    out_names: tuple[str, ...],
+    node: _Node,
     scope: str,
     multiplier: int,
     counted: bool,
 ) -> tuple[NodeRecord, Cost]:
+    proto, name, op_type, node_domain, in_names, out_names = node
     types = w.shapes.types
-    op_type = node.op_type
-    domain, opset, spec = _spec_of(w, node)
+    domain, opset, spec = w.specs.get((node_domain, op_type)) or _spec_of(w, node_domain, op_type)
     inputs = tuple([types.get(i) if i else None for i in in_names])
     outputs = tuple([types.get(o) if o else None for o in out_names])
-    ctx = OpContext(node, opset, inputs, outputs)
-    params = _count_weights(w, in_names, spec, ctx)
+
+    def context() -> OpContext:
+        return OpContext(proto, opset, inputs, outputs)
+
+    params = _count_weights(w, in_names, spec, context) if in_names else 0
     note = ""
     cost = _NO_COST
     status: Status
     control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
-        cost, status, note = _control_flow(w, node, scope, counted)
+        cost, status, note = _control_flow(w, proto, scope, counted)
     elif spec is None:
         status = "unsupported"
         w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
+    elif spec.zero:
+        status = "zero"  # no arithmetic: nothing to ask the formula
     else:
         try:
-            cost = spec.formula(ctx)
+            cost = spec.formula(context())
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
@@ -280,7 +294,7 @@ def _cost_node(
         bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
         note = (note + "; " if note else "") + f"x{multiplier} iterations"
     rec = NodeRecord(
-        node.name,
+        name,
         op_type,
         domain,
         status,
@@ -300,22 +314,16 @@ def _cost_node(
 
 
 def _record(
-    w: _Walk,
-    node: onnx.NodeProto,
-    in_names: tuple[str, ...],
-    out_names: tuple[str, ...],
-    scope: str,
-    multiplier: int,
-    counted: bool,
+    w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
-    rec, cost = _cost_node(w, node, in_names, out_names, scope, multiplier, counted)
+    rec, cost = _cost_node(w, node, scope, multiplier, counted)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
-    w.counted[slot] = counted and not (node.op_type in SUBGRAPH_OPS and rec.domain == "")
+    w.counted[slot] = counted and not (rec.op_type in SUBGRAPH_OPS and rec.domain == "")
     return rec, cost
 
 
@@ -416,8 +424,10 @@ def _walk_subgraph(
             info = w.shapes.types.get(node.output[0])
             if info is not None:
                 w.weights[node.output[0]] = info
-        in_names, out_names = tuple(node.input), tuple(node.output)
-        total = total + _record(w, node, in_names, out_names, scope, multiplier, counted)[1]
+        row = _Node(
+            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
+        )
+        total = total + _record(w, row, scope, multiplier, counted)[1]
     if probe:
         del w.records[n_records:]
         del w.counted[n_records:]
@@ -487,14 +497,15 @@ def _model_info(
     )
 
 
-def _check_domains(proto: onnx.ModelProto) -> None:
+def _check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
     declared = {normalize_domain(o.domain) for o in proto.opset_import}
-    for node in proto.graph.node:
-        if normalize_domain(node.domain) not in declared:
-            raise GraphError(
-                f"node {node.name or node.op_type!r} uses domain {node.domain!r}, which the model's "
-                f"opset_import does not declare; the model is malformed: re-export it"
-            )
+    undeclared = {d for d in set(view.domains) if normalize_domain(d) not in declared}
+    if undeclared:
+        k = next(k for k, d in enumerate(view.domains) if d in undeclared)
+        raise GraphError(
+            f"node {view.order[k].name or view.op_types[k]!r} uses domain {view.domains[k]!r}, which "
+            f"the model's opset_import does not declare; the model is malformed: re-export it"
+        )
 
 
 def analyze(
@@ -542,24 +553,27 @@ def _analyze(
     proto = loaded.proto
     if proto.functions:
         proto = onnx.inliner.inline_local_functions(proto)
-    _check_domains(proto)
     name_nodes(proto.graph)
-    shapes = infer(proto, input_shapes, dims)
-    proto = shapes.model
+    view = build(proto.graph)
+    _check_domains(proto, view)
+    shapes = infer(proto, input_shapes, dims, view)
+    view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
-    view = build(proto.graph, shapes.types)
     weights = {
         t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer
     }
     walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
     total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
-    for node, in_names, out_names in zip(view.order, view.inputs, view.outputs, strict=True):
-        if out_names and node.op_type == "Constant":
+    for row in zip(
+        view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs, strict=True
+    ):
+        out_names = row[5]
+        if out_names and row[2] == "Constant":
             info = shapes.types.get(out_names[0])
             if info is not None:
                 weights[out_names[0]] = info
-        rec, cost = _record(walk, node, in_names, out_names, "", 1, True)
+        rec, cost = _record(walk, _Node._make(row), "", 1, True)
         total_macs += cost.macs
         total_flops += cost.flops
         main_records.append(rec)

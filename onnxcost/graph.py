@@ -9,7 +9,7 @@ Most exports are already in order, and skipping it there keeps the analysis fast
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -17,11 +17,34 @@ from typing import TYPE_CHECKING
 import onnx
 
 from onnxcost.costs._context import TensorInfo, known_bytes
+from onnxcost.costs.control_flow import SUBGRAPH_OPS
 from onnxcost.errors import GraphError
-from onnxcost.shapes import may_have_subgraphs
 
 if TYPE_CHECKING:
     import networkx as nx
+
+
+DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
+
+
+def may_have_subgraphs(node: onnx.NodeProto) -> bool:
+    """Cheap pre-check: in the default domain only control-flow ops carry graphs."""
+    return node.op_type in SUBGRAPH_OPS or node.domain not in DEFAULT_DOMAINS
+
+
+def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
+    """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
+    yield scope, graph
+    for node in graph.node:
+        if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
+            continue  # may_have_subgraphs, inlined: this loop runs over every node
+        for a in node.attribute:
+            sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from iter_graphs(a.g, sub_scope)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for i, g in enumerate(a.graphs):
+                    yield from iter_graphs(g, f"{sub_scope}[{i}]")
 
 
 def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
@@ -35,8 +58,8 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
         taken.add(name)
         if name != node.name:
             node.name = name
-        if not may_have_subgraphs(node):
-            continue
+        if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
+            continue  # may_have_subgraphs, inlined: this loop runs over every node
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
                 name_nodes(a.g, taken)
@@ -51,9 +74,15 @@ class GraphView:
 
     order: tuple[onnx.NodeProto, ...]
     """Topological order (the file's own when it already is one)."""
+    names: tuple[str, ...]
+    """Name of each node of ``order``."""
     inputs: tuple[tuple[str, ...], ...]
     """Input names of each node of ``order`` ('' where an optional input is omitted)."""
     outputs: tuple[tuple[str, ...], ...]
+    op_types: tuple[str, ...]
+    """Op type of each node of ``order``."""
+    domains: tuple[str, ...]
+    """Domain of each node of ``order``, as written ('' or 'ai.onnx' for the default)."""
     producer: Mapping[str, str]
     """Tensor -> name of the node that writes it."""
     last_use: Mapping[str, int]
@@ -106,20 +135,24 @@ def _outer_inputs(node: onnx.NodeProto) -> Iterable[str]:
 
 def build(
     graph: onnx.GraphProto,
-    types: Mapping[str, TensorInfo],
+    types: Mapping[str, TensorInfo] | None = None,
     outer: frozenset[str] = frozenset(),
     scope: str = "",
 ) -> GraphView:
     """Check ``graph`` (SSA, every read tensor provided, acyclic) and index it.
 
-    ``outer`` names tensors visible from enclosing graphs. Node inputs and outputs are read
+    ``types`` (tensor -> type) gives the DiGraph's edge sizes; ``outer`` names tensors
+    visible from enclosing graphs. Node inputs and outputs are read
     from the protobuf once here; the passes after this one use the view's tuples.
     """
     where = f" (in subgraph {scope})" if scope else ""
     nodes = tuple(graph.node)
     names = [node.name for node in nodes]
-    inputs = [tuple(node.input) for node in nodes]
-    outputs = [tuple(node.output) for node in nodes]
+    op_types = [node.op_type for node in nodes]
+    domains = [node.domain for node in nodes]
+    # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
+    inputs = [tuple(node.input[:]) for node in nodes]
+    outputs = [tuple(node.output[:]) for node in nodes]
     producer: dict[str, int] = {}
     for i, outs in enumerate(outputs):
         for o in outs:
@@ -135,7 +168,7 @@ def build(
     in_order = True
     for i, node in enumerate(nodes):
         reads: Iterable[str] = inputs[i]
-        if may_have_subgraphs(node) and any(
+        if (op_types[i] in SUBGRAPH_OPS or domains[i] not in DEFAULT_DOMAINS) and any(
             a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
             for a in node.attribute
         ):
@@ -155,10 +188,13 @@ def build(
     producer_names = {t: names[i] for t, i in producer.items()}
     if not in_order:
         edges = _edges(nodes, inputs, outer_reads, producer_names)
-        position = _topological(_digraph(nodes, edges, types), where)
+        position = _topological(_digraph(nodes, edges, types or {}), where)
         nodes = tuple(nodes[i] for i in position)
         inputs = [inputs[i] for i in position]
         outputs = [outputs[i] for i in position]
+        names = [names[i] for i in position]
+        op_types = [op_types[i] for i in position]
+        domains = [domains[i] for i in position]
         moved_to = {i: k for k, i in enumerate(position)}
         outer_reads = {moved_to[i]: r for i, r in outer_reads.items()}
     last_use: dict[str, int] = {}
@@ -171,12 +207,15 @@ def build(
     last_use.pop("", None)
     return GraphView(
         order=nodes,
+        names=tuple(names),
         inputs=tuple(inputs),
         outputs=tuple(outputs),
+        op_types=tuple(op_types),
+        domains=tuple(domains),
         producer=producer_names,
         last_use=last_use,
         outer_reads=outer_reads,
-        types=types,
+        types={} if types is None else types,
     )
 
 

@@ -29,10 +29,10 @@ from onnxcost.bench.providers import (
 )
 from onnxcost.costs._context import dtype_name
 from onnxcost.errors import ModelLoadError, ProviderError, UsageError
-from onnxcost.graph import name_nodes
+from onnxcost.graph import iter_graphs, name_nodes
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, build_builtin, load_model
 from onnxcost.records import TensorRecord
-from onnxcost.shapes import iter_graphs, shape_of
+from onnxcost.shapes import shape_of
 
 OptLevel = Literal["disable", "basic", "extended", "all"]
 OPT_LEVELS: tuple[OptLevel, ...] = ("disable", "basic", "extended", "all")

@@ -1,0 +1,149 @@
+"""Per-node inference (graphs without subgraphs) against ONNX's whole-graph inference.
+
+``shapes.infer`` given the graph view infers a flat graph node by node, once per distinct
+node; without the view it runs ``onnx.shape_inference.infer_shapes`` on the whole model,
+then the same per-node pass where that left shapes unknown. The two must give every
+tensor a node reads or writes the same element type and shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import onnx
+import onnx.shape_inference
+import pytest
+from onnxcost_testing import parse
+
+from onnxcost import zoo
+from onnxcost.graph import build, name_nodes
+from onnxcost.shapes import infer
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = sorted([*ROOT.glob("models/*.onnx"), *ROOT.glob("tests/data/optimized/*.onnx")])
+
+Types = dict[str, tuple[int, object]]
+
+
+def _both(
+    model: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> tuple[Types, Types]:
+    """(per-node types, whole-graph types) of every tensor a node reads or writes."""
+    flat, whole = onnx.ModelProto(), onnx.ModelProto()
+    flat.CopyFrom(model)
+    whole.CopyFrom(model)
+    name_nodes(flat.graph)
+    view = build(flat.graph)
+    assert not view.outer_reads, "the per-node path is for graphs without subgraphs"
+    per_node = infer(flat, input_shapes, dims, view)
+    assert per_node.model is flat  # inferred in place: no whole-graph copy was made
+    whole_graph = infer(whole, input_shapes, dims)
+    assert whole_graph.model is not whole
+    touched = {t for n in model.graph.node for t in (*n.input, *n.output) if t}
+    touched |= {vi.name for vi in (*model.graph.input, *model.graph.output)}
+
+    def pick(types: Mapping[str, object]) -> Types:
+        return {
+            n: (t.elem_type, t.shape)  # type: ignore[attr-defined]
+            for n, t in types.items()
+            if n in touched
+        }
+
+    return pick(per_node.types), pick(whole_graph.types)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_shipped_and_optimized_files(path: Path) -> None:
+    per_node, whole_graph = _both(onnx.load(path, load_external_data=False))
+    assert per_node == whole_graph
+    assert per_node  # something was typed
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_builtin_models(name: str) -> None:
+    per_node, whole_graph = _both(zoo.build(name, weights=False))
+    assert per_node == whole_graph
+
+
+def test_symbolic_dims_set_by_flags() -> None:
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch, seq, 8] x) => (float[batch, seq, 4] y) <float[8,4] w = {1.0}> {
+  s = Shape (x)
+  h = Reshape (x, s)
+  y = MatMul (h, w)
+}""")
+    per_node, whole_graph = _both(model, dims={"batch": 3}, input_shapes=None)
+    assert per_node == whole_graph
+    assert per_node["y"] == (onnx.TensorProto.FLOAT, (3, 1, 4))  # seq defaulted to 1
+
+
+def test_contrib_op_takes_its_declared_shape_downstream() -> None:
+    # onnx has no schema for com.microsoft::FusedMatMul: its output comes from value_info,
+    # and the Relu after it is inferred from that.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+g (float[2,8] x, float[8,4] w) => (float[2,4] y) <float[2,4] f> {
+  f = com.microsoft.FusedMatMul <alpha = 1.0> (x, w)
+  y = Relu (f)
+}""")
+    per_node, whole_graph = _both(model)
+    assert per_node == whole_graph
+    assert per_node["y"] == (onnx.TensorProto.FLOAT, (2, 4))
+
+
+def test_repeated_layers_are_inferred_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Eight identical Relu -> Add layers: the first layer's two nodes are inferred by ONNX,
+    # the other seven layers reuse them; the whole-graph pass is never called.
+    layers = "\n".join(f"  r{i} = Relu (a{i})\n  a{i + 1} = Add (r{i}, b)" for i in range(8))
+    model = parse(f"""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,16] a0, float[16] b) => (float[2,16] a8) {{
+{layers}
+}}""")
+    calls: list[str] = []
+    original = onnx.shape_inference.infer_node_outputs
+
+    def counting(
+        schema: onnx.defs.OpSchema, node: onnx.NodeProto, *a: object, **k: object
+    ) -> object:
+        calls.append(node.op_type)
+        return original(schema, node, *a, **k)  # type: ignore[arg-type]
+
+    def forbidden(*a: object, **k: object) -> None:
+        raise AssertionError("whole-graph inference ran on a graph without subgraphs")
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_node_outputs", counting)
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", forbidden)
+    name_nodes(model.graph)
+    view = build(model.graph)
+    result = infer(model, None, None, view)
+    assert sorted(calls) == ["Add", "Relu"]
+    assert all(result.types[f"a{i}"].shape == (2, 16) for i in range(9))
+
+
+def test_subgraphs_go_through_whole_graph_inference(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (bool c, float[4] x) => (float[4] y) {
+  y = If (c) <
+    then_branch = t () => (float[4] a) { a = Relu (x) },
+    else_branch = e () => (float[4] b) { b = Neg (x) }
+  >
+}""")
+    ran: list[bool] = []
+    original = onnx.shape_inference.infer_shapes
+
+    def whole(*a: object, **k: object) -> onnx.ModelProto:
+        ran.append(True)
+        return original(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", whole)
+    name_nodes(model.graph)
+    view = build(model.graph)
+    result = infer(model, None, None, view)
+    assert ran == [True]
+    assert result.types["a"].shape == (4,)

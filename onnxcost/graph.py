@@ -27,17 +27,12 @@ if TYPE_CHECKING:
 DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
 
 
-def may_have_subgraphs(node: onnx.NodeProto) -> bool:
-    """Cheap pre-check: in the default domain only control-flow ops carry graphs."""
-    return node.op_type in SUBGRAPH_OPS or node.domain not in DEFAULT_DOMAINS
-
-
 def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
     """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
     yield scope, graph
     for node in graph.node:
         if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
-            continue  # may_have_subgraphs, inlined: this loop runs over every node
+            continue  # in the default domain only control-flow ops carry graphs
         for a in node.attribute:
             sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
             if a.type == onnx.AttributeProto.GRAPH:
@@ -51,15 +46,16 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
     """Give every node (subgraphs included) a unique, stable name: ``<op_type>_<index>`` if empty."""
     taken = set() if taken is None else taken
     for i, node in enumerate(graph.node):
-        base = node.name or f"{node.op_type}_{i}"
+        current = node.name
+        base = current or f"{node.op_type}_{i}"
         name, k = base, 1
         while name in taken:
             name, k = f"{base}_{k}", k + 1
         taken.add(name)
-        if name != node.name:
+        if name != current:
             node.name = name
         if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
-            continue  # may_have_subgraphs, inlined: this loop runs over every node
+            continue  # in the default domain only control-flow ops carry graphs
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
                 name_nodes(a.g, taken)

@@ -1,8 +1,14 @@
-"""Shapes: user overrides, ONNX shape inference with data propagation, then concrete
-evaluation (numpy) of shape-computing sub-graphs wherever inference left a dim unknown.
+"""Shapes: user overrides, ONNX shape inference, and concrete evaluation (numpy) of
+shape-computing sub-graphs (Shape, Gather, Concat, Slice, Range, Where, ...).
 
-The per-op shape logic is ONNX's own: we only feed it values it could not compute itself
-(a folded ``Where``, ``Range`` or ``Equal`` on shapes), then run it again.
+The per-op shape logic is always ONNX's own; we feed it the values it cannot compute
+itself (a folded ``Where``, ``Range`` or ``Equal`` on shapes). Two routes, same shapes:
+
+- a graph without subgraphs is walked once in topological order: each node is folded and
+  inferred by ONNX's per-node inference, once per distinct (op, attributes, input types,
+  input values), so the repeated layers of a model cost a lookup each (``_per_node``);
+- a model with If/Loop/Scan bodies goes through ONNX's whole-graph inference with data
+  propagation, then the same per-node pass wherever a shape is still unknown.
 """
 
 from __future__ import annotations

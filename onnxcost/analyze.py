@@ -503,7 +503,7 @@ def _check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
     if undeclared:
         k = next(k for k, d in enumerate(view.domains) if d in undeclared)
         raise GraphError(
-            f"node {view.order[k].name or view.op_types[k]!r} uses domain {view.domains[k]!r}, which "
+            f"node {view.names[k] or view.op_types[k]!r} uses domain {view.domains[k]!r}, which "
             f"the model's opset_import does not declare; the model is malformed: re-export it"
         )
 

@@ -84,7 +84,8 @@ def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
 @dataclass
 class ShapeResult:
     model: onnx.ModelProto
-    """The model with inferred value_info (subgraphs included)."""
+    """The model inferred: a copy with value_info (whole-graph route), or the model itself
+    (per-node route). Its nodes are the input model's, in the same order."""
     types: dict[str, TensorInfo]
     """Every tensor of the model and its subgraphs: name -> element type and shape."""
     values: KnownValues

@@ -257,7 +257,7 @@ def _cost_node(
 ) -> tuple[NodeRecord, Cost]:
     proto, name, op_type, node_domain, in_names, out_names = node
     types = w.shapes.types
-    domain, opset, spec = w.specs.get((node_domain, op_type)) or _spec_of(w, node_domain, op_type)
+    domain, opset, spec = _spec_of(w, node_domain, op_type)
     inputs = tuple([types.get(i) if i else None for i in in_names])
     outputs = tuple([types.get(o) if o else None for o in out_names])
 

@@ -533,15 +533,17 @@ _VALUE_DTYPES: dict[int, np.dtype[Any]] = {
 }
 
 
-def _known_values(graph: onnx.GraphProto) -> KnownValues:
-    """Where the value of each initializer and Constant output can be read, if it is needed."""
+def _known_values(graph: onnx.GraphProto, constants: bool = True) -> KnownValues:
+    """Where the value of each initializer and (with ``constants``) Constant output can be
+    read, if it is needed. Without, the caller registers Constants as it meets them."""
     sources: dict[str, _ValueSource] = {}
     for t in graph.initializer:
         if t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES:
             sources[t.name] = t
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            sources[node.output[0]] = node
+    if constants:
+        for node in graph.node:
+            if node.op_type == "Constant" and node.output:
+                sources[node.output[0]] = node
     return KnownValues(sources)
 
 
@@ -739,12 +741,9 @@ def _per_node(
     types: dict[str, TensorInfo] = {}
     for vi in graph.input:
         types[vi.name] = TensorInfo(vi.name, *shape_of(vi.type))
-    sources: dict[str, _ValueSource] = {}
     for t in graph.initializer:
         types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
-        if t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES:
-            sources[t.name] = t
-    values = KnownValues(sources)
+    values = _known_values(graph, constants=False)  # Constants: added as the walk meets them
     run = _Propagation(
         model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
     )

@@ -8,14 +8,17 @@ then measures:
    load_external_data=False)`` + ``onnx.shape_inference.infer_shapes(..., data_prop=True)``,
    alternating runs, ratio of medians; and the same ratio at 8, 16 and 32 layers, to show
    how it grows with node count;
-2. end to end: wall time and peak RSS of the ``onnxcost analyze`` command on the 8B model.
+2. end to end: wall time and peak RSS of the ``onnxcost analyze`` command on the 8B model;
+3. with ``--phases``: where ``analyze`` spends its time on the 8B model (load, naming, graph
+   index, shapes, and the rest: costs, summaries, peak memory), as shares of the whole.
 
-Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR]
+Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import resource
 import statistics
 import subprocess
@@ -28,6 +31,9 @@ import onnx
 
 import onnxcost
 from onnxcost import zoo
+from onnxcost.graph import build, name_nodes
+from onnxcost.model import load_model
+from onnxcost.shapes import infer
 
 LLAMA_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}
 
@@ -74,12 +80,45 @@ def end_to_end(path: Path, runs: int) -> tuple[float, int]:
     return statistics.median(walls), peak
 
 
+def phases(path: Path, runs: int) -> dict[str, float]:
+    """Median seconds of each stage of ``analyze``, the stages run as ``analyze`` runs them
+    (collector paused), and of a whole ``analyze`` in the same runs; 'rest' is the remainder."""
+    times: dict[str, list[float]] = {k: [] for k in ("load", "name", "index", "shapes", "total")}
+    onnxcost.analyze(path)
+    for _ in range(runs):
+        gc.disable()
+        t0 = time.perf_counter()
+        proto = load_model(path).proto
+        t1 = time.perf_counter()
+        name_nodes(proto.graph)
+        t2 = time.perf_counter()
+        view = build(proto.graph)
+        t3 = time.perf_counter()
+        infer(proto, None, None, view)
+        t4 = time.perf_counter()
+        gc.enable()
+        for key, a, b in (
+            ("load", t0, t1),
+            ("name", t1, t2),
+            ("index", t2, t3),
+            ("shapes", t3, t4),
+        ):
+            times[key].append(b - a)
+        t = time.perf_counter()
+        onnxcost.analyze(path)
+        times["total"].append(time.perf_counter() - t)
+    out = {k: statistics.median(v) for k, v in times.items()}
+    out["rest"] = out["total"] - sum(out[k] for k in ("load", "name", "index", "shapes"))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument(
         "--out", type=Path, default=None, help="where to write the models (default: a temp dir)"
     )
+    ap.add_argument("--phases", action="store_true", help="also split analyze's time by stage")
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="onnxcost-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -95,6 +134,17 @@ def main() -> None:
         f, s, r = ratio_of_medians(path, args.runs)
         print(
             f"{layers:>6} {a.model.node_count:>6} {a.totals.params:>14,} {f:>8.3f} {s:>9.3f} {r:>6.2f}  (written in {built:.2f} s)"
+        )
+    if args.phases:
+        split = phases(path8b, args.runs)
+        total = split["total"]
+        print(
+            f"phases of analyze on {path8b.name} (median of {args.runs}): "
+            + ", ".join(
+                f"{k} {split[k] * 1000:.1f} ms ({split[k] / total:.0%})"
+                for k in ("load", "name", "index", "shapes", "rest")
+            )
+            + f"; total {total * 1000:.1f} ms"
         )
     wall, rss_kib = end_to_end(path8b, args.runs)
     print(

@@ -631,7 +631,7 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
 
 
 def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
-    signature = _signature(node, node.input, run.types, run.values)
+    signature = _signature(node, node.input, node.output, run.types, run.values)
     if signature is not None:
         _apply_inferred(node.output, _inferred(node, signature, run), run.types)
 
@@ -639,12 +639,19 @@ def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
 def _signature(
     node: onnx.NodeProto,
     ins: Sequence[str],
+    outs: Sequence[str],
     types: Mapping[str, TensorInfo],
     values: KnownValues,
 ) -> tuple[object, ...] | None:
-    """What ONNX's inference of ``node`` and its folding depend on: domain, op, the type of
-    each input and its value where known, attributes. None when an input's rank is unknown."""
-    key: list[object] = [node.domain, node.op_type]
+    """What ONNX's inference of ``node`` and its folding depend on: domain, op, which
+    outputs it writes, the type of each input and its value where known, attributes.
+    None when an input's rank is unknown."""
+    # Optional outputs ('' where omitted) change what inference types.
+    key: list[object] = [
+        node.domain,
+        node.op_type,
+        tuple([o != "" for o in outs]) if "" in outs else len(outs),
+    ]
     for name in ins:
         if not name:
             key.append(None)
@@ -762,7 +769,7 @@ def _per_node(
                 types[outs[0]] = info.renamed(outs[0])
                 values.add_constant(node, attrs)
                 continue
-        signature = _signature(node, ins, types, values)
+        signature = _signature(node, ins, outs, types, values)
         if signature is None:
             _fold_node(node, types, values)
         else:

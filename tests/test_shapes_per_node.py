@@ -95,6 +95,21 @@ g (float[2,8] x, float[8,4] w) => (float[2,4] y) <float[2,4] f> {
     assert per_node["y"] == (onnx.TensorProto.FLOAT, (2, 4))
 
 
+def test_nodes_that_differ_only_in_optional_outputs_are_inferred_apart() -> None:
+    # Both LayerNormalizations read the same tensors with the same attributes; the second
+    # also writes Mean and InvStdDev, each [2, 1] (reduced over axis -1, kept). Reusing the
+    # first node's inference would leave those two untyped.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,8] x, float[8] s, float[8] b) => (float[2,8] y1, float[2,8] y2, mean, inv) {
+  y1 = LayerNormalization (x, s, b)
+  y2, mean, inv = LayerNormalization (x, s, b)
+}""")
+    per_node, whole_graph = _both(model)
+    assert per_node == whole_graph
+    assert per_node["mean"] == per_node["inv"] == (onnx.TensorProto.FLOAT, (2, 1))
+
+
 def test_repeated_layers_are_inferred_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # Eight identical Relu -> Add layers: the first layer's two nodes are inferred by ONNX,
     # the other seven layers reuse them; the whole-graph pass is never called.

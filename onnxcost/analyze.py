@@ -38,6 +38,7 @@ from onnxcost.records import (
     NodeRecord,
     OpTypeSummary,
     ScopeSummary,
+    ShapeOut,
     Status,
     TensorRecord,
     Totals,
@@ -181,6 +182,8 @@ class _Walk:
     unknown: int = 0
     specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
     """(node domain, op type) -> (normalized domain, opset, spec): one registry lookup each."""
+    costed: dict[int, _Costed] = field(default_factory=dict)
+    """Node kind (``ShapeResult.kinds``) -> what every node of that kind costs."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -248,51 +251,51 @@ def _spec_of(w: _Walk, node_domain: str, op_type: str) -> tuple[str, int, OpSpec
     return found
 
 
+class _Costed(NamedTuple):
+    """What a node's op, attributes and tensor types determine: the same for every node of
+    one kind (``ShapeResult.kinds``), so computed once per kind."""
+
+    status: Status
+    cost: Cost
+    bytes_read: int
+    bytes_written: int
+    input_shapes: tuple[ShapeOut, ...]
+    output_shapes: tuple[ShapeOut, ...]
+    note: str
+
+
+def _types_of(
+    types: Mapping[str, TensorInfo], names: Sequence[str]
+) -> tuple[TensorInfo | None, ...]:
+    return tuple([types.get(n) if n else None for n in names])
+
+
 def _cost_node(
     w: _Walk,
     node: _Node,
     scope: str,
     multiplier: int,
     counted: bool,
+    kind: int = -1,
 ) -> tuple[NodeRecord, Cost]:
     proto, name, op_type, node_domain, in_names, out_names = node
     types = w.shapes.types
     domain, opset, spec = _spec_of(w, node_domain, op_type)
-    inputs = tuple([types.get(i) if i else None for i in in_names])
-    outputs = tuple([types.get(o) if o else None for o in out_names])
 
     def context() -> OpContext:
-        return OpContext(proto, opset, inputs, outputs)
+        return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
 
     params = _count_weights(w, in_names, spec, context) if in_names else 0
-    note = ""
-    cost = _NO_COST
-    status: Status
-    control_flow = op_type in SUBGRAPH_OPS and domain == ""
-    if control_flow:
-        cost, status, note = _control_flow(w, proto, scope, counted)
-    elif spec is None:
-        status = "unsupported"
+    costed = w.costed.get(kind) if kind >= 0 else None
+    if costed is None:
+        costed = _costs(w, node, domain, opset, spec, scope, multiplier, counted)
+        if kind >= 0:
+            w.costed[kind] = costed
+    status, cost = costed.status, costed.cost
+    if status == "unsupported":
         w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
-    elif spec.zero:
-        status = "zero"  # no arithmetic: nothing to ask the formula
-    else:
-        try:
-            cost = spec.formula(context())
-            status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
-        except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
-            status = "unknown_shape"
-    bytes_read, inputs_known = known_bytes(inputs)
-    bytes_written, outputs_known = known_bytes(outputs)
-    if not (inputs_known and outputs_known) and not control_flow and status in ("ok", "zero"):
-        status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's)
-    if status == "unknown_shape":
+    elif status == "unknown_shape":
         w.unknown += 1
-        cost = _NO_COST
-    if multiplier != 1:
-        cost = cost * multiplier
-        bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
-        note = (note + "; " if note else "") + f"x{multiplier} iterations"
     rec = NodeRecord(
         name,
         op_type,
@@ -301,26 +304,77 @@ def _cost_node(
         cost.macs,
         w.flops(cost),
         params,
-        bytes_read,
-        bytes_written,
-        tuple([None if t is None else t.shape for t in inputs]),
-        tuple([None if t is None else t.shape for t in outputs]),
+        costed.bytes_read,
+        costed.bytes_written,
+        costed.input_shapes,
+        costed.output_shapes,
         in_names,
         out_names,
         scope,
-        note,
+        costed.note,
     )
     return rec, cost
 
 
+def _costs(
+    w: _Walk,
+    node: _Node,
+    domain: str,
+    opset: int,
+    spec: OpSpec | None,
+    scope: str,
+    multiplier: int,
+    counted: bool,
+) -> _Costed:
+    """Run the node's formula (or walk its bodies) and size the tensors it reads and writes."""
+    types = w.shapes.types
+    inputs = _types_of(types, node.inputs)
+    outputs = _types_of(types, node.outputs)
+    note = ""
+    cost = _NO_COST
+    status: Status
+    control_flow = node.op_type in SUBGRAPH_OPS and domain == ""
+    if control_flow:
+        cost, status, note = _control_flow(w, node.proto, scope, counted)
+    elif spec is None:
+        status = "unsupported"
+    elif spec.zero:
+        status = "zero"  # no arithmetic: nothing to ask the formula
+    else:
+        try:
+            cost = spec.formula(OpContext(node.proto, opset, inputs, outputs))
+            status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
+        except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
+            status = "unknown_shape"
+    bytes_read, inputs_known = known_bytes(inputs)
+    bytes_written, outputs_known = known_bytes(outputs)
+    if not (inputs_known and outputs_known) and not control_flow and status in ("ok", "zero"):
+        status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's)
+    if status == "unknown_shape":
+        cost = _NO_COST
+    if multiplier != 1:
+        cost = cost * multiplier
+        bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
+        note = (note + "; " if note else "") + f"x{multiplier} iterations"
+    return _Costed(
+        status,
+        cost,
+        bytes_read,
+        bytes_written,
+        tuple([None if t is None else t.shape for t in inputs]),
+        tuple([None if t is None else t.shape for t in outputs]),
+        note,
+    )
+
+
 def _record(
-    w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool
+    w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool, kind: int = -1
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
-    rec, cost = _cost_node(w, node, scope, multiplier, counted)
+    rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
     w.counted[slot] = counted and not (rec.op_type in SUBGRAPH_OPS and rec.domain == "")
@@ -565,15 +619,17 @@ def _analyze(
     walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
     total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
-    for row in zip(
+    kinds = shapes.kinds or (-1,) * len(view.order)
+    rows = zip(
         view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs, strict=True
-    ):
+    )
+    for row, kind in zip(rows, kinds, strict=True):
         out_names = row[5]
         if out_names and row[2] == "Constant":
             info = shapes.types.get(out_names[0])
             if info is not None:
                 weights[out_names[0]] = info
-        rec, cost = _record(walk, _Node._make(row), "", 1, True)
+        rec, cost = _record(walk, _Node._make(row), "", 1, True, kind)
         total_macs += cost.macs
         total_flops += cost.flops
         main_records.append(rec)

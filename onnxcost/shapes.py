@@ -91,6 +91,10 @@ class ShapeResult:
     values: KnownValues
     """Small tensors whose values are known (shape sub-graphs, int constants)."""
     warnings: list[str] = field(default_factory=list)
+    kinds: tuple[int, ...] = ()
+    """Per node of the view's order, on the per-node route: a number shared by the nodes
+    with the same op, attributes, and input and output types, which therefore cost the
+    same; -1 where no such sharing is known. Empty on the whole-graph route."""
 
 
 def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
@@ -716,9 +720,15 @@ class _Seen:
     outputs: tuple[tuple[int, TensorInfo], ...]
     """(output index, type) of each output inference typed, its name left empty."""
     value: np.ndarray | None
+    kind: int
+    """The signature's number (the position of its first node): ``ShapeResult.kinds``."""
+    complete: bool
+    """Whether inference typed every output the node writes."""
 
     @classmethod
-    def of(cls, node: onnx.NodeProto, signature: tuple[object, ...], run: _Propagation) -> _Seen:
+    def of(
+        cls, node: onnx.NodeProto, signature: tuple[object, ...], run: _Propagation, kind: int
+    ) -> _Seen:
         outputs = tuple(
             (index, TensorInfo("", elem, shape))
             for index, elem, shape in _inferred(node, signature, run) or ()
@@ -727,7 +737,8 @@ class _Seen:
         value = _fold_value(node, run.types, run.values) if node.output else None
         if value is not None:
             value.flags.writeable = False  # shared by every node of this signature
-        return cls(outputs, value)
+        complete = len(outputs) == sum(1 for o in node.output if o)
+        return cls(outputs, value, kind, complete)
 
 
 def _per_node(
@@ -735,7 +746,7 @@ def _per_node(
     view: GraphView,
     declared: Mapping[str, tuple[int, Shape | None]],
     symbols: Mapping[str, int],
-) -> tuple[dict[str, TensorInfo], KnownValues]:
+) -> tuple[dict[str, TensorInfo], KnownValues, list[int]]:
     """Infer a graph without subgraphs node by node, in topological order, with ONNX's own
     per-node inference fed every value folded so far.
 
@@ -743,6 +754,9 @@ def _per_node(
     op, attributes, input types and input values were all seen before takes the result
     and the folded value of the first such node: a 32-layer decoder infers one layer.
     Constants are typed from their attribute, each distinct attribute read once.
+
+    Also returns each node's kind (``ShapeResult.kinds``): nodes of one kind have the same
+    op, attributes, and input and output types, so the same costs.
     """
     graph = model.graph
     types: dict[str, TensorInfo] = {}
@@ -754,20 +768,24 @@ def _per_node(
     run = _Propagation(
         model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
     )
-    constants: dict[bytes, TensorInfo | None] = {}
+    constants: dict[bytes, tuple[TensorInfo | None, int]] = {}
     seen: dict[tuple[object, ...], _Seen] = {}
+    kinds: list[int] = []
     for node, op_type, domain, ins, outs in zip(
         view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True
     ):
+        kind = -1
         if op_type == "Constant" and len(outs) == 1 and domain in DEFAULT_DOMAINS:
             attrs = _attribute_key(node)
-            if attrs in constants:
-                info = constants[attrs]
-            else:
-                info = constants[attrs] = _constant_info(node)
+            found_constant = constants.get(attrs)
+            if found_constant is None:
+                info = _constant_info(node)
+                found_constant = constants[attrs] = (info, -1 if info is None else len(kinds))
+            info, kind = found_constant
             if info is not None:
                 types[outs[0]] = info.renamed(outs[0])
                 values.add_constant(node, attrs)
+                kinds.append(kind)
                 continue
         signature = _signature(node, ins, outs, types, values)
         if signature is None:
@@ -775,11 +793,14 @@ def _per_node(
         else:
             found = seen.get(signature)
             if found is None:
-                found = seen[signature] = _Seen.of(node, signature, run)
+                found = seen[signature] = _Seen.of(node, signature, run, len(kinds))
+            if found.complete:
+                kind = found.kind
             for index, template in found.outputs:
                 name = outs[index]
                 if name in types:  # also an input or initializer: the careful merge
                     _apply_inferred(outs, ((index, template.elem_type, template.shape),), types)
+                    kind = -1
                 else:
                     types[name] = template.renamed(name)
             if found.value is not None and outs[0] not in values:
@@ -790,10 +811,12 @@ def _per_node(
                     info = types.get(o)
                     if info is None or not info.is_concrete:
                         _use_declared(types, {o: declared[o]}, symbols)
+                        kind = -1
+        kinds.append(kind)
     for vi in graph.output:
         if vi.name not in types:  # written by a node nothing could infer: its type only
             types[vi.name] = TensorInfo(vi.name, shape_of(vi.type)[0], None)
-    return types, values
+    return types, values, kinds
 
 
 def _infer_with_onnx(
@@ -844,8 +867,8 @@ def infer(
     symbols = _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
     if view is not None and not view.outer_reads and not model.functions:
         declared = _declared_in(model.graph)
-        types, values = _per_node(model, view, declared, symbols)
-        return ShapeResult(model, types, values, warnings)
+        types, values, kinds = _per_node(model, view, declared, symbols)
+        return ShapeResult(model, types, values, warnings, tuple(kinds))
     declared = _declared(model.graph)
     _detach_large_initializers(model.graph)
     _clear_inferred(model.graph)

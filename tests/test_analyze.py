@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import onnx
@@ -10,6 +11,7 @@ from onnx import TensorProto, helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
+from onnxcost.costs import REGISTRY, Cost, OpContext
 from onnxcost.errors import OnnxcostError
 
 LOOP = """
@@ -235,3 +237,41 @@ g (float[2] x) => (float[2] y) {
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_nodes_of_one_kind_share_one_formula_call_but_count_their_own_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Three MatMuls [2,8] x [8,8] (each 2*8*8 = 128 MACs) and one [2,8] x [8,4]
+    # (2*8*4 = 64 MACs). m2 reads w0 again: its 64 weights were counted at m0.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,8] x) => (float[2,4] y)
+  <float[8,8] w0 = {1.0}, float[8,8] w1 = {1.0}, float[8,4] w3 = {1.0}> {
+  h1 = MatMul (x, w0)
+  h2 = MatMul (h1, w1)
+  h3 = MatMul (h2, w0)
+  y = MatMul (h3, w3)
+}""")
+    calls: list[tuple[object, ...]] = []
+    lookup = REGISTRY.lookup
+
+    def counting_lookup(domain: str, op_type: str, opset: int) -> object:
+        spec = lookup(domain, op_type, opset)
+        if spec is None:
+            return None
+        formula = spec.formula
+
+        def counted(ctx: OpContext) -> Cost:
+            calls.append(tuple(t.shape for t in ctx.inputs if t is not None))
+            return formula(ctx)
+
+        return dataclasses.replace(spec, formula=counted)
+
+    monkeypatch.setattr(REGISTRY, "lookup", counting_lookup)
+    a = onnxcost.analyze(model)
+    assert calls == [((2, 8), (8, 8)), ((2, 8), (8, 4))]
+    assert [n.macs for n in a.nodes] == [128, 128, 128, 64]
+    assert [n.params for n in a.nodes] == [64, 64, 0, 32]
+    assert a.totals.params == 64 + 64 + 32
+    assert [n.inputs for n in a.nodes][2] == ("h2", "w0")

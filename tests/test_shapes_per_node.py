@@ -138,6 +138,27 @@ g (float[2,16] a0, float[16] b) => (float[2,16] a8) {{
     result = infer(model, None, None, view)
     assert sorted(calls) == ["Add", "Relu"]
     assert all(result.types[f"a{i}"].shape == (2, 16) for i in range(9))
+    # Every Relu is one kind, every Add another: the analyzer costs each kind once.
+    relu, add = result.kinds[0], result.kinds[1]
+    assert result.kinds == (relu, add) * 8
+    assert relu != add
+    assert -1 not in (relu, add)
+
+
+def test_a_declared_type_that_replaces_an_inferred_one_makes_a_node_its_own_kind() -> None:
+    # Both Reshapes infer [N] with N unknown (the target shape is an input); value_info
+    # declares r2 as [6], so r2's node no longer has r1's node's output type.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x, int64[1] s) => (float[6] r2) <float[6] r2> {
+  r1 = Reshape (x, s)
+  r2 = Reshape (x, s)
+}""")
+    name_nodes(model.graph)
+    result = infer(model, None, None, build(model.graph))
+    assert result.types["r2"].shape == (6,)
+    assert result.kinds[0] != -1
+    assert result.kinds[1] == -1
 
 
 def test_subgraphs_go_through_whole_graph_inference(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""Frozen result records of an analysis. Counts are Python ints; derived figures are properties."""
+"""Result records of an analysis, read-only by contract. Counts are Python ints; derived figures
+are properties."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ class TensorRecord:
     shape: ShapeOut
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class NodeRecord:
-    """Cost of one node. ``flops`` follows the analysis convention."""
+    """Cost of one node. ``flops`` follows the analysis convention.
+
+    Read-only by contract, like the other records, but not a frozen dataclass: a frozen
+    one's constructor sets each field through ``object.__setattr__``, eight times slower,
+    and an analysis builds one record per node.
+    """
 
     name: str
     op_type: str

@@ -30,7 +30,7 @@ from onnxcost.costs._context import (
 from onnxcost.costs._registry import Cost, OpSpec, normalize_domain
 from onnxcost.costs.control_flow import SUBGRAPH_OPS
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import GraphView, build, name_nodes
+from onnxcost.graph import GraphView, build
 from onnxcost.model import ModelSource, load_model
 from onnxcost.records import (
     Convention,
@@ -607,8 +607,7 @@ def _analyze(
     proto = loaded.proto
     if proto.functions:
         proto = onnx.inliner.inline_local_functions(proto)
-    name_nodes(proto.graph)
-    view = build(proto.graph)
+    view = build(proto.graph, name_unnamed=True)
     _check_domains(proto, view)
     shapes = infer(proto, input_shapes, dims, view)
     view = replace(view, types=shapes.types)

@@ -115,6 +115,12 @@ def _digraph(
     return dag
 
 
+def _has_graphs(node: onnx.NodeProto) -> bool:
+    return any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute
+    )
+
+
 def _outer_inputs(node: onnx.NodeProto) -> Iterable[str]:
     """Tensors that a node's subgraphs read from the enclosing scope (implicit inputs)."""
     for a in node.attribute:
@@ -134,18 +140,31 @@ def build(
     types: Mapping[str, TensorInfo] | None = None,
     outer: frozenset[str] = frozenset(),
     scope: str = "",
+    *,
+    name_unnamed: bool = False,
 ) -> GraphView:
     """Check ``graph`` (SSA, every read tensor provided, acyclic) and index it.
 
     ``types`` (tensor -> type) gives the DiGraph's edge sizes; ``outer`` names tensors
     visible from enclosing graphs. Node inputs and outputs are read
     from the protobuf once here; the passes after this one use the view's tuples.
+    With ``name_unnamed``, ``name_nodes`` first names the nodes of ``graph`` and of its
+    subgraphs, where that changes anything: a graph whose nodes all have distinct names
+    and carry no subgraph is left as it is, without a pass of its own.
     """
     where = f" (in subgraph {scope})" if scope else ""
     nodes = tuple(graph.node)
     names = [node.name for node in nodes]
     op_types = [node.op_type for node in nodes]
     domains = [node.domain for node in nodes]
+    carriers = [
+        i
+        for i, (op, domain) in enumerate(zip(op_types, domains, strict=True))
+        if (op in SUBGRAPH_OPS or domain not in DEFAULT_DOMAINS) and _has_graphs(nodes[i])
+    ]
+    if name_unnamed and (carriers or "" in names or len(set(names)) != len(names)):
+        name_nodes(graph)
+        names = [node.name for node in nodes]
     # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
     inputs = [tuple(node.input[:]) for node in nodes]
     outputs = [tuple(node.output[:]) for node in nodes]
@@ -162,20 +181,16 @@ def build(
     available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | outer
     outer_reads: dict[int, tuple[str, ...]] = {}
     in_order = True
-    for i, node in enumerate(nodes):
-        reads: Iterable[str] = inputs[i]
-        if (op_types[i] in SUBGRAPH_OPS or domains[i] not in DEFAULT_DOMAINS) and any(
-            a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-            for a in node.attribute
-        ):
-            outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(node)))
-            reads = (*inputs[i], *outer_reads[i])
+    for i in carriers:
+        outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(nodes[i])))
+    for i, ins in enumerate(inputs):
+        reads: Iterable[str] = (*ins, *outer_reads[i]) if i in outer_reads else ins
         for t in reads:
             src = producer.get(t)
             if src is None:
                 if t and t not in available:
                     raise GraphError(
-                        f"node {names[i]!r} ({node.op_type}){where} reads tensor {t!r}, which no "
+                        f"node {names[i]!r} ({op_types[i]}){where} reads tensor {t!r}, which no "
                         f"node, input or initializer provides; the model is malformed: re-export "
                         f"it or run onnx.checker.check_model to locate the break"
                     )

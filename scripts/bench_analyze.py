@@ -9,8 +9,8 @@ then measures:
    alternating runs, ratio of medians; and the same ratio at 8, 16 and 32 layers, to show
    how it grows with node count;
 2. end to end: wall time and peak RSS of the ``onnxcost analyze`` command on the 8B model;
-3. with ``--phases``: where ``analyze`` spends its time on the 8B model (load, naming, graph
-   index, shapes, and the rest: costs, summaries, peak memory), as shares of the whole.
+3. with ``--phases``: where ``analyze`` spends its time on the 8B model (load, graph
+   index with naming, shapes, and the rest: costs, summaries, peak memory), as shares of the whole.
 
 Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR] [--phases]
 """
@@ -31,7 +31,7 @@ import onnx
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.graph import build, name_nodes
+from onnxcost.graph import build
 from onnxcost.model import load_model
 from onnxcost.shapes import infer
 
@@ -83,32 +83,25 @@ def end_to_end(path: Path, runs: int) -> tuple[float, int]:
 def phases(path: Path, runs: int) -> dict[str, float]:
     """Median seconds of each stage of ``analyze``, the stages run as ``analyze`` runs them
     (collector paused), and of a whole ``analyze`` in the same runs; 'rest' is the remainder."""
-    times: dict[str, list[float]] = {k: [] for k in ("load", "name", "index", "shapes", "total")}
+    times: dict[str, list[float]] = {k: [] for k in ("load", "index", "shapes", "total")}
     onnxcost.analyze(path)
     for _ in range(runs):
         gc.disable()
         t0 = time.perf_counter()
         proto = load_model(path).proto
         t1 = time.perf_counter()
-        name_nodes(proto.graph)
+        view = build(proto.graph, name_unnamed=True)
         t2 = time.perf_counter()
-        view = build(proto.graph)
-        t3 = time.perf_counter()
         infer(proto, None, None, view)
-        t4 = time.perf_counter()
+        t3 = time.perf_counter()
         gc.enable()
-        for key, a, b in (
-            ("load", t0, t1),
-            ("name", t1, t2),
-            ("index", t2, t3),
-            ("shapes", t3, t4),
-        ):
+        for key, a, b in (("load", t0, t1), ("index", t1, t2), ("shapes", t2, t3)):
             times[key].append(b - a)
         t = time.perf_counter()
         onnxcost.analyze(path)
         times["total"].append(time.perf_counter() - t)
     out = {k: statistics.median(v) for k, v in times.items()}
-    out["rest"] = out["total"] - sum(out[k] for k in ("load", "name", "index", "shapes"))
+    out["rest"] = out["total"] - sum(out[k] for k in ("load", "index", "shapes"))
     return out
 
 
@@ -142,7 +135,7 @@ def main() -> None:
             f"phases of analyze on {path8b.name} (median of {args.runs}): "
             + ", ".join(
                 f"{k} {split[k] * 1000:.1f} ms ({split[k] / total:.0%})"
-                for k in ("load", "name", "index", "shapes", "rest")
+                for k in ("load", "index", "shapes", "rest")
             )
             + f"; total {total * 1000:.1f} ms"
         )

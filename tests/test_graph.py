@@ -7,6 +7,7 @@ from onnx import helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
+from onnxcost import graph
 from onnxcost.errors import GraphError
 
 
@@ -94,6 +95,53 @@ g (float[2] x) => (float[2] y) {
     for n in m.graph.node:
         n.name = ""
     assert [n.name for n in onnxcost.analyze(m).nodes] == ["Relu_0", "Relu_1"]
+
+
+def test_duplicate_names_and_subgraph_nodes_are_named_before_indexing() -> None:
+    # Two nodes named "n": the second becomes "n_1". The If's body nodes are unnamed:
+    # they take <op_type>_<index> names (index within their own graph).
+    m = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (bool c, float[2] x) => (float[2] y) {
+  a = Relu (x)
+  b = Relu (a)
+  y = If (c) <
+    then_branch = t () => (float[2] p) { p = Neg (b) },
+    else_branch = e () => (float[2] q) { q = Abs (b) }
+  >
+}""")
+    m.graph.node[0].name = m.graph.node[1].name = "n"
+    names = [n.name for n in onnxcost.analyze(m).nodes]
+    assert names[:2] == ["n", "n_1"]
+    assert sorted(names[3:]) == ["Abs_0", "Neg_0"]
+    # Main-graph names all set and distinct: the bodies are named all the same.
+    m.graph.node[1].name, m.graph.node[2].name = "k", "branch"
+    names = [n.name for n in onnxcost.analyze(m).nodes]
+    assert names[:3] == ["n", "k", "branch"]
+    assert sorted(names[3:]) == ["Abs_0", "Neg_0"]
+
+
+def test_named_graph_without_subgraphs_skips_the_naming_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    m = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  a = Relu (x)
+  y = Relu (a)
+}""")
+    m.graph.node[0].name, m.graph.node[1].name = "first", "second"
+
+    def forbidden(*a: object, **k: object) -> None:
+        raise AssertionError("a graph that needs no names went through name_nodes")
+
+    monkeypatch.setattr(graph, "name_nodes", forbidden)
+    view = graph.build(m.graph, name_unnamed=True)
+    assert view.names == ("first", "second")
+    for other in ("", "first"):  # an unnamed node, a duplicate name
+        m.graph.node[1].name = other
+        with pytest.raises(AssertionError, match="needs no names"):
+            graph.build(m.graph, name_unnamed=True)
 
 
 def test_shared_weight_counted_once() -> None:

@@ -257,6 +257,9 @@ class _Costed(NamedTuple):
 
     status: Status
     cost: Cost
+    """The onnxcost count, which the totals add up."""
+    flops: int
+    """FLOPs in the analysis convention, as the record shows them."""
     bytes_read: int
     bytes_written: int
     input_shapes: tuple[ShapeOut, ...]
@@ -279,13 +282,16 @@ def _cost_node(
     kind: int = -1,
 ) -> tuple[NodeRecord, Cost]:
     proto, name, op_type, node_domain, in_names, out_names = node
-    types = w.shapes.types
-    domain, opset, spec = _spec_of(w, node_domain, op_type)
+    found = w.specs.get((node_domain, op_type))
+    domain, opset, spec = found if found is not None else _spec_of(w, node_domain, op_type)
+    params = 0
+    if in_names:
+        types = w.shapes.types
 
-    def context() -> OpContext:
-        return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
+        def context() -> OpContext:
+            return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
 
-    params = _count_weights(w, in_names, spec, context) if in_names else 0
+        params = _count_weights(w, in_names, spec, context)
     costed = w.costed.get(kind) if kind >= 0 else None
     if costed is None:
         costed = _costs(w, node, domain, opset, spec, scope, multiplier, counted)
@@ -302,7 +308,7 @@ def _cost_node(
         domain,
         status,
         cost.macs,
-        w.flops(cost),
+        costed.flops,
         params,
         costed.bytes_read,
         costed.bytes_written,
@@ -359,6 +365,7 @@ def _costs(
     return _Costed(
         status,
         cost,
+        w.flops(cost),
         bytes_read,
         bytes_written,
         tuple([None if t is None else t.shape for t in inputs]),
@@ -510,20 +517,16 @@ def _peak_activation(
     for vi in graph.output:
         ends[vi.name] = last
 
-    def live(name: str, start: int) -> None:
+    writes = [(vi.name, 0) for vi in graph.input]
+    writes += [(o, k) for k, outs in enumerate(view.outputs) for o in outs if o]
+    for name, start in writes:
         info = types.get(name)
         if info is None or info._nbytes < 0 or name in weights:
-            return
+            continue
         nbytes = info._nbytes
         delta[start] += nbytes
-        delta[max(ends.get(name, start), start) + 1] -= nbytes
-
-    for vi in graph.input:
-        live(vi.name, 0)
-    for k, outs in enumerate(view.outputs):
-        for o in outs:
-            if o:
-                live(o, k)
+        end = ends.get(name, start)
+        delta[(end if end > start else start) + 1] -= nbytes
     peak = running = 0
     for d in delta[:n]:
         running += d
@@ -698,7 +701,10 @@ def _by_op_type(
 ) -> tuple[OpTypeSummary, ...]:
     acc: dict[tuple[str, str], list[int]] = {}
     for rec, flag in zip(records, counted, strict=True):
-        row = acc.setdefault((rec.domain, rec.op_type), [0, 0, 0, 0, 0, 0])
+        key = (rec.domain, rec.op_type)
+        row = acc.get(key)
+        if row is None:
+            row = acc[key] = [0, 0, 0, 0, 0, 0]
         if not flag and not (rec.op_type in SUBGRAPH_OPS and rec.graph == ""):
             continue
         row[0] += 1

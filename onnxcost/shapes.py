@@ -492,7 +492,11 @@ class KnownValues:
 
 def _attribute_key(node: onnx.NodeProto) -> bytes:
     """A node's attributes as bytes: equal for nodes that differ only in name and tensors."""
-    return b"".join([a.SerializeToString() for a in node.attribute])
+    attrs = node.attribute
+    if len(attrs) == 1:  # most nodes: half the time of the general join
+        only: bytes = attrs[0].SerializeToString()
+        return only
+    return b"".join([a.SerializeToString() for a in attrs]) if attrs else b""
 
 
 def _to_array(source: _ValueSource) -> np.ndarray | None:
@@ -635,13 +639,17 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
 
 
 def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
-    signature = _signature(node, node.input, node.output, run.types, run.values)
+    signature = _signature(
+        node, node.op_type, node.domain, node.input, node.output, run.types, run.values
+    )
     if signature is not None:
         _apply_inferred(node.output, _inferred(node, signature, run), run.types)
 
 
 def _signature(
     node: onnx.NodeProto,
+    op_type: str,
+    domain: str,
     ins: Sequence[str],
     outs: Sequence[str],
     types: Mapping[str, TensorInfo],
@@ -652,10 +660,11 @@ def _signature(
     None when an input's rank is unknown."""
     # Optional outputs ('' where omitted) change what inference types.
     key: list[object] = [
-        node.domain,
-        node.op_type,
+        domain,
+        op_type,
         tuple([o != "" for o in outs]) if "" in outs else len(outs),
     ]
+    folded, sources = values._values, values._sources  # values.get, without a call per input
     for name in ins:
         if not name:
             key.append(None)
@@ -663,7 +672,9 @@ def _signature(
         info = types.get(name)
         if info is None or info.shape is None:
             return None
-        value = values.get(name)
+        value = folded.get(name)
+        if value is None and name in sources:
+            value = values.get(name)
         key.append(
             (info.elem_type, info.shape)
             if value is None
@@ -787,7 +798,7 @@ def _per_node(
                 values.add_constant(node, attrs)
                 kinds.append(kind)
                 continue
-        signature = _signature(node, ins, outs, types, values)
+        signature = _signature(node, op_type, domain, ins, outs, types, values)
         if signature is None:
             _fold_node(node, types, values)
         else:

@@ -57,8 +57,21 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     return model
 
 
-def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
+_LOCATION_KEY = b"\x0a\x08location"
+"""How every external-data reference starts in a serialized model: its key 'location'."""
+
+
+def _external_tensors(model: onnx.ModelProto, data: bytes | None = None) -> list[onnx.TensorProto]:
+    """Initializers and Constant-node tensors that keep their data in external files.
+
+    Given the serialized model ``data`` of a model with external initializers (so a small
+    file: its weights are elsewhere), Constant nodes are scanned only if the file holds more
+    location keys than the initializers account for. The scan reads every Constant's tensor,
+    about a microsecond each, and large exports have thousands of small ones.
+    """
     tensors = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    if data is not None and tensors and data.count(_LOCATION_KEY) <= len(tensors):
+        return tensors
     for node in model.graph.node:
         if node.op_type == "Constant":
             for a in node.attribute:
@@ -67,12 +80,16 @@ def _external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
     return tensors
 
 
-def _check_external(model: onnx.ModelProto, base: Path | None, what: str) -> int:
-    """Validate every external reference without reading it; return the files' total size."""
+def _check_external(
+    model: onnx.ModelProto, base: Path | None, what: str, data: bytes | None = None
+) -> int:
+    """Validate every external reference without reading it; return the files' total size.
+
+    ``data``: the serialized model, if there is one (it lets the check skip a scan)."""
     sizes: dict[Path, int] = {}
     targets: dict[str, Path] = {}  # location -> its checked file: most tensors share one
     root = base.resolve() if base is not None else None
-    for tensor in _external_tensors(model):
+    for tensor in _external_tensors(model, data):
         info = {e.key: e.value for e in tensor.external_data}
         location = info.get("location", "")
         if location.startswith(VIRTUAL_LOCATION_PREFIX):
@@ -142,8 +159,9 @@ def load_model(source: ModelSource) -> LoadedModel:
         _check_external(proto, None, "model")
         return LoadedModel(proto, None, proto.ByteSize())
     if isinstance(source, bytes | bytearray):
-        proto = _parse(bytes(source), "the model bytes")
-        _check_external(proto, None, "model")
+        data = bytes(source)
+        proto = _parse(data, "the model bytes")
+        _check_external(proto, None, "model", data)
         return LoadedModel(proto, None, len(source))
     path = Path(os.fspath(source))
     what = str(path)
@@ -163,5 +181,5 @@ def load_model(source: ModelSource) -> LoadedModel:
             f"{what}: cannot read the file ({e.strerror}); check its permissions"
         ) from e
     proto = _parse(data, what)
-    external = _check_external(proto, path.parent, what)
+    external = _check_external(proto, path.parent, what, data)
     return LoadedModel(proto, path, len(data) + external)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, external_data_helper, helper, numpy_helper
 from onnxcost_testing import parse
 
 import onnxcost
@@ -107,6 +107,46 @@ def test_external_data_outside_the_folder_is_refused(tmp_path: Path) -> None:
             e.value = "../../etc/passwd"
     path.write_bytes(m.SerializeToString())
     with pytest.raises(ModelLoadError, match="path traversal"):
+        onnxcost.analyze(path)
+
+
+def _constant_external_model(tmp_path: Path) -> Path:
+    """An external initializer w (64x64) and a Constant c (64x64) whose tensor is external too:
+    two location keys in the file, one of them on a Constant."""
+    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    c = numpy_helper.from_array(np.ones((64, 64), np.float32), "c_value")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["c"], value=c),
+            helper.make_node("MatMul", ["x", "w"], ["h"]),
+            helper.make_node("MatMul", ["h", "c"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "m.onnx"
+    external_data_helper.convert_model_to_external_data(
+        model, location="m.data", size_threshold=0, convert_attribute=True
+    )
+    onnx.save(model, path)
+    assert onnx.load(path, load_external_data=False).graph.node[0].attribute[0].t.external_data
+    return path
+
+
+def test_constant_with_external_data_is_checked(tmp_path: Path) -> None:
+    path = _constant_external_model(tmp_path)
+    a = onnxcost.analyze(path)
+    # two MatMuls [1,64] x [64,64]: 2 x 4,096 MACs; w and c are 4,096 params each
+    assert (a.totals.macs, a.totals.params) == (8_192, 8_192)
+    m = onnx.load(path, load_external_data=False)
+    for e in m.graph.node[0].attribute[0].t.external_data:
+        if e.key == "location":
+            e.value = "../outside.data"
+    path.write_bytes(m.SerializeToString())
+    with pytest.raises(ModelLoadError, match=r"'c_value' points its external data outside"):
         onnxcost.analyze(path)
 
 

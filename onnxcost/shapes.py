@@ -452,11 +452,8 @@ class KnownValues:
         """Constant nodes by their serialized attribute: exporters repeat the same few
         (axes [0], index 1) thousands of times; each is read once. Shared arrays are read-only."""
         self._constant_keys: dict[str, bytes] = {}
-
-    def add_constant(self, node: onnx.NodeProto, key: bytes) -> None:
-        """Register a Constant node whose serialized attributes ``key`` the caller has read."""
-        self._sources[node.output[0]] = node
-        self._constant_keys[node.output[0]] = key
+        """Constant output -> the serialized attribute its node was registered with, where the
+        walk that registered it (``_per_node``) had read it already."""
 
     def get(self, name: str) -> np.ndarray | None:
         value = self._values.get(name)
@@ -782,6 +779,9 @@ def _per_node(
     constants: dict[bytes, tuple[TensorInfo | None, int]] = {}
     seen: dict[tuple[object, ...], _Seen] = {}
     kinds: list[int] = []
+    # The walk writes the tables of ``values`` directly: a method call per node would cost
+    # as much as the rest of the node's bookkeeping.
+    folded, sources, constant_keys = values._values, values._sources, values._constant_keys
     for node, op_type, domain, ins, outs in zip(
         view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True
     ):
@@ -794,8 +794,10 @@ def _per_node(
                 found_constant = constants[attrs] = (info, -1 if info is None else len(kinds))
             info, kind = found_constant
             if info is not None:
-                types[outs[0]] = info.renamed(outs[0])
-                values.add_constant(node, attrs)
+                out = outs[0]
+                types[out] = info.renamed(out)
+                sources[out] = node  # its value is read on first use, once per ``attrs``
+                constant_keys[out] = attrs
                 kinds.append(kind)
                 continue
         signature = _signature(node, op_type, domain, ins, outs, types, values)
@@ -814,9 +816,9 @@ def _per_node(
                     kind = -1
                 else:
                     types[name] = template.renamed(name)
-            if found.value is not None and outs[0] not in values:
-                values[outs[0]] = found.value
-        if declared:
+            if found.value is not None and outs[0] not in folded and outs[0] not in sources:
+                folded[outs[0]] = found.value
+        if declared and not declared.keys().isdisjoint(outs):
             for o in outs:
                 if o in declared:
                     info = types.get(o)

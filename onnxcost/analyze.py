@@ -193,15 +193,10 @@ class _Walk:
         return cost.flops
 
 
-class _Node(NamedTuple):
-    """One node and the fields the walk reads, each read from the protobuf once."""
-
-    proto: onnx.NodeProto
-    name: str
-    op_type: str
-    domain: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
+_Node = tuple[onnx.NodeProto, str, str, str, tuple[str, ...], tuple[str, ...]]
+"""One node and the fields the walk reads, each read from the protobuf once: the proto, its
+name, op type, domain, inputs and outputs. A plain tuple: the main graph's come straight
+from the graph view's columns, with no object built per node."""
 
 
 def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
@@ -333,22 +328,23 @@ def _costs(
     counted: bool,
 ) -> _Costed:
     """Run the node's formula (or walk its bodies) and size the tensors it reads and writes."""
+    proto, _name, op_type, _domain, in_names, out_names = node
     types = w.shapes.types
-    inputs = _types_of(types, node.inputs)
-    outputs = _types_of(types, node.outputs)
+    inputs = _types_of(types, in_names)
+    outputs = _types_of(types, out_names)
     note = ""
     cost = _NO_COST
     status: Status
-    control_flow = node.op_type in SUBGRAPH_OPS and domain == ""
+    control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
-        cost, status, note = _control_flow(w, node.proto, scope, counted)
+        cost, status, note = _control_flow(w, proto, scope, counted)
     elif spec is None:
         status = "unsupported"
     elif spec.zero:
         status = "zero"  # no arithmetic: nothing to ask the formula
     else:
         try:
-            cost = spec.formula(OpContext(node.proto, opset, inputs, outputs))
+            cost = spec.formula(OpContext(proto, opset, inputs, outputs))
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
         except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
             status = "unknown_shape"
@@ -485,9 +481,7 @@ def _walk_subgraph(
             info = w.shapes.types.get(node.output[0])
             if info is not None:
                 w.weights[node.output[0]] = info
-        row = _Node(
-            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
-        )
+        row = (node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output))
         total = total + _record(w, row, scope, multiplier, counted)[1]
     if probe:
         del w.records[n_records:]
@@ -631,7 +625,7 @@ def _analyze(
             info = shapes.types.get(out_names[0])
             if info is not None:
                 weights[out_names[0]] = info
-        rec, cost = _record(walk, _Node._make(row), "", 1, True, kind)
+        rec, cost = _record(walk, row, "", 1, True, kind)
         total_macs += cost.macs
         total_flops += cost.flops
         main_records.append(rec)

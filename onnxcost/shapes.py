@@ -610,6 +610,21 @@ class _Propagation:
     memo: dict[tuple[object, ...], _Inferred | None] = field(default_factory=dict)
     """Per-node inference results by what determines them (op, attributes, input types and
     values): the repeated layers of a model re-infer once, not once per layer."""
+    schemas: dict[tuple[str, int, str], onnx.defs.OpSchema | None] = field(default_factory=dict)
+    """(op type, opset, domain) -> its schema, or None where onnx has none."""
+    opset_imports: list[onnx.OperatorSetIdProto] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.opset_imports = list(self.model.opset_import)
+
+    def schema(self, op_type: str, opset: int, domain: str) -> onnx.defs.OpSchema | None:
+        key = (op_type, opset, domain)
+        if key not in self.schemas:
+            try:
+                self.schemas[key] = onnx.defs.get_schema(op_type, opset, domain)
+            except onnx.defs.SchemaError:
+                self.schemas[key] = None  # an op onnx does not know (contrib, custom)
+        return self.schemas[key]
 
 
 def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: KnownValues) -> None:
@@ -840,10 +855,9 @@ def _infer_with_onnx(
     run: _Propagation,
 ) -> _Inferred | None:
     """ONNX's own inference of one node, fed the input values ``known``."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, domain)
-    except onnx.defs.SchemaError:
-        return None  # an op onnx does not know (contrib, custom): nothing to infer with
+    schema = run.schema(node.op_type, opset, domain)
+    if schema is None:
+        return None  # nothing to infer with
     inputs = [i for i in node.input if i]
     in_types = {i: _type_proto(run.types[i]) for i in inputs}
     in_data = {name: numpy_helper.from_array(value, name) for name, value in known.items()}
@@ -853,7 +867,7 @@ def _infer_with_onnx(
             node,
             in_types,
             in_data,
-            opset_imports=list(run.model.opset_import),
+            opset_imports=run.opset_imports,
             ir_version=run.model.ir_version,
         )
     except Exception:  # best effort: the node stays unknown_shape

@@ -27,12 +27,18 @@ if TYPE_CHECKING:
 DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
 
 
+def _may_carry_graphs(op_type: str, domain: str) -> bool:
+    """Whether a node of this op may hold subgraphs: in the default domain only control-flow
+    ops do; any op of another domain may."""
+    return op_type in SUBGRAPH_OPS or domain not in DEFAULT_DOMAINS
+
+
 def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
     """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
     yield scope, graph
     for node in graph.node:
-        if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
-            continue  # in the default domain only control-flow ops carry graphs
+        if not _may_carry_graphs(node.op_type, node.domain):
+            continue
         for a in node.attribute:
             sub_scope = f"{scope}/{node.name}/{a.name}" if scope else f"{node.name}/{a.name}"
             if a.type == onnx.AttributeProto.GRAPH:
@@ -54,8 +60,8 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
         taken.add(name)
         if name != current:
             node.name = name
-        if node.op_type not in SUBGRAPH_OPS and node.domain in DEFAULT_DOMAINS:
-            continue  # in the default domain only control-flow ops carry graphs
+        if not _may_carry_graphs(node.op_type, node.domain):
+            continue
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
                 name_nodes(a.g, taken)
@@ -160,7 +166,7 @@ def build(
     carriers = [
         i
         for i, (op, domain) in enumerate(zip(op_types, domains, strict=True))
-        if (op in SUBGRAPH_OPS or domain not in DEFAULT_DOMAINS) and _has_graphs(nodes[i])
+        if _may_carry_graphs(op, domain) and _has_graphs(nodes[i])
     ]
     if name_unnamed and (carriers or "" in names or len(set(names)) != len(names)):
         name_nodes(graph)

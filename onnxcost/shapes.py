@@ -48,17 +48,17 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
             f"--input-shape {text!r} is not NAME=DIMS; write it like input=1x3x224x224 (a scalar: NAME=)"
         )
     values = tuple(int(d) for d in re.split(r"[x,]", dims.replace(" ", ""))) if dims.strip() else ()
-    if any(v <= 0 for v in values):
-        raise UsageError(f"--input-shape {text!r}: every dim must be a positive integer")
+    if any(v < 0 for v in values):
+        raise UsageError(f"--input-shape {text!r}: every dim must be an integer >= 0")
     return name.strip(), values
 
 
 def parse_dim(text: str) -> tuple[str, int]:
-    """``'batch=8'`` -> ``('batch', 8)``."""
+    """``'batch=8'`` -> ``('batch', 8)``. N may be 0: ``past_seq=0`` is an empty KV cache."""
     name, sep, value = text.partition("=")
-    if not sep or not name.strip() or not value.strip().isdigit() or int(value) <= 0:
+    if not sep or not name.strip() or not value.strip().isdigit():
         raise UsageError(
-            f"--dim {text!r} is not SYMBOL=N with N a positive integer; e.g. --dim batch=8"
+            f"--dim {text!r} is not SYMBOL=N with N an integer >= 0; e.g. --dim batch=8"
         )
     return name.strip(), int(value)
 

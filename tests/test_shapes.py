@@ -22,15 +22,18 @@ def test_parse_flags() -> None:
     assert parse_input_shape("a:2,3") == ("a", (2, 3))
     assert parse_input_shape("scalar=") == ("scalar", ())
     assert parse_dim("batch=8") == ("batch", 8)
+    # A dim may be 0 (an empty KV cache at prefill is valid ONNX).
+    assert parse_dim("past_seq=0") == ("past_seq", 0)
+    assert parse_input_shape("past=1x4x0x16") == ("past", (1, 4, 0, 16))
 
 
-@pytest.mark.parametrize("bad", ["input", "input=1xax3", "=1x2", "x=0x3"])
+@pytest.mark.parametrize("bad", ["input", "input=1xax3", "=1x2", "x=-1x3"])
 def test_bad_input_shape_flag(bad: str) -> None:
     with pytest.raises(UsageError, match="input-shape"):
         parse_input_shape(bad)
 
 
-@pytest.mark.parametrize("bad", ["batch", "batch=0", "batch=two", "=3"])
+@pytest.mark.parametrize("bad", ["batch", "batch=-1", "batch=two", "=3"])
 def test_bad_dim_flag(bad: str) -> None:
     with pytest.raises(UsageError, match="--dim"):
         parse_dim(bad)

@@ -89,7 +89,7 @@ def onnx_attention(ctx: OpContext) -> Cost:
 
 def rotated_elements(numel: int, head_size: int, rotary_dim: int) -> int:
     """Elements a rotary embedding rotates: all of them, or rotary_dim of each head_size."""
-    if not rotary_dim or rotary_dim >= head_size:
+    if not rotary_dim or rotary_dim >= head_size or not head_size:
         return numel
     return numel // head_size * rotary_dim
 

@@ -109,6 +109,8 @@ def max_roi_pool(ctx: OpContext) -> Cost:
     """
     h, w = ctx.shape(0)[2:4]
     ph, pw = ctx.out_shape()[2:4]
+    if not (ph and pw):
+        return Cost()  # an empty output
     area = math.ceil(h / ph) * math.ceil(w / pw)
     return Cost(flops=ctx.out_numel() * max(0, area - 1))
 
@@ -135,6 +137,8 @@ def roi_align(ctx: OpContext) -> Cost:
     h, w = ctx.shape(0)[2:4]
     oh, ow = ctx.out_shape()[2:4]
     ratio = int(ctx.attr("sampling_ratio", 0))
+    if not (oh and ow):
+        return Cost()  # an empty output
     samples = ratio * ratio if ratio > 0 else math.ceil(h / oh) * math.ceil(w / ow)
     per_output = samples * separable_filter_flops([2, 2])
     per_output += samples if ctx.attr("mode", "avg") == "avg" else samples - 1
@@ -158,8 +162,8 @@ def _resampled_taps(ctx: OpContext, antialias: bool) -> list[int]:
         return []
     taps = []
     for n_in, n_out in zip(ctx.shape(0), ctx.out_shape(), strict=True):
-        if n_in == n_out:
-            continue
+        if n_in == n_out or not n_out:
+            continue  # unchanged, or empty (then so is the output)
         # An antialiasing filter widens by the downscale factor.
         taps.append(math.ceil(base * n_in / n_out) if antialias and n_out < n_in else base)
     return taps

@@ -358,7 +358,7 @@ def gather_block_quantized(ctx: OpContext) -> Cost:
     """
     data = gather_block_quantized_data_shape(ctx)
     axis = int(ctx.attr("gather_axis", 0)) % len(data)
-    y = ctx.numel(1) * math.prod(data) // data[axis]
+    y = ctx.numel(1) * math.prod(d for i, d in enumerate(data) if i != axis)
     per = 1 if ctx.input(0).elem_type in _FLOAT_CODES else DEQUANTIZE_FLOPS
     return Cost(flops=per * y)
 

@@ -89,6 +89,14 @@ OutputOpt = Annotated[
         "--output", "-o", help="Write the report to FILE instead of stdout.", show_default=False
     ),
 ]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Let --output replace an existing *.onnx file that is not a model. Input models "
+        "and other models are never replaced.",
+    ),
+]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
 
 
@@ -153,12 +161,27 @@ def parse_shape_flags(
     return shapes, dims
 
 
+def checked_output(
+    output: Path | None, inputs: Sequence[str], force: bool, flag: str = "--output"
+) -> Path | None:
+    """``output`` once it is known not to be an input model, its data, or another model.
+
+    Called before any work, so that a refused path costs nothing."""
+    if output is None:
+        return None
+    from onnxcost.outputs import check_output
+
+    return check_output(output, inputs=inputs, force=force, flag=flag)
+
+
 def emit(text: str, output: Path | None) -> None:
-    """Write ``text`` to ``output`` (never the model file) or stdout."""
+    """Write ``text`` to stdout, or to ``output`` all at once (see ``checked_output``)."""
     if output is None:
         sys.stdout.write(text)
         return
-    output.write_text(text, encoding="utf-8")
+    from onnxcost.outputs import write_atomic
+
+    write_atomic(output, text)
     typer.echo(f"wrote {output}", err=True)
 
 
@@ -171,9 +194,11 @@ def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
         width = None if sys.stdout.isatty() else 160
         draw(Console(highlight=False, width=width))
         return
-    with output.open("w", encoding="utf-8") as f:
-        draw(Console(file=f, width=200, no_color=True, highlight=False))
-    typer.echo(f"wrote {output}", err=True)
+    import io
+
+    buffer = io.StringIO()
+    draw(Console(file=buffer, width=200, no_color=True, highlight=False))
+    emit(buffer.getvalue(), output)
 
 
 @app.command()
@@ -210,6 +235,7 @@ def analyze(
             help="Aggregate by node-name scope to this depth (tf.profiler's scope view).", min=1
         ),
     ] = None,
+    force: ForceOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
@@ -218,6 +244,7 @@ def analyze(
         from onnxcost.analyze import analyze as run
         from onnxcost.report.select import select_nodes
 
+        out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
         result = run(model, input_shapes=shapes, dims=dims, convention=convention.value)
         selected = select_nodes(result.nodes, sort_by=sort_by.value, op_type=op_type)
@@ -237,21 +264,21 @@ def analyze(
                 if len(cut) != len(result.nodes)
                 else data["nodes"]
             )
-            emit(json.dumps(data, indent=2) + "\n", output)
+            emit(json.dumps(data, indent=2) + "\n", out)
         elif format is Format.csv:
             from onnxcost.report.as_text import to_csv
 
-            emit(to_csv(cut), output)
+            emit(to_csv(cut), out)
         elif format is Format.markdown:
             from onnxcost.report.as_text import to_markdown
 
-            emit(to_markdown(result, cut, depth=depth), output)
+            emit(to_markdown(result, cut, depth=depth), out)
         else:
             from onnxcost.report.table import render
 
             render_rich(
                 lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth),
-                output,
+                out,
             )
 
     run_guarded(debug, go)
@@ -368,6 +395,9 @@ def zoo_save(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace FILE (and its weights file) if it exists.")
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Write a built-in model to FILE."""
@@ -384,7 +414,14 @@ def zoo_save(
                 int(value) if value.strip().lstrip("-").isdigit() else value.strip()
             )
         path = zoo.save(
-            name, file, dtype=dtype, opset=opset, weights=not no_weights, params=params, seed=seed
+            name,
+            file,
+            dtype=dtype,
+            opset=opset,
+            weights=not no_weights,
+            params=params,
+            seed=seed,
+            force=force,
         )
         typer.echo(f"wrote {path}", err=True)
 
@@ -504,6 +541,7 @@ def compare_cmd(
     runs: GateRunsOpt = None,
     warmup: GateWarmupOpt = None,
     threads: GateThreadsOpt = None,
+    force: ForceOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Compare models side by side: totals, op types, aligned layers, and what differs, in words."""
@@ -511,6 +549,7 @@ def compare_cmd(
     def go() -> tuple[str, ...]:
         from onnxcost.compare import compare as run
 
+        out = checked_output(output, models, force)
         if len(models) < 2:
             raise UsageError("compare needs at least two models: onnxcost compare A.onnx B.onnx")
         if fail_if_worse is not None and fail_if_worse < 0:
@@ -526,15 +565,15 @@ def compare_cmd(
             bench=settings,
         )
         if format is CompareFormat.json:
-            emit(result.to_json() + "\n", output)
+            emit(result.to_json() + "\n", out)
         elif format is CompareFormat.markdown:
             from onnxcost.report.compare import to_markdown
 
-            emit(to_markdown(result), output)
+            emit(to_markdown(result), out)
         else:
             from onnxcost.report.compare import render
 
-            render_rich(lambda c: render(result, c), output)
+            render_rich(lambda c: render(result, c), out)
         return () if fail_if_worse is None else result.worse_than(fail_if_worse)
 
     worse = run_guarded(debug, go)
@@ -765,6 +804,7 @@ def bench(
         int, typer.Option(help="Nodes shown in the profile table (0: all).", min=0)
     ] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    force: ForceOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Measure latency, throughput and (with --profile) per-node time with onnxruntime."""
@@ -772,6 +812,8 @@ def bench(
     def go() -> None:
         from onnxcost.bench import run_bench
 
+        out = checked_output(output, [model], force)
+        trace_out = checked_output(trace, [model], force, flag="--trace")
         shapes, dims = parse_shape_flags(input_shape, dim)
         batches = None
         if batch:
@@ -797,7 +839,7 @@ def bench(
                 runs=runs,
                 min_seconds=min_seconds,
                 profile=profile,
-                trace_out=trace,
+                trace_out=trace_out,
                 include_copies=include_copies,
                 cuda_graph=cuda_graph,
                 batches=batches,
@@ -810,19 +852,19 @@ def bench(
         if format is Format.json:
             import json
 
-            emit(json.dumps(result.to_dict(), indent=2) + "\n", output)
+            emit(json.dumps(result.to_dict(), indent=2) + "\n", out)
         elif format is Format.csv:
             from onnxcost.report.bench import to_csv
 
-            emit(to_csv(result), output)
+            emit(to_csv(result), out)
         elif format is Format.markdown:
             from onnxcost.report.bench import to_markdown
 
-            emit(to_markdown(result, top=top or None), output)
+            emit(to_markdown(result, top=top or None), out)
         else:
             from onnxcost.report.bench import render_table
 
-            render_rich(lambda c: render_table(result, c, top=top or None), output)
+            render_rich(lambda c: render_table(result, c, top=top or None), out)
 
     run_guarded(debug, go)
 

@@ -35,5 +35,9 @@ class BenchError(OnnxcostError):
     """Running the model failed: bad inputs, out of memory, a runtime error."""
 
 
+class OutputError(OnnxcostError):
+    """An output path would destroy an input or a model, or cannot be written."""
+
+
 class UsageError(OnnxcostError):
     """A flag value is malformed (the CLI maps this to exit code 2)."""

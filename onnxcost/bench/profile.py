@@ -368,12 +368,7 @@ def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> di
 def write_chrome_trace(
     trace: Trace, path: str | os.PathLike[str], *, process_name: str = "onnxruntime"
 ) -> None:
-    """Write ``clean_chrome_trace`` to ``path`` (BenchError when the path cannot be written)."""
-    try:
-        Path(path).write_text(
-            json.dumps(clean_chrome_trace(trace, process_name=process_name)), encoding="utf-8"
-        )
-    except OSError as e:
-        raise BenchError(
-            f"cannot write the trace to {os.fspath(path)} ({e.strerror}); pick a writable path"
-        ) from e
+    """Write ``clean_chrome_trace`` to ``path`` (OutputError when the path cannot be written)."""
+    from onnxcost.outputs import write_atomic
+
+    write_atomic(path, json.dumps(clean_chrome_trace(trace, process_name=process_name)))

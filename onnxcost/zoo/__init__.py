@@ -18,10 +18,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import onnx
 
-from onnxcost.errors import UsageError
+from onnxcost.errors import OutputError, UsageError
 from onnxcost.zoo._builder import OPSET_DEFAULT, Dim, Options, check_dim, check_options, require
 from onnxcost.zoo.llama import llama
 from onnxcost.zoo.text import bert_base, gpt2
@@ -225,39 +226,66 @@ def save(
     weights: bool = True,
     params: Mapping[str, str | int] | None = None,
     seed: int = 0,
+    force: bool = False,
 ) -> Path:
     """Build zoo model ``name`` and write it to ``path``; returns ``path``.
 
     Without weights, ``<stem>.weights`` beside it is created sparse (its size set
     by truncation), so nothing is materialised in memory or on disk. With weights,
-    models over 1.8 GB keep their weights in ``<stem>.weights``.
+    models over 1.8 GB keep their weights in ``<stem>.weights``. An existing model or
+    weights file is replaced only with ``force``; each file is written to a temporary
+    file and renamed into place when complete (``onnxcost.outputs``).
     """
+    from onnxcost.outputs import check_output, replacing
+
     path = Path(path)
     if path.suffix == ".weights":
         raise UsageError(
             f"{path}: the .weights suffix is reserved for weight data; pass a .onnx path"
         )
+    check_output(path, force=force, writes_model=True, flag="FILE")
     data_name = f"{path.stem}.weights"
     data_path = path.with_name(data_name)
+    if data_path.exists() and not force:
+        raise OutputError(
+            f"FILE {path}: its weights file {data_path} already exists; pass --force to "
+            f"replace it, or choose another name"
+        )
     model = _build(name, dtype, opset, weights, params, seed, location=data_name)
-    try:
-        if data_path.exists():
-            data_path.unlink()
-        if not weights:
-            path.write_bytes(model.SerializeToString())
-            with open(data_path, "wb") as f:
+    external = not weights or (
+        sum(len(t.raw_data) for t in model.graph.initializer) > EXTERNAL_DATA_THRESHOLD
+    )
+    if not external:
+        with replacing(path) as tmp:
+            onnx.save_model(model, tmp)
+        data_path.unlink(missing_ok=True)  # an older save's weights would only mislead
+        return path
+    with replacing(data_path) as data_tmp, replacing(path) as model_tmp:
+        with open(data_tmp, "wb") as f:
+            if weights:
+                _move_weights_out(model, f, data_name)
+            else:
                 os.truncate(f.fileno(), _external_size(model))
-        elif sum(len(t.raw_data) for t in model.graph.initializer) > EXTERNAL_DATA_THRESHOLD:
-            onnx.save_model(
-                model,
-                path,
-                save_as_external_data=True,
-                all_tensors_to_one_file=True,
-                location=data_name,
-                size_threshold=1024,
-            )
-        else:
-            onnx.save_model(model, path)
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror or e}; pass a writable path") from e
+        model_tmp.write_bytes(model.SerializeToString())
     return path
+
+
+_INLINE_MAX_BYTES = 1024
+"""Weights up to this size stay inline when the rest go to the weights file (onnx's default)."""
+
+
+def _move_weights_out(model: onnx.ModelProto, f: BinaryIO, location: str) -> None:
+    """Write each initializer's raw data above 1 KiB to ``f`` and point the tensor at it."""
+    offset = 0
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL or len(t.raw_data) <= _INLINE_MAX_BYTES:
+            continue
+        f.write(t.raw_data)
+        length = len(t.raw_data)
+        t.ClearField("raw_data")
+        t.data_location = onnx.TensorProto.EXTERNAL
+        del t.external_data[:]
+        for key, value in (("location", location), ("offset", offset), ("length", length)):
+            entry = t.external_data.add()
+            entry.key, entry.value = key, str(value)
+        offset += length

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto
 
 from onnxcost import zoo
-from onnxcost.errors import UsageError
+from onnxcost.errors import OutputError, UsageError
 
 TINY_BERT = {
     "layers": 1,
@@ -204,10 +204,12 @@ def test_save_llama_7b_without_weights_is_fast_and_sparse(tmp_path: Path) -> Non
     } == {"llama7b.weights"}
 
 
-def test_save_again_replaces_the_weights_file(tmp_path: Path) -> None:
+def test_save_again_replaces_the_weights_file_only_with_force(tmp_path: Path) -> None:
     first = zoo.save("mlp", tmp_path / "m.onnx", weights=False)
     size = (tmp_path / "m.weights").stat().st_size
-    zoo.save("mlp", first, weights=False)
+    with pytest.raises(OutputError, match="existing ONNX model; pass --force"):
+        zoo.save("mlp", first, weights=False)
+    zoo.save("mlp", first, weights=False, force=True)
     assert (tmp_path / "m.weights").stat().st_size == size
 
 
@@ -245,7 +247,7 @@ def test_large_models_save_weights_externally(
 
 
 def test_save_rejects_unwritable_paths(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="writable"):
+    with pytest.raises(OutputError, match="does not exist; create it first"):
         zoo.save("mlp", tmp_path / "missing" / "m.onnx")
     with pytest.raises(UsageError, match=r"\.onnx path"):
         zoo.save("mlp", tmp_path / "m.weights")

@@ -6,11 +6,9 @@ parameters once per weight tensor, and computes peak activation memory by livene
 
 from __future__ import annotations
 
-import gc
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -19,16 +17,8 @@ import onnx
 import onnx.inliner
 
 from onnxcost.costs import REGISTRY
-from onnxcost.costs._context import (
-    OpContext,
-    TensorInfo,
-    UnknownShapeError,
-    dtype_name,
-    known_bytes,
-    tensor_bytes,
-)
-from onnxcost.costs._registry import Cost, OpSpec, normalize_domain
-from onnxcost.costs.control_flow import SUBGRAPH_OPS
+from onnxcost.costs._context import OpContext
+from onnxcost.costs._registry import Cost, OpSpec
 from onnxcost.errors import GraphError, UsageError
 from onnxcost.graph import GraphView, build
 from onnxcost.model import ModelSource, load_model
@@ -44,6 +34,15 @@ from onnxcost.records import (
     Totals,
 )
 from onnxcost.shapes import ShapeResult, infer
+from onnxcost.tensors import (
+    SUBGRAPH_OPS,
+    TensorInfo,
+    UnknownShapeError,
+    dtype_name,
+    known_bytes,
+    normalize_domain,
+    tensor_bytes,
+)
 
 SCHEMA = "onnxcost.analysis/1"
 _NO_COST = Cost()
@@ -193,10 +192,16 @@ class _Walk:
         return cost.flops
 
 
-_Node = tuple[onnx.NodeProto, str, str, str, tuple[str, ...], tuple[str, ...]]
-"""One node and the fields the walk reads, each read from the protobuf once: the proto, its
-name, op type, domain, inputs and outputs. A plain tuple: the main graph's come straight
-from the graph view's columns, with no object built per node."""
+class _Node(NamedTuple):
+    """One node and the fields the walk reads, each read from the protobuf once (the main
+    graph's come straight from the graph view's columns)."""
+
+    proto: onnx.NodeProto
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
 
 
 def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
@@ -216,7 +221,7 @@ def _count_weights(
         if not name or name not in weights:
             continue
         info = weights[name]
-        if info.elem_type in _NON_WEIGHT_TYPES or info._numel <= 1:
+        if info.elem_type in _NON_WEIGHT_TYPES or info.known_numel <= 1:
             continue  # indices, shapes, masks; a lone scalar (an epsilon, a scale); unknown
         if spec is not None and i in spec.meta_inputs:
             continue
@@ -224,12 +229,12 @@ def _count_weights(
             w.stats_seen.add(name)
             continue
         if name not in w.param_counts:
-            count = info._numel
+            count = info.known_numel
             if spec is not None and i in spec.param_elements:
                 try:
                     count = spec.param_elements[i](context())
                 except (UnknownShapeError, IndexError, TypeError, ValueError):
-                    count = info._numel
+                    count = info.known_numel
             w.param_counts[name] = count
             params += count
     return params
@@ -287,6 +292,8 @@ def _cost_node(
             return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
 
         params = _count_weights(w, in_names, spec, context)
+    # The per-kind memo: a decoder repeats a few node kinds (same op, attributes and tensor
+    # types) thousands of times, so the formula and byte sizes are computed once per kind.
     costed = w.costed.get(kind) if kind >= 0 else None
     if costed is None:
         costed = _costs(w, node, domain, opset, spec, scope, multiplier, counted)
@@ -481,7 +488,9 @@ def _walk_subgraph(
             info = w.shapes.types.get(node.output[0])
             if info is not None:
                 w.weights[node.output[0]] = info
-        row = (node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output))
+        row = _Node(
+            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
+        )
         total = total + _record(w, row, scope, multiplier, counted)[1]
     if probe:
         del w.records[n_records:]
@@ -515,9 +524,9 @@ def _peak_activation(
     writes += [(o, k) for k, outs in enumerate(view.outputs) for o in outs if o]
     for name, start in writes:
         info = types.get(name)
-        if info is None or info._nbytes < 0 or name in weights:
+        if info is None or info.known_nbytes < 0 or name in weights:
             continue
-        nbytes = info._nbytes
+        nbytes = info.known_nbytes
         delta[start] += nbytes
         end = ends.get(name, start)
         delta[(end if end > start else start) + 1] -= nbytes
@@ -574,24 +583,7 @@ def analyze(
     """
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
-    with _collector_paused():
-        return _analyze(model, input_shapes, dims, convention)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the duration of one analysis.
-
-    An analysis allocates several small objects per node and none of them form cycles;
-    the collector would only re-scan them, about 15% of the time on a 10,000-node model.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _analyze(model, input_shapes, dims, convention)
 
 
 def _analyze(
@@ -616,15 +608,14 @@ def _analyze(
     total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
     kinds = shapes.kinds or (-1,) * len(view.order)
-    rows = zip(
-        view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs, strict=True
+    rows = map(
+        _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
     )
     for row, kind in zip(rows, kinds, strict=True):
-        out_names = row[5]
-        if out_names and row[2] == "Constant":
-            info = shapes.types.get(out_names[0])
+        if row.outputs and row.op_type == "Constant":
+            info = shapes.types.get(row.outputs[0])
             if info is not None:
-                weights[out_names[0]] = info
+                weights[row.outputs[0]] = info
         rec, cost = _record(walk, row, "", 1, True, kind)
         total_macs += cost.macs
         total_flops += cost.flops

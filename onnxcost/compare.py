@@ -25,7 +25,7 @@ from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.graph import name_nodes
 from onnxcost.model import ModelSource, load_model
 from onnxcost.records import Convention, NodeRecord, ShapeOut, TensorRecord
-from onnxcost.report import units
+from onnxcost.tensors import shape_text
 
 SCHEMA = "onnxcost.compare/1"
 
@@ -785,8 +785,8 @@ def _differences(a: ComputeNode, b: ComputeNode) -> tuple[str, ...]:
     if rel != "same":
         what = " (transposed)" if rel == "transposed" else ""
         out.append(
-            f"weight {units.shape(a.weight_shape) if a.weight_shape else 'none'} vs "
-            f"{units.shape(b.weight_shape) if b.weight_shape else 'none'}{what}"
+            f"weight {shape_text(a.weight_shape) if a.weight_shape else 'none'} vs "
+            f"{shape_text(b.weight_shape) if b.weight_shape else 'none'}{what}"
         )
     # Shapes that differ only by unit dims or order (a flattened batch) are shown, not flagged.
     for what, sa, sb in (
@@ -794,7 +794,7 @@ def _differences(a: ComputeNode, b: ComputeNode) -> tuple[str, ...]:
         ("output", a.output_shape, b.output_shape),
     ):
         if _squeezed(sa) != _squeezed(sb):
-            out.append(f"{what} {units.shape(sa)} vs {units.shape(sb)}")
+            out.append(f"{what} {shape_text(sa)} vs {shape_text(sb)}")
     return tuple(out)
 
 
@@ -1035,7 +1035,7 @@ def _merge_findings(al: Alignment) -> list[str]:
         ops = sorted({n.op_type for n in many})
         out.append(
             f"{one_label} does in one {one.op_type} ({one.name}, {one.macs:,} MACs"
-            f"{', weight ' + units.shape(one.weight_shape) if one.weight_shape else ''}) what "
+            f"{', weight ' + shape_text(one.weight_shape) if one.weight_shape else ''}) what "
             f"{many_label} does in {len(many)} {'/'.join(ops)} nodes "
             f"({', '.join(n.name for n in many)})"
         )

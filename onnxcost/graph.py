@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from onnxcost.costs._context import TensorInfo, known_bytes
-from onnxcost.costs.control_flow import SUBGRAPH_OPS
 from onnxcost.errors import GraphError
+from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -7,7 +7,8 @@ from typing import NamedTuple
 import onnx.defs
 
 from onnxcost.costs import REGISTRY
-from onnxcost.costs._registry import OPSET_MAX, normalize_domain
+from onnxcost.costs._registry import OPSET_MAX
+from onnxcost.tensors import normalize_domain
 
 
 class OpRow(NamedTuple):

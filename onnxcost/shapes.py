@@ -23,11 +23,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxcost.costs._context import Shape, TensorInfo
-from onnxcost.costs.control_flow import SUBGRAPH_OPS
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX
+from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo
 
 _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""
@@ -644,7 +643,7 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
         for o in node.output:
             if o:
                 info = types.get(o)
-                if info is None or info._numel < 0:
+                if info is None or info.known_numel < 0:
                     _infer_node(node, run)
                     break
         _fold_node(node, types, values)

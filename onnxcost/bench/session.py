@@ -27,12 +27,12 @@ from onnxcost.bench.providers import (
     preload_gpu_libraries,
     provider_dropped,
 )
-from onnxcost.costs._context import dtype_name
 from onnxcost.errors import ModelLoadError, ProviderError, UsageError
 from onnxcost.graph import iter_graphs, name_nodes
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, build_builtin, load_model
 from onnxcost.records import TensorRecord
 from onnxcost.shapes import shape_of
+from onnxcost.tensors import dtype_name
 
 OptLevel = Literal["disable", "basic", "extended", "all"]
 OPT_LEVELS: tuple[OptLevel, ...] = ("disable", "basic", "extended", "all")

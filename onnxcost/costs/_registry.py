@@ -19,12 +19,9 @@ from dataclasses import dataclass, field
 
 from onnxcost.costs._context import OpContext
 from onnxcost.errors import RegistryError
+from onnxcost.tensors import normalize_domain as normalize_domain  # re-exported
 
 OPSET_MAX = 10_000
-
-
-def normalize_domain(domain: str) -> str:
-    return "" if domain in ("", "ai.onnx") else domain
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from onnxcost.costs._context import OpContext
 from onnxcost.costs._registry import Cost, register, register_zero
-
-SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+from onnxcost.tensors import SUBGRAPH_OPS as SUBGRAPH_OPS  # re-exported
 
 
 def _walked_by_analyzer(ctx: OpContext) -> Cost:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from onnxcost.tensors import shape_text
+
 
 def count(n: int | float) -> str:
     """1_814_073_344 -> '1.81 G'; 153 -> '153'."""
@@ -35,13 +37,7 @@ def percent(part: int | float, whole: int | float) -> str:
     return f"{100.0 * part / whole:.2f}%" if whole else "-"
 
 
-def shape(s: Sequence[int | str | None] | None) -> str:
-    """(1, 3, 224, 224) -> '1x3x224x224'; unknown rank -> '?'; scalar -> 'scalar'."""
-    if s is None:
-        return "?"
-    if len(s) == 0:
-        return "scalar"
-    return "x".join("?" if d is None else str(d) for d in s)
+shape = shape_text  # '1x3x224x224': defined beside TensorInfo, where compare's findings reach it
 
 
 def shapes(ss: Sequence[Sequence[int | str | None] | None]) -> str:

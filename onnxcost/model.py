@@ -8,6 +8,8 @@ loads as fast as its graph.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,27 +59,90 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     return model
 
 
-_LOCATION_KEY = b"\x0a\x08location"
-"""How every external-data reference starts in a serialized model: its key 'location'."""
+_LOCATION_KEY = b"location"
+"""Every external-data reference holds this key; a file holding no more of them than its main
+graph's external initializers has no other external tensors to look for."""
+
+_DECIMAL = re.compile(r"[0-9]+")
 
 
 def _external_tensors(model: onnx.ModelProto, data: bytes | None = None) -> list[onnx.TensorProto]:
-    """Initializers and Constant-node tensors that keep their data in external files.
+    """Initializers and Constant-node tensors, of the main graph and of every subgraph
+    (If/Loop/Scan bodies), that keep their data in external files.
 
-    Given the serialized model ``data`` of a model with external initializers (so a small
-    file: its weights are elsewhere), Constant nodes are scanned only if the file holds more
-    location keys than the initializers account for. The scan reads every Constant's tensor,
-    about a microsecond each, and large exports have thousands of small ones.
+    Given the serialized model ``data``, only the main graph's initializers are listed when
+    the file holds no more location keys than they account for: the full scan reads every
+    Constant's tensor, about a microsecond each, and large exports have thousands of them.
     """
     tensors = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
-    if data is not None and tensors and data.count(_LOCATION_KEY) <= len(tensors):
+    if data is not None and data.count(_LOCATION_KEY) <= len(tensors):
         return tensors
-    for node in model.graph.node:
-        if node.op_type == "Constant":
-            for a in node.attribute:
-                if a.HasField("t") and a.t.data_location == onnx.TensorProto.EXTERNAL:
-                    tensors.append(a.t)
+    from onnxcost.graph import iter_graphs
+
+    tensors = []
+    for _scope, graph in iter_graphs(model.graph):
+        tensors.extend(t for t in graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL)
+        for node in graph.node:
+            if node.op_type == "Constant":
+                for a in node.attribute:
+                    if a.HasField("t") and a.t.data_location == onnx.TensorProto.EXTERNAL:
+                        tensors.append(a.t)
     return tensors
+
+
+def _external_info(tensor: onnx.TensorProto, what: str) -> dict[str, str]:
+    """The tensor's external-data entries, each key and value checked to be text."""
+    info: dict[str, str] = {}
+    for e in tensor.external_data:
+        key, value = e.key, e.value
+        if not isinstance(key, str) or not isinstance(value, str):  # protobuf gives bytes then
+            raise ModelLoadError(
+                f"{what}: tensor {tensor.name!r} has an external-data entry that is not valid "
+                f"UTF-8 text; the model is corrupt: re-export it"
+            )
+        info[key] = value
+    return info
+
+
+def _external_int(info: dict[str, str], key: str, tensor: onnx.TensorProto, what: str) -> int:
+    """``offset`` or ``length`` of an external reference: absent is 0, else decimal digits."""
+    text = info.get(key)
+    if text is None:
+        return 0
+    if not _DECIMAL.fullmatch(text):
+        raise ModelLoadError(
+            f"{what}: tensor {tensor.name!r} has external-data {key} {text!r}, not a non-negative "
+            f"whole number of bytes; the model is corrupt: re-export it"
+        )
+    return int(text)
+
+
+def _external_target(location: str, root: Path, tensor: onnx.TensorProto, what: str) -> Path:
+    """The checked file ``location`` names: a regular file inside ``root``."""
+    bad = None
+    if location in ("", "."):
+        bad = "names no file"
+    elif "\x00" in location:
+        bad = "holds a NUL character"
+    if bad is not None:
+        raise ModelLoadError(
+            f"{what}: tensor {tensor.name!r} has external-data location {location!r}, which "
+            f"{bad}; the model is corrupt: re-export it"
+        )
+    try:
+        target = (root / location).resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise ModelLoadError(
+            f"{what}: external data file {location!r} (for tensor {tensor.name!r}) cannot be "
+            f"resolved ({e}); replace it with the data file itself"
+        ) from None
+    if Path(location).is_absolute() or not target.is_relative_to(root):
+        raise ModelLoadError(
+            f"{what}: tensor {tensor.name!r} points its external data outside the model's "
+            f"folder ({location!r}); refusing to follow it (path traversal). Move the data "
+            f"file beside the model and fix its location"
+        )
+    return target
 
 
 def _check_external(
@@ -85,12 +150,16 @@ def _check_external(
 ) -> int:
     """Validate every external reference without reading it; return the files' total size.
 
-    ``data``: the serialized model, if there is one (it lets the check skip a scan)."""
+    Each reference names a regular file inside the model's folder (``base``), by a location
+    that is UTF-8 text without NUL and no symlink loop, with ``offset`` and ``length`` in
+    decimal digits, their sum within the file. ``data``: the serialized model, if there is
+    one (it lets the check skip a scan).
+    """
     sizes: dict[Path, int] = {}
     targets: dict[str, Path] = {}  # location -> its checked file: most tensors share one
     root = base.resolve() if base is not None else None
     for tensor in _external_tensors(model, data):
-        info = {e.key: e.value for e in tensor.external_data}
+        info = _external_info(tensor, what)
         location = info.get("location", "")
         if location.startswith(VIRTUAL_LOCATION_PREFIX):
             continue
@@ -101,29 +170,56 @@ def _check_external(
             )
         target = targets.get(location)
         if target is None:
-            target = (root / location).resolve()
-            if Path(location).is_absolute() or not target.is_relative_to(root):
-                raise ModelLoadError(
-                    f"{what}: tensor {tensor.name!r} points its external data outside the model's "
-                    f"folder ({location!r}); refusing to follow it (path traversal). Move the data "
-                    f"file beside the model and fix its location"
-                )
-            targets[location] = target
+            target = targets[location] = _external_target(location, root, tensor, what)
         if target not in sizes:
             try:
-                sizes[target] = target.stat().st_size
+                st = target.stat()
             except OSError:
                 raise ModelLoadError(
                     f"{what}: external data file {location!r} (for tensor {tensor.name!r}) is "
                     f"missing; copy it into {root} beside the model"
                 ) from None
-        end = int(info.get("offset", 0) or 0) + int(info.get("length", 0) or 0)
+            if not stat.S_ISREG(st.st_mode):
+                raise ModelLoadError(
+                    f"{what}: external data location {location!r} (for tensor {tensor.name!r}) "
+                    f"is not a regular file (a directory, FIFO or device); point it at the data file"
+                )
+            sizes[target] = st.st_size
+        end = _external_int(info, "offset", tensor, what) + _external_int(
+            info, "length", tensor, what
+        )
         if end > sizes[target]:
             raise ModelLoadError(
                 f"{what}: external data file {location!r} is {sizes[target]} bytes but tensor "
                 f"{tensor.name!r} needs bytes up to {end}; the data file is truncated, copy it again"
             )
     return sum(sizes.values())
+
+
+def _read_regular_file(path: Path, what: str) -> bytes:
+    """The bytes of ``path``, which must be a regular file: a FIFO or device (``/dev/zero``)
+    is refused before anything is read from it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait
+    except OSError as e:
+        raise ModelLoadError(
+            f"{what}: cannot read the file ({e.strerror}); check its permissions"
+        ) from e
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ModelLoadError(f"{what} is a directory; pass the .onnx file inside it")
+        raise ModelLoadError(
+            f"{what} is not a regular file (a FIFO, socket or device); pass a .onnx model file"
+        )
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise ModelLoadError(
+                f"{what}: cannot read the file ({e.strerror}); check its permissions"
+            ) from e
 
 
 def build_builtin(name: str, *, weights: bool) -> onnx.ModelProto | None:
@@ -172,14 +268,7 @@ def load_model(source: ModelSource) -> LoadedModel:
         raise ModelLoadError(
             f"{what}: no such file; check the path (or name a built-in model: onnxcost zoo list)"
         )
-    if path.is_dir():
-        raise ModelLoadError(f"{what} is a directory; pass the .onnx file inside it")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ModelLoadError(
-            f"{what}: cannot read the file ({e.strerror}); check its permissions"
-        ) from e
+    data = _read_regular_file(path, what)
     proto = _parse(data, what)
     external = _check_external(proto, path.parent, what, data)
     return LoadedModel(proto, path, len(data) + external)

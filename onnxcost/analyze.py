@@ -33,6 +33,7 @@ from onnxcost.records import (
     TensorRecord,
     Totals,
 )
+from onnxcost.shape_rules import has_rule
 from onnxcost.shapes import ShapeResult, infer
 from onnxcost.tensors import (
     SUBGRAPH_OPS,
@@ -179,6 +180,8 @@ class _Walk:
     warnings: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     unknown: int = 0
+    errors: list[str] = field(default_factory=list)
+    """'node (op): exception' of each node whose formula raised (status error)."""
     specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
     """(node domain, op type) -> (normalized domain, opset, spec): one registry lookup each."""
     costed: dict[int, _Costed] = field(default_factory=dict)
@@ -299,11 +302,14 @@ def _cost_node(
         costed = _costs(w, node, domain, opset, spec, scope, multiplier, counted)
         if kind >= 0:
             w.costed[kind] = costed
-    status, cost = costed.status, costed.cost
+    status, cost, note = costed.status, costed.cost, costed.note
     if status == "unsupported":
         w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
     elif status == "unknown_shape":
         w.unknown += 1
+        note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
+    elif status == "error":
+        w.errors.append(f"{name} ({_op_label(domain, op_type)}): {note}")
     rec = NodeRecord(
         name,
         op_type,
@@ -319,9 +325,49 @@ def _cost_node(
         in_names,
         out_names,
         scope,
-        costed.note,
+        note,
     )
     return rec, cost
+
+
+def _op_label(domain: str, op_type: str) -> str:
+    return op_type if domain == "" else f"{domain}::{op_type}"
+
+
+def _why_unknown(
+    types: Mapping[str, TensorInfo],
+    domain: str,
+    op_type: str,
+    in_names: Sequence[str],
+    out_names: Sequence[str],
+    raised: str,
+) -> str:
+    """Why a node has no shape: its first input without one; else its first output that
+    inference left untyped (and whether onnx or onnxcost has a rule for the op); else what its
+    formula could not size."""
+    for i, name in enumerate(in_names):
+        info = types.get(name) if name else None
+        if name and (info is None or not info.is_concrete):
+            return f"input {i} {name!r} has no known shape"
+    return _untyped_output(types, domain, op_type, out_names) or (
+        f"its formula could not size it: {raised or 'a needed shape is unknown'}"
+    )
+
+
+def _untyped_output(
+    types: Mapping[str, TensorInfo], domain: str, op_type: str, out_names: Sequence[str]
+) -> str:
+    """'output j 'name' has no shape: why' for a node's first output without a concrete shape,
+    else ''."""
+    for j, name in enumerate(out_names):
+        info = types.get(name) if name else None
+        if name and (info is None or not info.is_concrete):
+            if not onnx.defs.has(op_type, domain) and not has_rule(domain, op_type):
+                why = f"onnx has no shape inference for {_op_label(domain, op_type)} and onnxcost no rule"
+            else:
+                why = "shape inference gave it none from these inputs"
+            return f"output {j} {name!r} has no shape: {why}"
+    return ""
 
 
 def _costs(
@@ -353,13 +399,24 @@ def _costs(
         try:
             cost = spec.formula(OpContext(proto, opset, inputs, outputs))
             status = "zero" if cost.macs == 0 and cost.flops == 0 else "ok"
-        except (UnknownShapeError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        except UnknownShapeError as e:
             status = "unknown_shape"
-    bytes_read, inputs_known = known_bytes(inputs)
+            note = str(e)
+        except Exception as e:  # a formula that raises anything else is an onnxcost bug
+            status = "error"
+            note = f"cost formula raised {type(e).__name__}: {e}"
+    if spec is not None and not spec.reads_data:
+        bytes_read, inputs_known = 0, True  # Shape, Size: the input's shape only
+    else:
+        bytes_read, inputs_known = known_bytes(inputs)
     bytes_written, outputs_known = known_bytes(outputs)
+    # A named input that nothing typed is unknown, not an omitted optional one. (An untyped
+    # output is allowed: contrib formulas size their outputs from their inputs.)
+    if inputs_known and spec is not None and spec.reads_data:
+        inputs_known = all(t is not None for n, t in zip(in_names, inputs, strict=True) if n)
     if not (inputs_known and outputs_known) and not control_flow and status in ("ok", "zero"):
         status = "unknown_shape"  # its bytes would be incomplete (control flow keeps its body's)
-    if status == "unknown_shape":
+    if status in ("unknown_shape", "error"):
         cost = _NO_COST
     if multiplier != 1:
         cost = cost * multiplier
@@ -480,6 +537,7 @@ def _walk_subgraph(
             w.unknown,
             Counter(w.unsupported),
         )
+        n_errors = len(w.errors)
     for t in graph.initializer:
         w.weights[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
     total = Cost()
@@ -497,6 +555,7 @@ def _walk_subgraph(
         del w.counted[n_records:]
         del w.warnings[n_warnings:]
         w.param_counts, w.stats_seen, w.unknown, w.unsupported = params, stats, unknown, unsupported
+        del w.errors[n_errors:]
     return total
 
 
@@ -626,11 +685,7 @@ def _analyze(
             f"{sum(walk.unsupported.values())} nodes have no cost formula and count as 0: {listed}; "
             f"see `onnxcost ops`"
         )
-    if walk.unknown:
-        walk.warnings.append(
-            f"{walk.unknown} nodes have shapes that could not be resolved and count as 0 "
-            f"(status unknown_shape); fix input shapes with --input-shape NAME=DIMS or --dim SYMBOL=N"
-        )
+    _status_warnings(walk)
     params_by_dtype: dict[str, int] = {}
     param_bytes = 0
     for name in sorted(walk.param_counts):
@@ -664,6 +719,52 @@ def _analyze(
         convention=convention,
         _counted=counted,
     )
+
+
+def _unknown_starts(w: _Walk) -> list[str]:
+    """'node (op): why' of each node where unknown shapes start: its inputs are all known, but
+    an output has no shape (an op nothing can shape) or its own formula could not size it."""
+    types = w.shapes.types
+    starts = []
+    for rec in w.records:
+        if rec is None or any(
+            s is None for n, s in zip(rec.inputs, rec.input_shapes, strict=True) if n
+        ):
+            continue
+        if any(not all(type(d) is int for d in s) for s in rec.input_shapes if s is not None):
+            continue
+        why = _untyped_output(types, rec.domain, rec.op_type, rec.outputs)
+        if not why and rec.status == "unknown_shape":
+            why = rec.note
+        if why:
+            starts.append(f"{rec.name} ({_op_label(rec.domain, rec.op_type)}): {why}")
+    return starts
+
+
+def _status_warnings(w: _Walk) -> None:
+    """One warning for the unknown_shape nodes, naming where unknown shapes start and why
+    (the input shapes are blamed only where nothing else is), one for the error nodes."""
+    if w.unknown:
+        head = (
+            f"{w.unknown} nodes have shapes that could not be resolved and count as 0 "
+            f"(status unknown_shape)"
+        )
+        starts = _unknown_starts(w)
+        if starts:
+            more = f"; and {len(starts) - 3} more" if len(starts) > 3 else ""
+            w.warnings.append(f"{head}; they start at {'; '.join(starts[:3])}{more}")
+        else:
+            w.warnings.append(
+                f"{head}; fix input shapes with --input-shape NAME=DIMS or --dim SYMBOL=N"
+            )
+    if w.errors:
+        listed = "; ".join(w.errors[:3]) + (
+            f"; and {len(w.errors) - 3} more" if len(w.errors) > 3 else ""
+        )
+        w.warnings.append(
+            f"{len(w.errors)} nodes count as 0 because their cost formula failed (status error, "
+            f"a bug in onnxcost: please report it): {listed}"
+        )
 
 
 def _io_records(

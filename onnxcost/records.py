@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Status = Literal["ok", "zero", "unsupported", "unknown_shape"]
+Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
 ShapeOut = tuple[int | str | None, ...] | None
 

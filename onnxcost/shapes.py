@@ -26,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX
+from onnxcost.shape_rules import has_rule, rule_outputs
 from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo
 
 _STRIP_BYTES = 4096
@@ -711,8 +712,31 @@ def _inferred(
             if value is not None:
                 known[name] = value
         inferred = _infer_with_onnx(node, domain, opset, known, run)
+        inferred = _with_rules(node, domain, opset, inferred, run.types)
     run.memo[signature] = inferred
     return inferred
+
+
+def _with_rules(
+    node: onnx.NodeProto,
+    domain: str,
+    opset: int,
+    inferred: _Inferred | None,
+    types: Mapping[str, TensorInfo],
+) -> _Inferred | None:
+    """ONNX's result, completed by onnxcost's own rule (``shape_rules``) for the outputs
+    it left untyped: ops ONNX has no schema for, and outputs a schema does not type."""
+    if not has_rule(domain, node.op_type):
+        return inferred
+    done = {index for index, _elem, shape in inferred or () if shape is not None}
+    if len(done) == sum(1 for o in node.output if o):
+        return inferred
+    ins = [types.get(name) if name else None for name in node.input]
+    extra = tuple(t for t in rule_outputs(node, domain, opset, ins) if t[0] not in done)
+    if not extra:
+        return inferred
+    kept = tuple(t for t in inferred or () if t[0] in done)
+    return kept + extra
 
 
 def _apply_inferred(

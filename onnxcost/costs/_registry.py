@@ -71,6 +71,8 @@ class OpSpec:
     param_elements: Mapping[int, Callable[[OpContext], int]] = field(default_factory=dict)
     """Input position -> its logical weight count, where storage packs several per element
     (MatMulNBits' uint8 B holds N x K 4-bit weights)."""
+    reads_data: bool = True
+    """False for ops that read only their inputs' shapes (Shape, Size): no input bytes."""
 
     @property
     def family(self) -> str:
@@ -160,8 +162,10 @@ def register_zero(
     meta_inputs: Iterable[int] = (),
     since: int = 1,
     until: int = OPSET_MAX,
+    reads_data: bool = True,
 ) -> None:
-    """Declare ops that do no arithmetic: status ``zero``, bytes still counted."""
+    """Declare ops that do no arithmetic: status ``zero``, bytes still counted (input bytes
+    not, with ``reads_data=False``: the op reads only its inputs' shapes)."""
     for op in op_types:
         REGISTRY.add(
             OpSpec(
@@ -174,6 +178,7 @@ def register_zero(
                 zero=True,
                 module=sys._getframe(1).f_globals.get("__name__", ""),
                 meta_inputs=frozenset(meta_inputs),
+                reads_data=reads_data,
             )
         )
 

@@ -21,14 +21,8 @@ import math
 from onnxcost.costs._context import OpContext, UnknownShapeError
 from onnxcost.costs._registry import Cost, register
 from onnxcost.costs.normalization import standardize_flops
-from onnxcost.costs.quantized import (
-    broadcast_shape,
-    conv_in_out_macs,
-    given,
-    matmul_shape,
-    softmax_flops,
-    softmax_rows,
-)
+from onnxcost.costs.quantized import conv_in_out_macs, given, softmax_flops, softmax_rows
+from onnxcost.shape_rules import broadcast_shape, matmul_shape
 
 MS = "com.microsoft"
 

@@ -37,8 +37,9 @@ register_zero(
 register_zero(
     "Shape",
     "Size",
-    reason="no arithmetic: reads the input's shape, not its data",
+    reason="no arithmetic: reads the input's shape, not its data (0 bytes read)",
     meta_inputs=(0,),
+    reads_data=False,
 )
 register_zero(
     "EyeLike",

@@ -33,6 +33,7 @@ from onnxcost.costs._context import OpContext, UnknownShapeError
 from onnxcost.costs._registry import Cost, register
 from onnxcost.costs.conv import conv_macs
 from onnxcost.costs.matmul import matmul_macs
+from onnxcost.shape_rules import broadcast_shape, matmul_shape, window_spatial
 
 MS = "com.microsoft"
 
@@ -75,32 +76,6 @@ def given(ctx: OpContext, i: int) -> bool:
 # --- shape helpers: contrib ops have no ONNX shape inference, so outputs are derived here ---
 
 
-def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy broadcasting of ``shapes``; raises UnknownShapeError when they do not broadcast."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[int] = []
-    for i in range(rank):
-        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
-        if len(dims) > 1:
-            raise UnknownShapeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
-
-
-def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    """Output shape of numpy ``matmul(a, b)`` (1-D operands and batch broadcasting included)."""
-    if not a or not b:
-        raise UnknownShapeError("matmul of a scalar")
-    a2 = (1, *a) if len(a) == 1 else tuple(a)
-    b2 = (*b, 1) if len(b) == 1 else tuple(b)
-    out = (*broadcast_shape(a2[:-2], b2[:-2]), a2[-2], b2[-1])
-    if len(b) == 1:
-        out = out[:-1]
-    if len(a) == 1:
-        out = (*out[:-2], out[-1]) if len(b) > 1 else out[:-1]
-    return out
-
-
 def matmul_in_out_macs(ctx: OpContext, a: int = 0, b: int = 1) -> tuple[int, int]:
     """(MACs, numel(Y)) of numpy ``matmul(input a, input b)``, from the input shapes alone."""
     a_shape = ctx.shape(a)
@@ -120,24 +95,15 @@ def pool_output_spatial(
     Reads ``strides``, ``pads``, ``dilations``, ``auto_pad`` and ``ceil_mode`` (all with their
     ONNX defaults), so it serves contrib convolutions and pools that shape inference skips.
     """
-    n = len(in_spatial)
-    strides = list(ctx.attr("strides", None) or [1] * n)
-    dilations = list(ctx.attr("dilations", None) or [default_dilation] * n)
-    pads = list(ctx.attr("pads", None) or [0] * (2 * n))
-    auto_pad = str(ctx.attr("auto_pad", "NOTSET"))
-    ceil_mode = int(ctx.attr("ceil_mode", 0))
-    out = []
-    for i, (size, k) in enumerate(zip(in_spatial, kernel, strict=True)):
-        s, d = int(strides[i]), int(dilations[i])
-        span = (int(k) - 1) * d + 1
-        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            out.append(-(-size // s))
-        elif auto_pad == "VALID":
-            out.append(-(-(size - span + 1) // s))
-        else:
-            padded = size + int(pads[i]) + int(pads[i + n]) - span
-            out.append((-(-padded // s) if ceil_mode else padded // s) + 1)
-    return tuple(out)
+    return window_spatial(
+        in_spatial,
+        kernel,
+        strides=ctx.attr("strides", None),
+        pads=ctx.attr("pads", None),
+        dilations=ctx.attr("dilations", None) or [default_dilation] * len(in_spatial),
+        auto_pad=str(ctx.attr("auto_pad", "NOTSET")),
+        ceil_mode=int(ctx.attr("ceil_mode", 0)),
+    )
 
 
 def conv_output_numel(

@@ -1,0 +1,321 @@
+"""onnxcost's own output-shape rules, for the outputs ONNX's shape inference leaves untyped.
+
+ONNX has no schema for onnxruntime's com.microsoft ops (the quantizer's QLinearAdd, QGemm,
+QAttention, ...), and some schemas type only part of the outputs (Dropout's mask before
+opset 10). Shape inference (``onnxcost.shapes``, which may not import the cost formulas) asks a rule here only for what ONNX's own
+inference left out; every rule is tested against the shapes onnxruntime outputs.
+
+A rule takes the node, its opset and the types of its inputs (None where omitted or
+unknown) and returns ``(output index, element type, shape)`` for the outputs it can type;
+it raises UnknownShapeError when an input shape it needs is not concrete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import onnx
+from onnx import TensorProto, helper
+
+from onnxcost.tensors import Shape, TensorInfo, UnknownShapeError
+
+MS = "com.microsoft"
+
+Inputs = Sequence[TensorInfo | None]
+Typed = tuple[tuple[int, int, Shape | None], ...]
+Rule = Callable[[onnx.NodeProto, int, Inputs], Typed]
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of ``shapes``; raises UnknownShapeError when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for i in range(rank):
+        dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+        if len(dims) > 1:
+            raise UnknownShapeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """Output shape of numpy ``matmul(a, b)`` (1-D operands and batch broadcasting included)."""
+    if not a or not b:
+        raise UnknownShapeError("matmul of a scalar")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    out = (*broadcast_shape(a2[:-2], b2[:-2]), a2[-2], b2[-1])
+    if len(b) == 1:
+        out = out[:-1]
+    if len(a) == 1:
+        out = (*out[:-2], out[-1]) if len(b) > 1 else out[:-1]
+    return out
+
+
+def window_spatial(
+    in_spatial: Sequence[int],
+    kernel: Sequence[int],
+    *,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    auto_pad: str = "NOTSET",
+    ceil_mode: int = 0,
+) -> tuple[int, ...]:
+    """Spatial output dims of a convolution or pooling window:
+    floor((size + pad_begin + pad_end - ((k - 1) x dilation + 1)) / stride) + 1
+    (ceil with ``ceil_mode``; ceil(size / stride) for SAME padding)."""
+    n = len(in_spatial)
+    strides = list(strides or [1] * n)
+    dilations = list(dilations or [1] * n)
+    pads = list(pads or [0] * (2 * n))
+    out = []
+    for i, (size, k) in enumerate(zip(in_spatial, kernel, strict=True)):
+        s, d = int(strides[i]), int(dilations[i])
+        span = (int(k) - 1) * d + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-size // s))
+        elif auto_pad == "VALID":
+            out.append(-(-(size - span + 1) // s))
+        else:
+            padded = size + int(pads[i]) + int(pads[i + n]) - span
+            out.append((-(-padded // s) if ceil_mode else padded // s) + 1)
+    return tuple(out)
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        out[a.name] = value.decode() if isinstance(value, bytes) else value
+    return out
+
+
+def _shape(ins: Inputs, i: int) -> tuple[int, ...]:
+    info = ins[i] if i < len(ins) else None
+    if info is None:
+        raise UnknownShapeError(f"input {i} is absent or untyped")
+    return info.concrete_shape
+
+
+def _elem(ins: Inputs, i: int, default: int) -> int:
+    """Element type of input ``i`` where it is given and typed, else ``default``."""
+    info = ins[i] if i < len(ins) else None
+    return info.elem_type if info is not None and info.elem_type else default
+
+
+def _window_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "strides": attrs.get("strides"),
+        "pads": attrs.get("pads"),
+        "dilations": attrs.get("dilations"),
+        "auto_pad": str(attrs.get("auto_pad", "NOTSET")),
+        "ceil_mode": int(attrs.get("ceil_mode", 0)),
+    }
+
+
+def _dropout(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y and mask are X's shape; the mask is bool from opset 10, X's type before."""
+    x = _shape(ins, 0)
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    return ((0, elem, x), (1, TensorProto.BOOL if opset >= 10 else elem, x))
+
+
+def _same_as_x(y_zero_point: int) -> Rule:
+    """Y is X's shape, of the type of input ``y_zero_point`` (X's type where it is omitted)."""
+
+    def rule(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+        return ((0, _elem(ins, y_zero_point, _elem(ins, 0, TensorProto.UINT8)), _shape(ins, 0)),)
+
+    return rule
+
+
+def _quantize(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """y is x's shape, of the zero point's type (uint8 without one)."""
+    return ((0, _elem(ins, 2, TensorProto.UINT8), _shape(ins, 0)),)
+
+
+def _dequantize(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """y is x's shape, of the scale's type."""
+    return ((0, _elem(ins, 1, TensorProto.FLOAT), _shape(ins, 0)),)
+
+
+def _qlinear_binary(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """C is the broadcast of A (0) and B (3), of C_zero_point's type (A's without one)."""
+    shape = broadcast_shape(_shape(ins, 0), _shape(ins, 3))
+    return ((0, _elem(ins, 7, _elem(ins, 0, TensorProto.UINT8)), shape),)
+
+
+def _qlinear_where(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Z is the broadcast of condition (0), X (1) and Y (4), of Z_zero_point's type."""
+    shape = broadcast_shape(_shape(ins, 0), _shape(ins, 1), _shape(ins, 4))
+    return ((0, _elem(ins, 8, _elem(ins, 1, TensorProto.UINT8)), shape),)
+
+
+def _qlinear_concat(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y concatenates the X of each (X, scale, zero point) triplet from input 2 along ``axis``."""
+    shapes = [_shape(ins, i) for i in range(2, len(ins), 3)]
+    if not shapes:
+        raise UnknownShapeError("QLinearConcat has no inputs")
+    rank = len(shapes[0])
+    axis = int(_attrs(node).get("axis", 0)) % rank
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    return ((0, _elem(ins, 1, _elem(ins, 2, TensorProto.UINT8)), tuple(out)),)
+
+
+def _qlinear_conv(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N, M, out...] (NHWC [N, out..., M] with channels_last) from X (0) and W (3)."""
+    attrs = _attrs(node)
+    x, w = _shape(ins, 0), _shape(ins, 3)
+    channels_last = bool(attrs.get("channels_last", 0))
+    spatial = x[1:-1] if channels_last else x[2:]
+    kernel = attrs.get("kernel_shape") or w[2:]
+    out = window_spatial(spatial, kernel, **_window_attrs(attrs))
+    shape = (x[0], *out, w[0]) if channels_last else (x[0], w[0], *out)
+    return ((0, _elem(ins, 7, _elem(ins, 0, TensorProto.UINT8)), shape),)
+
+
+def _qlinear_average_pool(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N, C, out...] (NHWC with channels_last) from X and kernel_shape."""
+    attrs = _attrs(node)
+    x = _shape(ins, 0)
+    kernel = attrs.get("kernel_shape")
+    if not kernel:
+        raise UnknownShapeError("QLinearAveragePool has no kernel_shape")
+    channels_last = bool(attrs.get("channels_last", 0))
+    spatial = x[1:-1] if channels_last else x[2:]
+    attrs.pop("dilations", None)  # pooling here has no dilation
+    out = window_spatial(spatial, kernel, **_window_attrs(attrs))
+    shape = (x[0], *out, x[-1]) if channels_last else (x[0], x[1], *out)
+    return ((0, _elem(ins, 4, _elem(ins, 0, TensorProto.UINT8)), shape),)
+
+
+def _qlinear_global_average_pool(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N, C, 1, ...] ([N, 1, ..., C] with channels_last)."""
+    x = _shape(ins, 0)
+    ones = (1,) * (len(x) - 2)
+    channels_last = bool(_attrs(node).get("channels_last", 0))
+    shape = (x[0], *ones, x[-1]) if channels_last else (x[0], x[1], *ones)
+    return ((0, _elem(ins, 4, _elem(ins, 0, TensorProto.UINT8)), shape),)
+
+
+def _qgemm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [M, N] from A (0) and B (3) with transA/transB; quantized (Y_zero_point's type, uint8
+    without one) where y_scale (7) is given, else float."""
+    attrs = _attrs(node)
+    a, b = _shape(ins, 0), _shape(ins, 3)
+    m = a[1] if int(attrs.get("transA", 0)) else a[0]
+    n = b[0] if int(attrs.get("transB", 0)) else b[1]
+    elem = (
+        _elem(ins, 8, TensorProto.UINT8)
+        if len(ins) > 7 and ins[7] is not None
+        else TensorProto.FLOAT
+    )
+    return ((0, elem, (m, n)),)
+
+
+def _float_matmul(scale: int) -> Rule:
+    """Y = matmul(A, B) shape, of the type of input ``scale`` (float)."""
+
+    def rule(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+        shape = matmul_shape(_shape(ins, 0), _shape(ins, 1))
+        return ((0, _elem(ins, scale, TensorProto.FLOAT), shape),)
+
+    return rule
+
+
+def _matmul_nbits(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [..., N] from A [..., K], of A's type."""
+    a = _shape(ins, 0)
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), (*a[:-1], int(_attrs(node).get("N", 0)))),)
+
+
+def _gather_block_quantized(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y = data[:axis] + indices + data[axis + 1:] of the logical (unpacked) data shape, of
+    the scales' type."""
+    attrs = _attrs(node)
+    data, indices = list(_shape(ins, 0)), _shape(ins, 1)
+    info = ins[0]
+    bits = int(attrs.get("bits", 4))
+    if info is not None and info.elem_type == TensorProto.UINT8 and bits < 8 and data:
+        data[-1] *= 8 // bits
+    axis = int(attrs.get("gather_axis", 0)) % len(data)
+    shape = (*data[:axis], *indices, *data[axis + 1 :])
+    return ((0, _elem(ins, 2, TensorProto.FLOAT), shape),)
+
+
+def _qattention(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [B, S, D_v] (D_v: the last of qkv_hidden_sizes, else a third of W's columns),
+    float; present [2, B, heads, past + S, D_v / heads] where past (8) is given."""
+    attrs = _attrs(node)
+    x, w = _shape(ins, 0), _shape(ins, 1)
+    sizes = attrs.get("qkv_hidden_sizes") or [w[1] // 3] * 3
+    d_v = int(sizes[2])
+    elem = _elem(ins, 3, TensorProto.FLOAT)
+    out: list[tuple[int, int, Shape | None]] = [(0, elem, (x[0], x[1], d_v))]
+    if len(ins) > 8 and ins[8] is not None and len(node.output) > 1:
+        past = _shape(ins, 8)
+        heads = int(attrs.get("num_heads", 1))
+        out.append((1, elem, (2, x[0], heads, past[3] + x[1], d_v // heads)))
+    return tuple(out)
+
+
+def _dynamic_quantize_lstm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [T, D, B, H], Y_h and Y_c [D, B, H] (as LSTM), of X's type."""
+    attrs = _attrs(node)
+    x = _shape(ins, 0)
+    hidden = int(attrs.get("hidden_size", 0))
+    if not hidden:
+        raise UnknownShapeError("DynamicQuantizeLSTM has no hidden_size")
+    d = 2 if str(attrs.get("direction", "forward")) == "bidirectional" else 1
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    state = (d, x[1], hidden)
+    return ((0, elem, (x[0], d, x[1], hidden)), (1, elem, state), (2, elem, state))
+
+
+RULES: dict[tuple[str, str], Rule] = {
+    ("", "Dropout"): _dropout,
+    (MS, "QuantizeLinear"): _quantize,
+    (MS, "DequantizeLinear"): _dequantize,
+    (MS, "QLinearConv"): _qlinear_conv,
+    (MS, "QLinearAdd"): _qlinear_binary,
+    (MS, "QLinearMul"): _qlinear_binary,
+    (MS, "QLinearWhere"): _qlinear_where,
+    (MS, "QLinearConcat"): _qlinear_concat,
+    (MS, "QLinearSigmoid"): _same_as_x(4),
+    (MS, "QLinearLeakyRelu"): _same_as_x(4),
+    (MS, "QLinearSoftmax"): _same_as_x(4),
+    (MS, "QLinearAveragePool"): _qlinear_average_pool,
+    (MS, "QLinearGlobalAveragePool"): _qlinear_global_average_pool,
+    (MS, "QGemm"): _qgemm,
+    (MS, "DynamicQuantizeMatMul"): _float_matmul(2),
+    (MS, "MatMulIntegerToFloat"): _float_matmul(2),
+    (MS, "MatMulNBits"): _matmul_nbits,
+    (MS, "GatherBlockQuantized"): _gather_block_quantized,
+    (MS, "QAttention"): _qattention,
+    (MS, "DynamicQuantizeLSTM"): _dynamic_quantize_lstm,
+}
+"""(domain, op type) -> onnxcost's rule for its output types ('' is the ONNX domain)."""
+
+
+def rule_outputs(node: onnx.NodeProto, domain: str, opset: int, ins: Inputs) -> Typed:
+    """What onnxcost's rule gives for ``node``'s outputs; () where there is no rule or an
+    input shape it needs is unknown."""
+    rule = RULES.get((domain, node.op_type))
+    if rule is None:
+        return ()
+    try:
+        typed = rule(node, opset, ins)
+    except (UnknownShapeError, IndexError, ValueError, ZeroDivisionError):
+        return ()
+    n = len(node.output)
+    return tuple(t for t in typed if t[0] < n and node.output[t[0]])
+
+
+def has_rule(domain: str, op_type: str) -> bool:
+    return (domain, op_type) in RULES
+
+
+__all__ = ["RULES", "broadcast_shape", "has_rule", "matmul_shape", "rule_outputs", "window_spatial"]

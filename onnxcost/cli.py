@@ -7,6 +7,7 @@ environment or a budget (one line on stderr; --debug shows the traceback), 2 usa
 from __future__ import annotations
 
 import enum
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -119,8 +120,37 @@ def _root(
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"onnxcost: error: {message}", err=True)
+    """One line on stderr: model text in ``message`` cannot forge a second line or a colour."""
+    from onnxcost.report.safe_text import plain
+
+    typer.echo(f"onnxcost: error: {plain(message)}", err=True)
     raise typer.Exit(code)
+
+
+def _reader_gone() -> NoReturn:
+    """stdout's reader went away (``onnxcost analyze m.onnx | head``): stop without a word.
+
+    Exit 141 (128 + SIGPIPE), as ``git log | head`` does. stdout is pointed at /dev/null first
+    so that the interpreter's last flush of the lost output cannot fail again at exit.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no real file (a test runner's buffer)
+        pass
+    raise typer.Exit(141)
+
+
+def _console(width: int | None = None) -> Console:
+    """A rich Console on stdout that ends quietly on a closed pipe (rich's own default exits 1)."""
+    from rich.console import Console
+
+    class _PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _reader_gone()
+
+    return _PipeConsole(highlight=False, width=width)
 
 
 def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
@@ -130,6 +160,8 @@ def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
         return fn()
     except typer.Exit:
         raise
+    except BrokenPipeError:
+        _reader_gone()
     except UsageError as e:
         if debug:
             raise
@@ -178,6 +210,7 @@ def emit(text: str, output: Path | None) -> None:
     """Write ``text`` to stdout, or to ``output`` all at once (see ``checked_output``)."""
     if output is None:
         sys.stdout.write(text)
+        sys.stdout.flush()  # a closed pipe fails here, inside run_guarded, not at exit
         return
     from onnxcost.outputs import write_atomic
 
@@ -192,7 +225,7 @@ def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
     if output is None:
         # A pipe or CI log gets a wide, plain table instead of rich's 80-column default.
         width = None if sys.stdout.isatty() else 160
-        draw(Console(highlight=False, width=width))
+        draw(_console(width))
         return
     import io
 
@@ -217,7 +250,8 @@ def analyze(
     top: Annotated[
         int | None,
         typer.Option(
-            help="Show the N costliest/first nodes (0: all). Default: all up to 50 nodes, else 30."
+            help="Show the N costliest/first nodes (0: all). Default: all up to 50 nodes, else 30.",
+            min=0,
         ),
     ] = None,
     sort_by: Annotated[
@@ -242,12 +276,14 @@ def analyze(
 
     def go() -> None:
         from onnxcost.analyze import analyze as run
-        from onnxcost.report.select import select_nodes
+        from onnxcost.report.select import op_type_miss, select_nodes
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
         result = run(model, input_shapes=shapes, dims=dims, convention=convention.value)
         selected = select_nodes(result.nodes, sort_by=sort_by.value, op_type=op_type)
+        if op_type and not selected:
+            typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)
         if format in (Format.json, Format.csv):
             cut = selected if not top else selected[:top]
         else:
@@ -256,7 +292,7 @@ def analyze(
                 selected = select_nodes(selected, sort_by="flops")
             cut = selected[:limit] if limit else selected
         if format is Format.json:
-            import json
+            from onnxcost.report.safe_text import to_json
 
             data = result.to_dict()
             data["nodes"] = (
@@ -264,7 +300,7 @@ def analyze(
                 if len(cut) != len(result.nodes)
                 else data["nodes"]
             )
-            emit(json.dumps(data, indent=2) + "\n", out)
+            emit(to_json(data) + "\n", out)
         elif format is Format.csv:
             from onnxcost.report.as_text import to_csv
 
@@ -330,7 +366,6 @@ def ops(
             )
         typer.echo("\n".join(lines))
         return
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(
@@ -340,7 +375,7 @@ def ops(
         t.add_column(h, overflow="fold")
     for r in [*rows, *missing]:
         t.add_row(r.domain, r.op_type, r.opsets, r.status, r.formula)
-    Console().print(t)
+    _console().print(t)
 
 
 @zoo_app.command("list")
@@ -361,7 +396,6 @@ def zoo_list(format: FormatOpt = Format.table) -> None:
             )
         )
         return
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(box=None)
@@ -369,7 +403,7 @@ def zoo_list(format: FormatOpt = Format.table) -> None:
         t.add_column(h, overflow="fold")
     for m in zoo.MODELS.values():
         t.add_row(m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items()))
-    Console().print(t)
+    _console().print(t)
 
 
 @zoo_app.command("save")
@@ -552,8 +586,10 @@ def compare_cmd(
         out = checked_output(output, models, force)
         if len(models) < 2:
             raise UsageError("compare needs at least two models: onnxcost compare A.onnx B.onnx")
-        if fail_if_worse is not None and fail_if_worse < 0:
-            raise UsageError(f"--fail-if-worse must be 0 or more percent, not {fail_if_worse:g}")
+        if fail_if_worse is not None and not 0 <= fail_if_worse < math.inf:
+            raise UsageError(
+                f"--fail-if-worse must be a finite percentage of 0 or more, not {fail_if_worse:g}"
+            )
         settings = _bench_settings(bench, provider, runs, warmup, threads)
         shapes, dims = parse_shape_flags(input_shape, dim)
         result = run(
@@ -565,7 +601,9 @@ def compare_cmd(
             bench=settings,
         )
         if format is CompareFormat.json:
-            emit(result.to_json() + "\n", out)
+            from onnxcost.report.safe_text import to_json
+
+            emit(to_json(result.to_dict()) + "\n", out)
         elif format is CompareFormat.markdown:
             from onnxcost.report.compare import to_markdown
 
@@ -578,8 +616,10 @@ def compare_cmd(
 
     worse = run_guarded(debug, go)
     if worse:
+        from onnxcost.report.safe_text import plain
+
         for line in worse:
-            typer.echo(f"onnxcost: worse: {line}", err=True)
+            typer.echo(f"onnxcost: worse: {plain(line)}", err=True)
         raise typer.Exit(1)
 
 
@@ -667,12 +707,14 @@ def check_cmd(
         checks = b.check(result.totals, tuple(budgets), latency_ms=latency)
         return b.ok_line(model, checks), tuple(c.line() for c in checks if c.exceeded)
 
+    from onnxcost.report.safe_text import plain
+
     ok, over = run_guarded(debug, go)
     if over:
         for line in over:
-            typer.echo(f"onnxcost: over budget: {line}", err=True)
+            typer.echo(f"onnxcost: over budget: {plain(line)}", err=True)
         raise typer.Exit(1)
-    typer.echo(ok)
+    typer.echo(plain(ok))
 
 
 class OptLevel(str, enum.Enum):
@@ -850,9 +892,9 @@ def bench(
         finally:
             close()
         if format is Format.json:
-            import json
+            from onnxcost.report.safe_text import to_json
 
-            emit(json.dumps(result.to_dict(), indent=2) + "\n", out)
+            emit(to_json(result.to_dict()) + "\n", out)
         elif format is Format.csv:
             from onnxcost.report.bench import to_csv
 

@@ -1,8 +1,11 @@
-"""Plain-text formats of an analysis: CSV (exact integers) and Markdown (human units)."""
+"""Plain-text formats of an analysis: CSV (exact integers) and Markdown (human units).
+
+Model text goes through ``safe_text``: CSV cells that a spreadsheet would run are prefixed,
+Markdown cells escaped, control characters written as escapes in both.
+"""
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 
@@ -16,12 +19,13 @@ from onnxcost.report.columns import (
     op_type_columns,
     with_cumulative,
 )
+from onnxcost.report.safe_text import csv_writer, md
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:
     """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow(
         [
             "name",
@@ -49,18 +53,15 @@ def to_csv(nodes: Sequence[NodeRecord]) -> str:
 
 
 def _md_table(columns: Sequence[Column], rows: Sequence[object]) -> list[str]:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
-
     lines = ["| " + " | ".join(c.header for c in columns) + " |"]
     lines.append("|" + "|".join("---:" if c.numeric else "---" for c in columns) + "|")
-    lines += ["| " + " | ".join(esc(c.human(r)) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(md(c.human(r)) for c in columns) + " |" for r in rows]
     return lines
 
 
 def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None = None) -> str:
     t = a.totals
-    out = [f"# {a.model.path or a.model.graph_name or 'model'}", ""]
+    out = [f"# {md(a.model.path or a.model.graph_name or 'model')}", ""]
     out += [
         "| total | value |",
         "|---|---:|",
@@ -84,5 +85,5 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
     else:
         out += ["", "## Nodes", "", *_md_table(NODE_COLUMNS, nodes)]
     if a.warnings:
-        out += ["", "## Warnings", ""] + [f"- {w}" for w in a.warnings]
+        out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in a.warnings]
     return "\n".join(out) + "\n"

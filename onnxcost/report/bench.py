@@ -1,12 +1,13 @@
 """Renderers of a bench result: a rich terminal report, markdown, and CSV.
 
+Model text (node names, op types, paths, notes that quote them) goes through ``safe_text``.
+
 The node and op-type tables follow TensorFlow's benchmark_model: time per run, share,
 cumulative share, times called; then what the analyzer counted and what that achieves.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,11 +16,14 @@ from typing import Literal
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from onnxcost.bench.join import NodeProfile
 from onnxcost.bench.result import BenchResult, ProfileResult
 from onnxcost.bench.sweep import MaxBatch
 from onnxcost.report import units
+from onnxcost.report.safe_text import csv_writer, md, plain
+from onnxcost.report.safe_text import text as _text
 
 CsvTable = Literal["auto", "summary", "nodes", "op_types", "sweep"]
 
@@ -156,7 +160,7 @@ def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
     t.add_column("key", style="bold")
     t.add_column("value", overflow="fold")
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(_text(k), _text(v))
     return t
 
 
@@ -256,28 +260,27 @@ def _sentence(text: str) -> str:
 
 
 def _rich(grid: _Grid) -> Table:
-    t = Table(title=grid.title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
+    t = Table(
+        title=_text(grid.title), box=box.SIMPLE_HEAD, title_justify="left", title_style="bold"
+    )
     for header, numeric in zip(grid.headers, grid.numeric, strict=True):
         t.add_column(
-            header, justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
+            _text(header), justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
         )
     for row in grid.rows:
-        t.add_row(*row)
+        t.add_row(*map(_text, row))
     return t
 
 
 def _md(grid: _Grid) -> list[str]:
-    def cell(s: str) -> str:
-        return s.replace("|", "\\|")
-
     out = [
         "",
-        f"### {grid.title}",
+        f"### {md(grid.title)}",
         "",
-        "| " + " | ".join(grid.headers) + " |",
+        "| " + " | ".join(map(md, grid.headers)) + " |",
         "|" + "|".join("---:" if n else "---" for n in grid.numeric) + "|",
     ]
-    out.extend("| " + " | ".join(cell(c) for c in row) + " |" for row in grid.rows)
+    out.extend("| " + " | ".join(map(md, row)) + " |" for row in grid.rows)
     return out
 
 
@@ -292,22 +295,24 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
         if more:
             console.print(f"  ... {more} more rows (pass top=None for all)")
         console.print(_rich(_op_grid(prof)))
-        console.print(f"  {_profile_line(prof)}")
+        console.print(_text(f"  {_profile_line(prof)}"))
         if prof.untimed_nodes:
             console.print(
-                f"  not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}"
+                _text(
+                    f"  not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}"
+                )
             )
         if prof.note:
-            console.print(f"  [yellow]{prof.note}[/yellow]")
+            console.print(_text(f"  {plain(prof.note)}", style="yellow"))
         if prof.trace_path:
-            console.print(f"  trace: {prof.trace_path} (open in https://ui.perfetto.dev)")
+            console.print(_text(f"  trace: {prof.trace_path} (open in https://ui.perfetto.dev)"))
     if result.sweep:
         console.print(_rich(_sweep_grid(result)))
     if result.max_batch is not None:
         console.print(_rich(_probe_grid(result.max_batch)))
-        console.print(f"  {_max_batch_line(result.max_batch)}")
+        console.print(_text(f"  {_max_batch_line(result.max_batch)}"))
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
 
 
 def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
@@ -318,7 +323,7 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
         (False, False),
         [list(r) for r in _summary_rows(result) + _latency_rows(result)],
     )
-    lines = [f"## Benchmark: {result.model}", *_md(summary)]
+    lines = [f"## Benchmark: {md(result.model)}", *_md(summary)]
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
@@ -330,10 +335,10 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
         if prof.untimed_nodes:
             lines += [
                 "",
-                f"Not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}.",
+                md(f"Not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}."),
             ]
         if prof.note:
-            lines += ["", f"> {prof.note}"]
+            lines += ["", f"> {md(prof.note)}"]
     if result.sweep:
         lines += _md(_sweep_grid(result))
     if result.max_batch is not None:
@@ -343,7 +348,7 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
             _sentence(_max_batch_line(result.max_batch)),
         ]
     if result.warnings:
-        lines += [""] + [f"- warning: {w}" for w in result.warnings]
+        lines += [""] + [f"- warning: {md(w)}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -355,7 +360,7 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
     if table == "auto":
         table = "nodes" if result.profile is not None else "summary"
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     if table == "nodes":
         if result.profile is None:
             return ""
@@ -470,8 +475,8 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
 def _listed(names: Sequence[str], limit: int = 10) -> str:
     """'a, b, c' or 'a, b, ... (25 in all)'."""
     if len(names) <= limit:
-        return ", ".join(names)
-    return f"{', '.join(names[:limit])}, ... ({len(names)} in all)"
+        return ", ".join(map(plain, names))
+    return f"{', '.join(map(plain, names[:limit]))}, ... ({len(names)} in all)"
 
 
 def _opt(v: float | None) -> str:

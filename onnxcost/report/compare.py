@@ -1,4 +1,8 @@
-"""Terminal (rich) and Markdown reports of a comparison; both draw the same sections."""
+"""Terminal (rich) and Markdown reports of a comparison; both draw the same sections.
+
+Sections hold ``plain`` text (model strings with control characters escaped); the terminal
+draws it as rich ``Text`` (never markup), Markdown escapes it with ``safe_text.md``.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from rich.text import Text
 
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
 from onnxcost.report import units
+from onnxcost.report.safe_text import md, plain, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +55,13 @@ def _diff(pct: float | None, base: float | None, value: float | None) -> str:
 
 def header_lines(c: Comparison) -> list[str]:
     """Who is who: label, path, inputs, node counts."""
-    out = [f"Comparing {len(c.models)} models; baseline {c.models[0].label}"]
+    out = [f"Comparing {len(c.models)} models; baseline {plain(c.models[0].label)}"]
     for m in c.models:
         a = m.analysis
-        ins = ", ".join(f"{t.name} {t.dtype}[{units.shape(t.shape)}]" for t in a.inputs)
-        where = m.path or a.model.graph_name or "in-memory model"
+        ins = ", ".join(f"{plain(t.name)} {t.dtype}[{units.shape(t.shape)}]" for t in a.inputs)
+        where = plain(m.path or a.model.graph_name or "in-memory model")
         out.append(
-            f"  {m.label}: {where} | inputs {ins} | {a.model.node_count} nodes, "
+            f"  {plain(m.label)}: {where} | inputs {ins} | {a.model.node_count} nodes, "
             f"{len(m.compute)} compute"
         )
     return out
@@ -93,7 +98,7 @@ def op_type_section(c: Comparison) -> Section:
     headers += [f"{lab} FLOPs" for lab in labels]
     rows = []
     for r in c.by_op_type:
-        name = r.op_type if not r.domain else f"{r.domain}::{r.op_type}"
+        name = _op(r.domain, r.op_type)
         rows.append(
             (
                 name,
@@ -110,6 +115,10 @@ def op_type_section(c: Comparison) -> Section:
     )
 
 
+def _op(domain: object, op_type: object) -> str:
+    return plain(op_type) if not domain else f"{plain(domain)}::{plain(op_type)}"
+
+
 def _shape_cell(nodes: Sequence[ComputeNode]) -> str:
     parts = []
     for n in nodes:
@@ -121,11 +130,11 @@ def _shape_cell(nodes: Sequence[ComputeNode]) -> str:
 
 
 def _names(nodes: Sequence[ComputeNode]) -> str:
-    return ", ".join(n.name for n in nodes) if nodes else "-"
+    return ", ".join(plain(n.name) for n in nodes) if nodes else "-"
 
 
 def _ops(nodes: Sequence[ComputeNode]) -> str:
-    return ", ".join(n.op_label for n in nodes) if nodes else "-"
+    return ", ".join(plain(n.op_label) for n in nodes) if nodes else "-"
 
 
 def _macs(nodes: Sequence[ComputeNode]) -> str:
@@ -133,7 +142,7 @@ def _macs(nodes: Sequence[ComputeNode]) -> str:
 
 
 def _node_cell(nodes: Sequence[ComputeNode]) -> str:
-    return ", ".join(f"{n.name} ({n.op_label})" for n in nodes) if nodes else "-"
+    return ", ".join(f"{plain(n.name)} ({plain(n.op_label)})" for n in nodes) if nodes else "-"
 
 
 def _pair_row(k: int, p: AlignedPair) -> tuple[str, ...]:
@@ -180,14 +189,16 @@ def only_in_section(c: Comparison) -> Section | None:
         return None
     rows = []
     for o in c.only_in:
-        names = ", ".join(o.nodes[:3]) + (f" (+{len(o.nodes) - 3})" if len(o.nodes) > 3 else "")
+        names = ", ".join(map(plain, o.nodes[:3])) + (
+            f" (+{len(o.nodes) - 3})" if len(o.nodes) > 3 else ""
+        )
         n_base, n_cand = (
             (o.count, o.other_count) if o.model == o.baseline else (o.other_count, o.count)
         )
         rows.append(
             (
                 f"{o.baseline} vs {o.candidate}",
-                o.op_type if not o.domain else f"{o.domain}::{o.op_type}",
+                _op(o.domain, o.op_type),
                 f"{o.baseline} {n_base}, {o.candidate} {n_cand}",
                 o.role,
                 names,
@@ -210,7 +221,7 @@ def time_section(c: Comparison) -> Section | None:
         headers += [f"{lab} kernels", f"{lab} mean"]
     rows = []
     for r in c.time_by_op_type:
-        cells = [r.op_type]
+        cells = [plain(r.op_type)]
         for n, t in zip(r.count, r.mean_us, strict=True):
             cells += ["-" if n is None else str(n), "-" if t is None else f"{t:,.1f} us"]
         rows.append(tuple(cells))
@@ -250,38 +261,36 @@ def warning_lines(c: Comparison) -> list[str]:
 def render(c: Comparison, console: Console) -> None:
     """The whole report on a rich console (model text is never read as rich markup)."""
     lines = header_lines(c)
-    console.print(Text(lines[0], style="bold"))
+    console.print(text(lines[0], style="bold"))
     for line in lines[1:]:
-        console.print(Text(line))
+        console.print(text(line))
     for s in sections(c):
-        t = Table(title=Text(s.title, style="bold"), box=box.SIMPLE_HEAD, title_justify="left")
+        t = Table(title=text(s.title, style="bold"), box=box.SIMPLE_HEAD, title_justify="left")
         for h, num in zip(s.headers, s.numeric, strict=True):
-            t.add_column(Text(h), justify="right" if num else "left", overflow="fold")
+            t.add_column(text(h), justify="right" if num else "left", overflow="fold")
         for row in s.rows:
-            t.add_row(*(Text(cell) for cell in row))
+            t.add_row(*(text(cell) for cell in row))
         console.print(t)
     console.print(Text("Findings", style="bold"))
     for f in c.findings:
-        console.print(Text(f"  - {f}"))
+        console.print(text(f"  - {plain(f)}"))
     for w in warning_lines(c):
-        console.print(Text.assemble(("warning:", "yellow"), f" {w}"))
+        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
 
 
 def to_markdown(c: Comparison) -> str:
     lines = header_lines(c)
-    out = [f"# {lines[0]}", ""]
-    out += [f"- {line.strip()}" for line in lines[1:]]
+    out = [f"# {md(lines[0])}", ""]
+    out += [f"- {md(line.strip())}" for line in lines[1:]]
     for s in sections(c):
-        out += ["", f"## {s.title}", ""]
-        out.append("| " + " | ".join(h.replace("|", "\\|") for h in s.headers) + " |")
+        out += ["", f"## {md(s.title)}", ""]
+        out.append("| " + " | ".join(md(h) for h in s.headers) + " |")
         out.append("|" + "|".join("---:" if n else "---" for n in s.numeric) + "|")
-        out += [
-            "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in s.rows
-        ]
-    out += ["", "## Findings", ""] + [f"- {f}" for f in c.findings]
+        out += ["| " + " | ".join(md(cell) for cell in row) + " |" for row in s.rows]
+    out += ["", "## Findings", ""] + [f"- {md(f)}" for f in c.findings]
     warnings = warning_lines(c)
     if warnings:
-        out += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+        out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in warnings]
     return "\n".join(out) + "\n"
 
 

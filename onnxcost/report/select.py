@@ -8,6 +8,7 @@ from typing import Literal
 
 from onnxcost.errors import UsageError
 from onnxcost.records import NodeRecord
+from onnxcost.report.safe_text import plain
 
 SortKey = Literal["order", "macs", "flops", "bytes", "params"]
 SORT_KEYS: tuple[SortKey, ...] = ("order", "macs", "flops", "bytes", "params")
@@ -39,3 +40,15 @@ def select_nodes(
     if top is not None and top > 0:
         out = out[:top]
     return out
+
+
+def op_type_miss(nodes: Sequence[NodeRecord], op_type: str, limit: int = 20) -> str:
+    """What to say when ``--op-type`` selects nothing: the pattern and the op types there are."""
+    present = sorted({plain(n.op_type) for n in nodes})
+    listed = ", ".join(present[:limit]) + (
+        f", ... ({len(present)} in all)" if len(present) > limit else ""
+    )
+    return (
+        f"no node's op type matches '{plain(op_type)}' (a full, case-sensitive match); "
+        f"op types in this model: {listed or 'none'}"
+    )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from onnxcost.analyze import Analysis
 from onnxcost.records import NodeRecord
@@ -18,6 +19,7 @@ from onnxcost.report.columns import (
     op_type_columns,
     with_cumulative,
 )
+from onnxcost.report.safe_text import plain, text
 
 
 def _table(
@@ -35,36 +37,50 @@ def _table(
     for header, _values in extra:
         t.add_column(header, justify="right", no_wrap=True)
     for i, r in enumerate(rows):
-        t.add_row(*(c.human(r) for c in columns), *(values[i] for _h, values in extra))
+        t.add_row(*(text(c.human(r)) for c in columns), *(values[i] for _h, values in extra))
     return t
 
 
 def render_header(a: Analysis, console: Console) -> None:
-    """summarize_graph's view: where the model comes from, what goes in and out, what it is made of."""
+    """summarize_graph's view: where the model comes from, what goes in and out, what it is made of.
+
+    Every line is a ``Text`` of ``plain`` strings: model text is never read as rich markup.
+    """
     m = a.model
-    console.print(f"[bold]{m.path or m.graph_name or 'model'}[/bold]")
-    producer = f"{m.producer} {m.producer_version}".strip() or "unknown"
+    console.print(text(m.path or m.graph_name or "model", style="bold"))
+    producer = f"{plain(m.producer)} {plain(m.producer_version)}".strip() or "unknown"
     size = units.nbytes(m.model_bytes) if m.model_bytes else "built in (no file)"
-    opsets = ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items()))
+    opsets = ", ".join(f"{plain(d)} {v}" for d, v in sorted(m.opsets.items(), key=_by_text))
     console.print(
-        f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {size}"
+        Text(
+            f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {size}"
+        )
     )
     for label, tensors in (("input ", a.inputs), ("output", a.outputs)):
         for t in tensors:
-            console.print(f"  {label} {t.name}: {t.dtype}[{units.shape(t.shape)}]")
+            console.print(
+                text(f"  {label} {plain(t.name)}: {plain(t.dtype)}[{units.shape(t.shape)}]")
+            )
     ops = sorted(
         (
-            (s.count, s.op_type if not s.domain else f"{s.domain}::{s.op_type}")
+            (
+                s.count,
+                plain(s.op_type) if not s.domain else f"{plain(s.domain)}::{plain(s.op_type)}",
+            )
             for s in a.by_op_type
         ),
         reverse=True,
     )
-    console.print("  ops    " + ", ".join(f"{name} x{n}" for n, name in ops))
+    console.print(Text("  ops    " + ", ".join(f"{name} x{n}" for n, name in ops)))
     if m.params_by_dtype:
         console.print(
             "  params "
             + ", ".join(f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items()))
         )
+
+
+def _by_text(item: tuple[object, int]) -> str:
+    return plain(item[0])
 
 
 def render_totals(a: Analysis, console: Console) -> None:
@@ -122,7 +138,10 @@ def render(
             )
     if a.unsupported:
         console.print(
-            f"[yellow]unsupported ops (counted as 0):[/yellow] {', '.join(a.unsupported)}"
+            Text.assemble(
+                ("unsupported ops (counted as 0):", "yellow"),
+                " " + ", ".join(plain(u) for u in a.unsupported),
+            )
         )
     for w in a.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))

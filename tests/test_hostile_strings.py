@@ -103,7 +103,8 @@ def console() -> tuple[Console, io.StringIO]:
 
 
 def assert_terminal_safe(out: str) -> None:
-    assert "\x1b" not in out and "\x07" not in out
+    assert "\x1b" not in out
+    assert "\x07" not in out
     assert not any(line.startswith("onnxcost: error") for line in out.splitlines())
 
 
@@ -254,7 +255,8 @@ def test_compare_table_and_markdown() -> None:
         assert shown in out
     md = compare_markdown(c)
     assert_terminal_safe(md)
-    assert "a\\|b (MatMul)" in md and "\\[red\\]A" in md
+    assert "a\\|b (MatMul)" in md
+    assert "\\[red\\]A" in md
     # Alignment rows (4 MatMul pairs) keep the table's 6 columns: 7 unescaped pipes each.
     rows = [line for line in md.splitlines() if "(MatMul)" in line]
     assert len(rows) == 4
@@ -279,7 +281,8 @@ def _bench_fixture() -> ModuleType:
     """tests/bench/test_bench_report.py, whose result() builds a complete BenchResult."""
     path = Path(__file__).parent / "bench" / "test_bench_report.py"
     spec = importlib.util.spec_from_file_location("_bench_report_fixture", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -308,7 +311,8 @@ def test_bench_renderers() -> None:
         assert shown in out
     md = bench_markdown(r)
     assert_terminal_safe(md)
-    assert "\\[bold red\\]r\\[/\\]" in md and "\\[b\\]m\\\\x1b\\[0m.onnx" in md
+    assert "\\[bold red\\]r\\[/\\]" in md
+    assert "\\[b\\]m\\\\x1b\\[0m.onnx" in md
     rows = list(csv.DictReader(io.StringIO(bench_csv(r, "nodes"))))
     assert [row["name"] for row in rows] == [SHOWN[4], "'" + SHOWN[5]]
 
@@ -333,8 +337,10 @@ def test_error_line_cannot_be_forged(tmp_path: Path) -> None:
     r = runner.invoke(app, ["analyze", str(path)])
     assert r.exit_code == 1
     lines = r.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("onnxcost: error: the graph has a cycle")
-    assert "a\\nonnxcost: error: forged" in lines[0] and "\\x1b[31mb" in lines[0]
+    assert len(lines) == 1
+    assert lines[0].startswith("onnxcost: error: the graph has a cycle")
+    assert "a\\nonnxcost: error: forged" in lines[0]
+    assert "\\x1b[31mb" in lines[0]
 
 
 @pytest.mark.parametrize(
@@ -365,7 +371,8 @@ def test_closed_pipe_ends_quietly(tmp_path: Path, fmt: str) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert p.stdout is not None and p.stderr is not None
+    assert p.stdout is not None
+    assert p.stderr is not None
     p.stdout.close()  # the reader is gone before the first write
     err = p.stderr.read()
     assert p.wait(timeout=60) == 141

@@ -55,29 +55,19 @@ SHOWN = (
 )
 
 
-def relu_chain(names: tuple[str, ...], producer: str = "") -> onnx.ModelProto:
-    """One Relu per name, chained x -> t0 -> t1 -> ...; each node named by ``names``."""
-    nodes, prev = [], "x"
-    for i, name in enumerate(names):
-        nodes.append(helper.make_node("Relu", [prev], [f"t{i}"], name=name))
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
-    )
-    return helper.make_model(
-        graph, producer_name=producer, opset_imports=[helper.make_opsetid("", 17)]
-    )
+def chain(
+    op: str, names: tuple[str, ...], producer: str = "", weights: bool = False
+) -> onnx.ModelProto:
+    """One ``op`` node per name, chained x -> t0 -> t1 -> ... on 1x4 tensors.
 
-
-def matmul_chain(names: tuple[str, ...]) -> onnx.ModelProto:
-    """One MatMul per name (4x4 weights): compute nodes, so compare aligns them by name."""
+    With ``weights`` each node also reads a 4x4 initializer (MatMul: a compute node)."""
     nodes, inits, prev = [], [], "x"
     for i, name in enumerate(names):
-        inits.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, [4, 4], [0.0] * 16))
-        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"t{i}"], name=name))
+        ins = [prev]
+        if weights:
+            inits.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, [4, 4], [0.0] * 16))
+            ins.append(f"w{i}")
+        nodes.append(helper.make_node(op, ins, [f"t{i}"], name=name))
         prev = f"t{i}"
     graph = helper.make_graph(
         nodes,
@@ -86,7 +76,17 @@ def matmul_chain(names: tuple[str, ...]) -> onnx.ModelProto:
         [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
         initializer=inits,
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(
+        graph, producer_name=producer, opset_imports=[helper.make_opsetid("", 17)]
+    )
+
+
+def relu_chain(names: tuple[str, ...], producer: str = "") -> onnx.ModelProto:
+    return chain("Relu", names, producer)
+
+
+def matmul_chain(names: tuple[str, ...]) -> onnx.ModelProto:
+    return chain("MatMul", names, weights=True)
 
 
 def invalid_utf8_model() -> bytes:

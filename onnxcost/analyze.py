@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -45,6 +45,9 @@ from onnxcost.tensors import (
     tensor_bytes,
 )
 
+if TYPE_CHECKING:
+    from onnxcost.formulas import Formula, FormulaTotals, SymbolicCosts
+
 SCHEMA = "onnxcost.analysis/1"
 _NO_COST = Cost()
 CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
@@ -69,6 +72,24 @@ class Analysis:
     warnings: tuple[str, ...]
     convention: Convention = "onnxcost"
     _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
+    symbolic: SymbolicCosts | None = None
+    """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The symbolic dims the formulas are in (empty without ``symbolic=True``)."""
+        return () if self.symbolic is None else self.symbolic.symbols
+
+    @property
+    def formulas(self) -> dict[str, Formula | None]:
+        """Formulas of the totals: macs, flops, bytes_read, bytes_written, params, param_bytes."""
+        return {} if self.symbolic is None else dict(self.symbolic.totals)
+
+    def at(self, **values: int) -> FormulaTotals:
+        """The totals at a point, from the formulas: ``a.at(batch=8, seq=1024)``."""
+        if self.symbolic is None:
+            raise UsageError("at() needs the formulas: analyze(..., symbolic=True)")
+        return self.symbolic.at(**values)
 
     def by_scope(self, depth: int) -> tuple[ScopeSummary, ...]:
         """Costs aggregated by the first ``depth`` parts of each node name's scope, in graph order.
@@ -97,6 +118,16 @@ class Analysis:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract ``onnxcost.analysis/1``; keys are stable, new ones may be added."""
+        data = self._to_dict()
+        if self.symbolic is not None:
+            from onnxcost.formulas import node_formulas_dict
+
+            data.update(self.symbolic.to_dict())
+            for k, node in enumerate(data["nodes"]):
+                node["formulas"] = node_formulas_dict(self.symbolic, k)
+        return data
+
+    def _to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "convention": self.convention,
@@ -633,15 +664,22 @@ def analyze(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
+    symbolic: bool = False,
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
     ``model``: a path, the bytes of a model, an ``onnx.ModelProto`` (never modified), or the
     name of a built-in model (``onnxcost zoo list``). ``input_shapes`` fixes input shapes,
     ``dims`` sets symbolic dims by name; unset symbolic dims become 1 with a warning.
+    ``symbolic``: also give every cost as an exact formula in the unset symbolic dims
+    (``Analysis.formulas``, ``Analysis.at``; see onnxcost/formulas.py), the counts at 1.
     """
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
+    if symbolic:
+        from onnxcost.formulas import symbolic_analysis
+
+        return symbolic_analysis(model, input_shapes=input_shapes, dims=dims, convention=convention)
     return _analyze(model, input_shapes, dims, convention)
 
 

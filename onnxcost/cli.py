@@ -270,6 +270,13 @@ def analyze(
         ),
     ] = None,
     force: ForceOpt = False,
+    symbolic: Annotated[
+        bool,
+        typer.Option(
+            "--symbolic",
+            help="Also give every cost as an exact formula in the unset symbolic dims.",
+        ),
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
@@ -280,7 +287,9 @@ def analyze(
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
-        result = run(model, input_shapes=shapes, dims=dims, convention=convention.value)
+        result = run(
+            model, input_shapes=shapes, dims=dims, convention=convention.value, symbolic=symbolic
+        )
         selected = select_nodes(result.nodes, sort_by=sort_by.value, op_type=op_type)
         if op_type and not selected:
             typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)

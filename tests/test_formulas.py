@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
 
+import pytest
 from onnxcost_testing import formula_cost, parse
 from typer.testing import CliRunner
 
 import onnxcost
+from onnxcost import zoo
 from onnxcost.cli import app
 from onnxcost.costs.attention import rotated_elements
+from onnxcost.errors import UsageError
+from onnxcost.formulas import Formula
 
 runner = CliRunner()
 
@@ -70,3 +76,175 @@ def test_formulas_take_empty_tensors() -> None:
     assert formula_cost("Resize", [(f, (1, 3, 8, 8))], [(f, (1, 3, 0, 16))]).flops == 0
     # rotary over heads of size 0: nothing to rotate
     assert rotated_elements(0, 0, 32) == 0
+
+
+# --- exact formulas ---------------------------------------------------------------------------
+
+
+def _terms(f: Formula | None) -> dict[tuple[int, ...], int]:
+    assert f is not None
+    return dict(f.terms)
+
+
+def test_kv_attention_formula_by_hand() -> None:
+    a = onnxcost.analyze(parse(KV_ATTENTION), symbolic=True)
+    assert a.symbols == ("batch", "seq", "past_seq")
+    # q: b*s*8*8 = 64*b*s; scores and context: b*s*(P+s)*8 each, so 16*b*s*P + 16*b*s^2
+    assert _terms(a.formulas["macs"]) == {(1, 1, 0): 64, (1, 1, 1): 16, (1, 2, 0): 16}
+    assert a.formulas["macs"].python() == "64*batch*seq + 16*batch*seq**2 + 16*batch*seq*past_seq"
+    # the weight wq, 8*8 fp32
+    assert str(a.formulas["params"]) == "64"
+    assert str(a.formulas["param_bytes"]) == "256"
+    assert a.symbolic is not None
+    assert a.symbolic.zero_allowed["past_seq"]
+    # at b=2, s=3, P=0: 64*6 + 16*18 = 672, as analysed concretely above
+    assert a.at(batch=2, seq=3, past_seq=0).macs == 672
+
+
+def _small_gpt2(tmp_path: Path) -> Path:
+    return zoo.save(
+        "gpt2",
+        tmp_path / "gpt2_small.onnx",
+        weights=False,
+        params={"layers": 1, "hidden": 64, "heads": 4, "vocab": 100, "max_positions": 64},
+    )
+
+
+def test_gpt2_block_macs_by_hand(tmp_path: Path) -> None:
+    a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
+    # Per token, width d = 64 (4 heads of 16), vocab 100:
+    #   c_attn d*3d = 12,288; attn c_proj d*d = 4,096; c_fc d*4d = 16,384; mlp c_proj 4d*d =
+    #   16,384; layer 49,152; LM head d*vocab = 6,400: a = 55,552 MACs per token (b*s tokens).
+    # Attention per token per unit of context: QK^T and AV, heads*head_dim = d each: c = 2*64
+    # = 128, over s positions for each of b*s tokens: c*b*s^2.
+    assert _terms(a.formulas["macs"]) == {(1, 1): 55_552, (1, 2): 128}
+    f = a.formulas["macs"]
+    assert f is not None
+    assert f.pretty() == "55,552·batch·seq + 128·batch·seq²"
+
+
+def test_python_syntax_evaluates(tmp_path: Path) -> None:
+    a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
+    data = a.to_dict()
+    assert data["symbols"] == ["batch", "seq"]
+    assert set(data["formulas"]) == {
+        "macs",
+        "flops",
+        "bytes_read",
+        "bytes_written",
+        "params",
+        "param_bytes",
+    }
+    point = {"batch": 3, "seq": 11}
+    concrete = onnxcost.analyze(_small_gpt2(tmp_path), dims=point)
+    for key, text in data["formulas"].items():
+        assert eval(text, {"max": max, "min": min}, dict(point)) == getattr(concrete.totals, key)
+    for node, want in zip(data["nodes"], concrete.nodes, strict=True):
+        for key, text in node["formulas"].items():
+            assert eval(text, {}, dict(point)) == getattr(want, key), (node["name"], key)
+
+
+def test_piecewise_cost_is_null_with_a_warning() -> None:
+    # Slice clamps seq at 5: Relu's FLOPs are b*min(seq, 5)*8, not a polynomial.
+    text = """
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,seq,8] x) => (float[batch,ss,8] y) {
+      st = Constant <value = int64[1] {0}> ()
+      en = Constant <value = int64[1] {5}> ()
+      ax = Constant <value = int64[1] {1}> ()
+      s = Slice (x, st, en, ax)
+      y = Relu (s)
+    }"""
+    a = onnxcost.analyze(parse(text), symbolic=True)
+    relu = next(k for k, n in enumerate(a.nodes) if n.op_type == "Relu")
+    assert a.symbolic is not None
+    assert a.symbolic.nodes[relu]["flops"] is None
+    assert a.formulas["flops"] is None
+    assert any("Relu" in w and "null" in w for w in a.warnings)
+    data = a.to_dict()
+    assert data["formulas"]["flops"] is None
+
+
+def test_at_needs_symbolic() -> None:
+    with pytest.raises(UsageError, match="symbolic=True"):
+        onnxcost.analyze(parse(KV_ATTENTION)).at(batch=1)
+
+
+def test_dim_fixes_a_symbol(tmp_path: Path) -> None:
+    a = onnxcost.analyze(_small_gpt2(tmp_path), dims={"batch": 2}, symbolic=True)
+    assert a.symbols == ("seq",)
+    # 2 * (55,552*s + 128*s^2)
+    assert _terms(a.formulas["macs"]) == {(1,): 111_104, (2,): 256}
+
+
+def test_symbolic_on_the_command_line(tmp_path: Path) -> None:
+    path = _small_gpt2(tmp_path)
+    r = runner.invoke(app, ["analyze", str(path), "--symbolic", "--top", "3"])
+    assert r.exit_code == 0, r.output
+    assert "MACs = 55,552·batch·seq + 128·batch·seq²" in r.output
+    r = runner.invoke(app, ["analyze", str(path), "--symbolic", "-f", "json"])
+    data = json.loads(r.stdout)
+    assert data["formulas"]["macs"] == "55552*batch*seq + 128*batch*seq**2"
+    assert all("formulas" in n for n in data["nodes"])
+    r = runner.invoke(app, ["analyze", str(path), "--symbolic", "-f", "markdown"])
+    assert "`MACs = 55,552·batch·seq + 128·batch·seq²`" in r.stdout
+
+
+# --- the contract on every shipped and built-in model ------------------------------------------
+
+
+def _check_everywhere(source: str | Path, points: int = 3) -> None:
+    """Every formula equals the concrete analysis at random points, and at 0 where allowed."""
+    a = onnxcost.analyze(source, symbolic=True)
+    costs = a.symbolic
+    assert costs is not None
+    rng = random.Random(12)
+    todo = [{s: rng.randint(1, 20) for s in costs.symbols} for _ in range(points)]
+    for s in costs.symbols:
+        if costs.zero_allowed[s]:
+            todo.append({**todo[0], s: 0})
+    for point in todo:
+        concrete = onnxcost.analyze(source, dims=point)
+        for key, f in costs.totals.items():
+            assert f is not None, (key, a.warnings)
+            assert f.evaluate(point) == getattr(concrete.totals, key), (point, key)
+        for node, formulas in zip(concrete.nodes, costs.nodes, strict=True):
+            for key, f in formulas.items():
+                assert f is not None, (node.name, key, a.warnings)
+                assert f.evaluate(point) == getattr(node, key), (point, node.name, key)
+
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+
+@pytest.mark.parametrize("file", sorted(p.name for p in MODELS_DIR.glob("*.onnx")))
+def test_formulas_hold_on_shipped_models(file: str) -> None:
+    _check_everywhere(MODELS_DIR / file)
+
+
+@pytest.mark.parametrize("name", ["mlp", "resnet20_cifar", "mobilenet_v2"])
+def test_formulas_hold_on_built_in_models(name: str) -> None:
+    _check_everywhere(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("bert_base", {"layers": 2, "hidden": 64, "heads": 4, "intermediate": 128, "vocab": 50}),
+        ("gpt2", {"layers": 2, "hidden": 64, "heads": 4, "vocab": 50, "max_positions": 64}),
+        (
+            "llama",
+            {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "intermediate": 96, "vocab": 50},
+        ),
+    ],
+)
+def test_formulas_hold_on_built_in_transformers(
+    tmp_path: Path, name: str, params: dict[str, int]
+) -> None:
+    _check_everywhere(zoo.save(name, tmp_path / f"{name}.onnx", weights=False, params=params))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "resnet50", "vit_b_16", "bert_base", "gpt2", "llama"])
+def test_formulas_hold_on_full_size_built_in_models(name: str) -> None:
+    _check_everywhere(name, points=2)

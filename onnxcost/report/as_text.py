@@ -74,6 +74,11 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
         f"| bytes written | {t.bytes_written:,} |",
         f"| peak activation bytes | {t.peak_activation_bytes:,} |",
         "",
+    ]
+    formulas = [] if a.symbolic is None else a.symbolic.describe()
+    if formulas:
+        out += [f"## {formulas[0]}", "", *(f"- `{line}`" for line in formulas[1:]), ""]
+    out += [
         "## Summary by op type",
         "",
     ]

@@ -103,6 +103,14 @@ def render_totals(a: Analysis, console: Console) -> None:
     )
 
 
+def render_formulas(a: Analysis, console: Console) -> None:
+    lines = [] if a.symbolic is None else a.symbolic.describe()
+    if lines:
+        console.print(f"[bold]{lines[0]}[/bold]", highlight=False)
+        for line in lines[1:]:
+            console.print(f"  {line}", highlight=False, soft_wrap=True)
+
+
 def render_by_op_type(a: Analysis, console: Console) -> None:
     rows = with_cumulative(a.by_op_type, a.totals.flops)
     console.print(
@@ -127,6 +135,7 @@ def render(
     render_header(a, console)
     console.print()
     render_totals(a, console)
+    render_formulas(a, console)
     render_by_op_type(a, console)
     if depth is not None:
         console.print(_table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth)))

@@ -1,0 +1,571 @@
+"""Costs as exact formulas in the model's symbolic dims (``onnxcost analyze --symbolic``).
+
+Every cost the analysis counts is, for a fixed graph, a function of the input dims. Where it
+is a polynomial (almost everywhere: products of dims, summed), it is recovered exactly by
+interpolating the concrete analysis:
+
+1. Degree: along each symbol x_i, with the others at a base point, the analysis is run at
+   x_i = a_i, a_i + 1, ... until the k-th forward difference of every cost is 0 (k at most
+   ``max_degree`` + 1); the highest non-zero difference is the cost's degree d_i in x_i.
+2. Interpolation: on the grid a_i .. a_i + d_i of every symbol (the points already run are
+   reused), the tensor-product forward differences D^J f(a) give
+   f(x) = sum_J D^J f(a) * prod_i C(x_i - a_i, j_i) (Newton's forward formula), which is
+   expanded into monomials with exact integer arithmetic.
+3. Verification: every formula is checked against the analysis at ``verify`` random points
+   beyond the grid and, for each symbol, at 0 with the others random. A cost that does not
+   match (a Loop whose trip count depends on a symbol in a non-polynomial way, a clamped
+   Slice, a data-dependent shape) has no formula (None) and a warning names the node.
+
+Runs (max degree per symbol + 2) analyses per symbol, the grid points not on those lines,
+and the verification points: 12 for GPT-2 in (batch, seq).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from onnxcost.errors import OnnxcostError, UsageError
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, load_model
+
+if TYPE_CHECKING:
+    from onnxcost.analyze import Analysis
+    from onnxcost.records import Convention
+
+TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
+"""The totals that get formulas."""
+NODE_KEYS = ("macs", "flops", "bytes_read", "bytes_written")
+"""The per-node costs that get formulas."""
+
+_LABELS = {
+    "macs": "MACs",
+    "flops": "FLOPs",
+    "bytes_read": "bytes read",
+    "bytes_written": "bytes written",
+    "params": "params",
+    "param_bytes": "param bytes",
+}
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_FIRST_BASE = 2
+"""The base point gives symbol i the value 2 + i: past the special case 1 (broadcasting),
+distinct per symbol."""
+
+
+@dataclass(frozen=True, slots=True)
+class Formula:
+    """A polynomial with integer coefficients in ``symbols``, divided by ``denominator``
+    (1 unless the cost is integer-valued with fractional coefficients, e.g. n(n-1)/2).
+
+    ``terms``: (exponent of each symbol, coefficient), in ascending total degree.
+    """
+
+    symbols: tuple[str, ...]
+    terms: tuple[tuple[tuple[int, ...], int], ...]
+    denominator: int = 1
+
+    def __call__(self, **values: int) -> int:
+        return self.evaluate(values)
+
+    def evaluate(self, values: Mapping[str, int]) -> int:
+        """The cost at ``values`` (every symbol bound to an integer)."""
+        missing = [s for s in self.symbols if s not in values]
+        if missing:
+            raise UsageError(f"bind every symbol: {', '.join(missing)} missing")
+        x = [values[s] for s in self.symbols]
+        total = 0
+        for exps, c in self.terms:
+            total += c * math.prod([int(v) ** e for v, e in zip(x, exps, strict=True)])
+        return total // self.denominator
+
+    @property
+    def degree(self) -> int:
+        return max((sum(e) for e, _c in self.terms), default=0)
+
+    def _monomial(self, exps: tuple[int, ...], power: Callable[[str, int], str], sep: str) -> str:
+        return sep.join(power(s, e) for s, e in zip(self.symbols, exps, strict=True) if e)
+
+    def python(self) -> str:
+        """Python syntax: ``52753152*batch*seq + 3072*batch*seq**2``."""
+
+        def power(s: str, e: int) -> str:
+            return s if e == 1 else f"{s}**{e}"
+
+        text = self._join(lambda c: str(c), lambda e: self._monomial(e, power, "*"), "*")
+        return text if self.denominator == 1 else f"({text}) // {self.denominator}"
+
+    def pretty(self) -> str:
+        """For people: ``52,753,152·batch·seq + 3,072·batch·seq²``."""
+
+        def power(s: str, e: int) -> str:
+            return s if e == 1 else s + str(e).translate(_SUPERSCRIPT)
+
+        text = self._join(lambda c: f"{c:,}", lambda e: self._monomial(e, power, "·"), "·")
+        return text if self.denominator == 1 else f"({text}) / {self.denominator:,}"
+
+    def _join(
+        self, number: Callable[[int], str], monomial: Callable[[tuple[int, ...]], str], sep: str
+    ) -> str:
+        if not self.terms:
+            return "0"
+        parts: list[str] = []
+        for exps, c in self.terms:
+            mono = monomial(exps)
+            magnitude = abs(c)
+            body = (
+                number(magnitude)
+                if not mono
+                else (mono if magnitude == 1 else f"{number(magnitude)}{sep}{mono}")
+            )
+            if not parts:
+                parts.append(f"-{body}" if c < 0 else body)
+            else:
+                parts.append(f"- {body}" if c < 0 else f"+ {body}")
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        return self.python()
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolicCosts:
+    """Formulas for the totals and for every node of an analysis (None: no exact formula)."""
+
+    symbols: tuple[str, ...]
+    totals: dict[str, Formula | None]
+    """Keys ``TOTAL_KEYS``."""
+    nodes: tuple[dict[str, Formula | None], ...]
+    """One per record of ``Analysis.nodes``, in the same order; keys ``NODE_KEYS``."""
+    zero_allowed: dict[str, bool]
+    """Per symbol, whether the model analyses at 0 (every node keeps its shapes)."""
+    analyses: int
+    """Concrete analyses run to find and check the formulas."""
+    warnings: tuple[str, ...] = ()
+
+    def at(self, **values: int) -> FormulaTotals:
+        """The totals at a point: every symbol bound to an integer >= 0."""
+        found = {k: (None if f is None else f.evaluate(values)) for k, f in self.totals.items()}
+        return FormulaTotals(**found)
+
+    def describe(self) -> list[str]:
+        """A heading, then ``MACs = 52,753,152·batch·seq + 3,072·batch·seq²`` per total."""
+        syms = self.symbols
+        lines = [
+            f"Formulas in {', '.join(syms)} (exact; the counts are at "
+            f"{', '.join(f'{s}=1' for s in syms)})"
+            if syms
+            else "Formulas: the model has no free symbolic dim; every cost is a constant"
+        ]
+        for key, f in self.totals.items():
+            text = "none (see warnings)" if f is None else f.pretty()
+            lines.append(f"{_LABELS[key]} = {text}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "symbols": list(self.symbols),
+            "formulas": _strings(self.totals),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaTotals:
+    """Totals evaluated from the formulas at one point (None where a total has none)."""
+
+    macs: int | None
+    flops: int | None
+    bytes_read: int | None
+    bytes_written: int | None
+    params: int | None
+    param_bytes: int | None
+
+
+def _strings(formulas: Mapping[str, Formula | None]) -> dict[str, str | None]:
+    return {k: (None if f is None else f.python()) for k, f in formulas.items()}
+
+
+def node_formulas_dict(costs: SymbolicCosts, index: int) -> dict[str, str | None]:
+    """The JSON ``formulas`` of node ``index``."""
+    return _strings(costs.nodes[index])
+
+
+# --- the model's symbols ----------------------------------------------------------------------
+
+
+def model_symbols(
+    proto: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+) -> tuple[str, ...]:
+    """The dim_params of the graph inputs, in order of first use, less those fixed by
+    ``dims`` or by an ``input_shapes`` entry."""
+    inits = {t.name for t in proto.graph.initializer}
+    out: dict[str, None] = {}
+    for vi in proto.graph.input:
+        if vi.name in inits or vi.name in input_shapes:
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param and d.dim_param not in dims:
+                out[d.dim_param] = None
+    return tuple(out)
+
+
+def _light_copy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose large float weights point at no data: sizes are all the analysis reads,
+    and each of the many analyses would otherwise copy every weight."""
+    light = onnx.ModelProto()
+    light.CopyFrom(proto)
+    for t in light.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) <= 1 << 16:
+            continue  # small tensors may be folded as shapes: keep them
+        for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
+            t.ClearField(name)
+        t.data_location = onnx.TensorProto.EXTERNAL
+        del t.external_data[:]
+        entry = t.external_data.add()
+        entry.key, entry.value = "location", VIRTUAL_LOCATION_PREFIX + "formulas"
+    return light
+
+
+# --- sampling the concrete analysis -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    values: list[int]
+    """TOTAL_KEYS, then NODE_KEYS of each node."""
+    unknown: frozenset[int]
+    """Indices of nodes with status unknown_shape."""
+
+
+def _vector(a: Analysis) -> _Sample:
+    t = a.totals
+    values = [t.macs, t.flops, t.bytes_read, t.bytes_written, t.params, t.param_bytes]
+    for n in a.nodes:
+        values += (n.macs, n.flops, n.bytes_read, n.bytes_written)
+    unknown = frozenset(k for k, n in enumerate(a.nodes) if n.status == "unknown_shape")
+    return _Sample(values, unknown)
+
+
+@dataclass
+class _Sampler:
+    run: Callable[[dict[str, int]], Analysis]
+    symbols: tuple[str, ...]
+    names: tuple[str, ...]
+    samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
+
+    def __call__(self, point: tuple[int, ...]) -> _Sample | None:
+        """The costs at ``point``; None where the model does not analyse there."""
+        if point not in self.samples:
+            try:
+                a = self.run(dict(zip(self.symbols, point, strict=True)))
+            except OnnxcostError:
+                self.samples[point] = None
+            else:
+                if tuple(n.name for n in a.nodes) != self.names:
+                    self.samples[point] = None  # another graph walk (a different If branch)
+                else:
+                    self.samples[point] = _vector(a)
+        return self.samples[point]
+
+    def need(self, point: tuple[int, ...]) -> list[int]:
+        sample = self(point)
+        if sample is None:
+            at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
+            raise UsageError(
+                f"--symbolic: the model does not analyse at {at}; fix the symbols that break "
+                f"it with --dim SYMBOL=N"
+            )
+        return sample.values
+
+
+# --- interpolation ----------------------------------------------------------------------------
+
+
+def _differences(rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """Forward differences D^0 .. D^(n-1) of f at the first point, each a vector over costs."""
+    table = np.array(rows, dtype=object)
+    out = [table[0].copy()]
+    for _ in range(1, len(rows)):
+        table = table[1:] - table[:-1]
+        out.append(table[0].copy())
+    return out
+
+
+def _binomial_rows(a: int, d: int) -> np.ndarray:
+    """Row j: the monomial coefficients (x^0 .. x^d) of C(x - a, j) * d!, integers."""
+    rows = np.zeros((d + 1, d + 1), dtype=object)
+    poly = [1]  # prod_{m < j} (x - a - m), lowest power first
+    for j in range(d + 1):
+        scale = math.factorial(d) // math.factorial(j)
+        for e, c in enumerate(poly):
+            rows[j, e] = c * scale
+        shift = -(a + j)
+        poly = [
+            (poly[e - 1] if e else 0) + shift * (poly[e] if e < len(poly) else 0)
+            for e in range(len(poly) + 1)
+        ]
+    return rows
+
+
+class _Columns:
+    """The distinct costs on the grid: many nodes cost the same at every point (every zero-cost
+    node, every layer's twin), so each distinct column is interpolated once."""
+
+    def __init__(self, rows: Sequence[Sequence[int]]) -> None:
+        index: dict[tuple[int, ...], int] = {}
+        self.of = [index.setdefault(col, len(index)) for col in zip(*rows, strict=True)]
+        """Cost -> its distinct column."""
+        self.columns = list(index)
+
+
+def _interpolate(
+    sampler: _Sampler, base: tuple[int, ...], degrees: tuple[int, ...]
+) -> tuple[np.ndarray, int, _Columns]:
+    """Monomial coefficients of every distinct cost on the grid base_i .. base_i + degrees_i.
+
+    Returns (coefficients with shape (d_1+1, ..., d_k+1, distinct costs), their common
+    denominator, the distinct costs)."""
+    shape = tuple(d + 1 for d in degrees)
+    offsets = list(np.ndindex(*shape))
+    rows = [sampler.need(tuple(b + o for b, o in zip(base, off, strict=True))) for off in offsets]
+    columns = _Columns(rows)
+    grid = np.array([list(c) for c in columns.columns], dtype=object).T
+    grid = grid.reshape((*shape, len(columns.columns)))
+    for axis, d in enumerate(degrees):  # forward differences along each axis, in place
+        for level in range(1, d + 1):
+            for m in range(d, level - 1, -1):
+                hi = tuple(m if a == axis else slice(None) for a in range(grid.ndim))
+                lo = tuple(m - 1 if a == axis else slice(None) for a in range(grid.ndim))
+                grid[hi] = grid[hi] - grid[lo]
+    denominator = 1
+    for axis, d in enumerate(degrees):  # Newton basis -> monomials, one axis at a time
+        binomials = _binomial_rows(base[axis], d)
+        grid = np.moveaxis(np.tensordot(binomials.T, np.moveaxis(grid, axis, 0), axes=1), 0, axis)
+        denominator *= math.factorial(d)
+    return grid, denominator, columns
+
+
+def _formula(symbols: tuple[str, ...], coefficients: np.ndarray, denominator: int) -> Formula:
+    terms = [
+        (tuple(int(e) for e in exps), int(coefficients[exps]))
+        for exps in np.ndindex(*coefficients.shape)
+        if coefficients[exps] != 0
+    ]
+    common = math.gcd(denominator, *(c for _e, c in terms)) if terms else denominator
+    terms.sort(key=lambda t: (sum(t[0]), tuple(-e for e in t[0])))
+    return Formula(
+        symbols,
+        tuple((e, c // common) for e, c in terms),
+        denominator // common,
+    )
+
+
+def _evaluate_all(coefficients: np.ndarray, denominator: int, point: tuple[int, ...]) -> list[int]:
+    """Every cost's polynomial at ``point``."""
+    weights = np.empty(coefficients.shape[:-1], dtype=object)
+    for exps in np.ndindex(*weights.shape):
+        weights[exps] = math.prod(v**e for v, e in zip(point, exps, strict=True))
+    flat = coefficients.reshape(-1, coefficients.shape[-1])
+    return [int(v) // denominator for v in weights.reshape(-1).dot(flat)]
+
+
+# --- the whole search -------------------------------------------------------------------------
+
+
+def symbolic_analysis(
+    model: ModelSource,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+    max_degree: int = 3,
+) -> Analysis:
+    """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
+    formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
+    from onnxcost.analyze import analyze
+
+    dims = dict(dims or {})
+    loaded = load_model(model)
+    symbols = model_symbols(loaded.proto, input_shapes or {}, dims)
+    at_one = {**dims, **dict.fromkeys(symbols, 1)}
+    # A built-in model is built once, not once per analysis.
+    source = model if loaded.path is not None or isinstance(model, onnx.ModelProto) else loaded.proto
+    base = analyze(source, input_shapes=input_shapes, dims=at_one, convention=convention)
+    costs = symbolic_costs(
+        source,
+        base,
+        input_shapes=input_shapes,
+        dims=dims,
+        convention=convention,
+        max_degree=max_degree,
+    )
+    return replace(base, symbolic=costs, warnings=(*base.warnings, *costs.warnings))
+
+
+def symbolic_costs(
+    model: ModelSource,
+    base: Analysis,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+    max_degree: int = 3,
+    verify: int = 2,
+    seed: int = 0,
+) -> SymbolicCosts:
+    """Formulas in the model's free symbolic dims for the totals and every node of ``base``
+    (the analysis of ``model`` with those dims at any point)."""
+    from onnxcost.analyze import analyze
+
+    input_shapes = dict(input_shapes or {})
+    dims = dict(dims or {})
+    loaded = load_model(model)
+    symbols = model_symbols(loaded.proto, input_shapes, dims)
+    source: ModelSource = loaded.path if loaded.path is not None else _light_copy(loaded.proto)
+
+    def run(values: dict[str, int]) -> Analysis:
+        return analyze(
+            source, input_shapes=input_shapes, dims={**dims, **values}, convention=convention
+        )
+
+    names = tuple(n.name for n in base.nodes)
+    sampler = _Sampler(run, symbols, names)
+    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(names)
+    k = len(symbols)
+    start = tuple(_FIRST_BASE + i for i in range(k))
+    bad = np.zeros(n_costs, dtype=bool)
+    """Costs with no formula: too high a degree, or failed verification."""
+    reasons: dict[int, str] = {}
+    degrees: list[int] = []
+    for i, sym in enumerate(symbols):
+        rows: list[list[int]] = []
+        degree = 0
+        for m in range(max_degree + 2):
+            point = tuple(v + (m if j == i else 0) for j, v in enumerate(start))
+            rows.append(sampler.need(point))
+            if m < 2:
+                continue
+            diffs = _differences(rows)
+            if not any(diffs[-1]):
+                break
+        else:
+            over = np.array([v != 0 for v in diffs[-1]], dtype=bool)
+            for q in np.flatnonzero(over & ~bad):
+                reasons[int(q)] = f"not a polynomial of degree <= {max_degree} in {sym}"
+            bad |= over
+        diffs = _differences(rows)
+        for j in range(len(diffs) - 1, 0, -1):
+            nonzero = np.array([v != 0 for v in diffs[j]], dtype=bool) & ~bad
+            if nonzero.any():
+                degree = j
+                break
+        degrees.append(min(degree, max_degree))
+    coefficients, denominator, columns = _interpolate(sampler, start, tuple(degrees))
+
+    rng = random.Random(seed)
+    checks = [
+        tuple(b + d + rng.randint(1, 9) for b, d in zip(start, degrees, strict=True))
+        for _ in range(verify if k else 0)
+    ]
+    base_unknown = sampler(start)
+    for point in checks:
+        _verify(sampler, point, (coefficients, denominator, columns), bad, reasons, "")
+    zero_allowed: dict[str, bool] = {}
+    warnings: list[str] = []
+    for i, sym in enumerate(symbols):
+        point = tuple(0 if j == i else v for j, v in enumerate(checks[0] if checks else start))
+        sample = sampler(point)
+        allowed = (
+            sample is not None
+            and base_unknown is not None
+            and sample.unknown <= base_unknown.unknown
+        )
+        zero_allowed[sym] = allowed
+        if allowed:
+            _verify(
+                sampler, point, (coefficients, denominator, columns), bad, reasons, f" at {sym}=0"
+            )
+        else:
+            warnings.append(
+                f"{sym}=0 is not a valid point of this model (shapes break there); the "
+                f"formulas hold for {sym} >= 1"
+            )
+
+    made: dict[int, Formula] = {}
+
+    def formula(q: int) -> Formula | None:
+        if bad[q]:
+            return None
+        c = columns.of[q]
+        if c not in made:
+            made[c] = _formula(symbols, coefficients[..., c], denominator)
+        return made[c]
+
+    totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
+    offset = len(TOTAL_KEYS)
+    nodes = tuple(
+        {key: formula(offset + 4 * k_node + q) for q, key in enumerate(NODE_KEYS)}
+        for k_node in range(len(names))
+    )
+    warnings += _bad_warnings(reasons, names)
+    return SymbolicCosts(
+        symbols=symbols,
+        totals=totals,
+        nodes=nodes,
+        zero_allowed=zero_allowed,
+        analyses=sum(1 for _ in sampler.samples),
+        warnings=tuple(warnings),
+    )
+
+
+def _verify(
+    sampler: _Sampler,
+    point: tuple[int, ...],
+    fitted: tuple[np.ndarray, int, _Columns],
+    bad: np.ndarray,
+    reasons: dict[int, str],
+    where: str,
+) -> None:
+    coefficients, denominator, columns = fitted
+    actual = sampler.need(point)
+    predicted = _evaluate_all(coefficients, denominator, point)
+    for q, (c, want) in enumerate(zip(columns.of, actual, strict=True)):
+        if predicted[c] != want and not bad[q]:
+            bad[q] = True
+            reasons[q] = "piecewise or not a polynomial" + where
+
+
+def _bad_warnings(reasons: Mapping[int, str], names: Sequence[str]) -> list[str]:
+    """One warning per reason, naming the nodes (the first five) and which of their costs."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for q, reason in sorted(reasons.items()):
+        if q < len(TOTAL_KEYS):
+            owner, key = "(totals)", TOTAL_KEYS[q]
+        else:
+            node, index = divmod(q - len(TOTAL_KEYS), len(NODE_KEYS))
+            owner, key = names[node], NODE_KEYS[index]
+        by_reason.setdefault(reason, {}).setdefault(owner, []).append(key)
+    out = []
+    for reason, owners in by_reason.items():
+        listed = [f"{o!r} ({', '.join(keys)})" for o, keys in owners.items()]
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        out.append(f"no exact formula ({reason}) for node {', '.join(listed[:5])}{more}: null")
+    return out
+
+
+__all__ = [
+    "NODE_KEYS",
+    "TOTAL_KEYS",
+    "Formula",
+    "FormulaTotals",
+    "SymbolicCosts",
+    "model_symbols",
+    "symbolic_analysis",
+    "symbolic_costs",
+]

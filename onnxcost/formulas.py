@@ -395,7 +395,9 @@ def symbolic_analysis(
     symbols = model_symbols(loaded.proto, input_shapes or {}, dims)
     at_one = {**dims, **dict.fromkeys(symbols, 1)}
     # A built-in model is built once, not once per analysis.
-    source = model if loaded.path is not None or isinstance(model, onnx.ModelProto) else loaded.proto
+    source = (
+        model if loaded.path is not None or isinstance(model, onnx.ModelProto) else loaded.proto
+    )
     base = analyze(source, input_shapes=input_shapes, dims=at_one, convention=convention)
     costs = symbolic_costs(
         source,

@@ -124,7 +124,8 @@ def test_gpt2_block_macs_by_hand(tmp_path: Path) -> None:
 
 
 def test_python_syntax_evaluates(tmp_path: Path) -> None:
-    a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
+    path = _small_gpt2(tmp_path)
+    a = onnxcost.analyze(path, symbolic=True)
     data = a.to_dict()
     assert data["symbols"] == ["batch", "seq"]
     assert set(data["formulas"]) == {
@@ -136,7 +137,7 @@ def test_python_syntax_evaluates(tmp_path: Path) -> None:
         "param_bytes",
     }
     point = {"batch": 3, "seq": 11}
-    concrete = onnxcost.analyze(_small_gpt2(tmp_path), dims=point)
+    concrete = onnxcost.analyze(path, dims=point)
     for key, text in data["formulas"].items():
         assert eval(text, {"max": max, "min": min}, dict(point)) == getattr(concrete.totals, key)
     for node, want in zip(data["nodes"], concrete.nodes, strict=True):

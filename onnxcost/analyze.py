@@ -91,6 +91,12 @@ class Analysis:
             raise UsageError("at() needs the formulas: analyze(..., symbolic=True)")
         return self.symbolic.at(**values)
 
+    @property
+    def counted_nodes(self) -> tuple[NodeRecord, ...]:
+        """The nodes whose costs make up the totals (not control-flow nodes themselves, whose
+        cost is their bodies', nor the If-branch not taken)."""
+        return tuple(r for r, counted in zip(self.nodes, self._counted, strict=True) if counted)
+
     def by_scope(self, depth: int) -> tuple[ScopeSummary, ...]:
         """Costs aggregated by the first ``depth`` parts of each node name's scope, in graph order.
 

@@ -44,6 +44,16 @@ class Format(str, enum.Enum):
     markdown = "markdown"
 
 
+class ReportFormat(str, enum.Enum):
+    """Formats of analyze and bench: the common ones plus a self-contained HTML page."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    html = "html"
+
+
 class SortBy(str, enum.Enum):
     order = "order"
     macs = "macs"
@@ -84,6 +94,14 @@ DimOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+ReportFormatOpt = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format; html is one self-contained page (needs: pip install 'onnxcost[html]').",
+    ),
+]
 OutputOpt = Annotated[
     Path | None,
     typer.Option(
@@ -218,6 +236,15 @@ def emit(text: str, output: Path | None) -> None:
     typer.echo(f"wrote {output}", err=True)
 
 
+def emit_page(render: Callable[[], str], output: Path | None) -> None:
+    """Write an HTML page to ``output`` or a redirected stdout; never onto a terminal."""
+    if output is None and sys.stdout.isatty():
+        raise UsageError(
+            "--format html writes a page: add --output report.html (or redirect stdout to a file)"
+        )
+    emit(render(), output)
+
+
 def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
     """Draw with rich on the terminal, or as plain text into ``output``."""
     from rich.console import Console
@@ -245,7 +272,7 @@ def analyze(
             help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
         ),
     ] = ConventionOpt.onnxcost,
-    format: FormatOpt = Format.table,
+    format: ReportFormatOpt = ReportFormat.table,
     output: OutputOpt = None,
     top: Annotated[
         int | None,
@@ -293,14 +320,19 @@ def analyze(
         selected = select_nodes(result.nodes, sort_by=sort_by.value, op_type=op_type)
         if op_type and not selected:
             typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)
-        if format in (Format.json, Format.csv):
+        if format is ReportFormat.html:
+            from onnxcost.report.html import analysis_html
+
+            emit_page(lambda: analysis_html(result, selected), out)
+            return
+        if format in (ReportFormat.json, ReportFormat.csv):
             cut = selected if not top else selected[:top]
         else:
             limit = top if top is not None else (0 if len(selected) <= 50 else 30)
             if top is None and limit and sort_by is SortBy.order:
                 selected = select_nodes(selected, sort_by="flops")
             cut = selected[:limit] if limit else selected
-        if format is Format.json:
+        if format is ReportFormat.json:
             from onnxcost.report.safe_text import to_json
 
             data = result.to_dict()
@@ -310,11 +342,11 @@ def analyze(
                 else data["nodes"]
             )
             emit(to_json(data) + "\n", out)
-        elif format is Format.csv:
+        elif format is ReportFormat.csv:
             from onnxcost.report.as_text import to_csv
 
             emit(to_csv(cut), out)
-        elif format is Format.markdown:
+        elif format is ReportFormat.markdown:
             from onnxcost.report.as_text import to_markdown
 
             emit(to_markdown(result, cut, depth=depth), out)
@@ -475,6 +507,7 @@ class CompareFormat(str, enum.Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 # Bench flags of compare and check (the same settings for every model measured).
@@ -613,6 +646,10 @@ def compare_cmd(
             from onnxcost.report.safe_text import to_json
 
             emit(to_json(result.to_dict()) + "\n", out)
+        elif format is CompareFormat.html:
+            from onnxcost.report.html import compare_html
+
+            emit_page(lambda: compare_html(result), out)
         elif format is CompareFormat.markdown:
             from onnxcost.report.compare import to_markdown
 
@@ -849,7 +886,7 @@ def bench(
             "--calibrate", help="Measure this provider's peak FLOP/s and bandwidth (roofline)."
         ),
     ] = False,
-    format: FormatOpt = Format.table,
+    format: ReportFormatOpt = ReportFormat.table,
     output: OutputOpt = None,
     top: Annotated[
         int, typer.Option(help="Nodes shown in the profile table (0: all).", min=0)
@@ -900,15 +937,19 @@ def bench(
             )
         finally:
             close()
-        if format is Format.json:
+        if format is ReportFormat.html:
+            from onnxcost.report.html import bench_html
+
+            emit_page(lambda: bench_html(result), out)
+        elif format is ReportFormat.json:
             from onnxcost.report.safe_text import to_json
 
             emit(to_json(result.to_dict()) + "\n", out)
-        elif format is Format.csv:
+        elif format is ReportFormat.csv:
             from onnxcost.report.bench import to_csv
 
             emit(to_csv(result), out)
-        elif format is Format.markdown:
+        elif format is ReportFormat.markdown:
             from onnxcost.report.bench import to_markdown
 
             emit(to_markdown(result, top=top or None), out)

@@ -481,3 +481,13 @@ def _listed(names: Sequence[str], limit: int = 10) -> str:
 
 def _opt(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
+
+
+def summary_rows(result: BenchResult) -> list[tuple[str, str]]:
+    """What was measured and how, then the timing, as (label, text) rows (shared with HTML)."""
+    return _summary_rows(result) + _latency_rows(result)
+
+
+def profile_line(prof: ProfileResult) -> str:
+    """One sentence on the profiled runs: how many, kernel time against run time, mapping."""
+    return _sentence(_profile_line(prof))

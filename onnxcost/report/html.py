@@ -1,0 +1,677 @@
+"""Self-contained HTML reports of an analysis, a bench result and a comparison.
+
+One file that opens offline: styles, scripts and data inline, and a Content-Security-Policy
+that forbids every network request. Charts are Vega-Lite specifications drawn by vega-embed,
+whose JavaScript bundle comes from the ``vl-convert-python`` package (``pip install
+'onnxcost[html]'``) and is cached on disk after the first report (bundling takes ~10 s).
+Pages are Jinja2 templates with autoescaping on; the data the scripts read is JSON inside a
+``<script type="application/json">`` whose ``<``, ``>`` and ``&`` are written as ``\\u003c``
+escapes, so no model string can close the element or open another. The scripts put model
+strings on the page through ``textContent`` only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from onnxcost import __version__
+from onnxcost.errors import OnnxcostError
+from onnxcost.records import NodeRecord
+from onnxcost.report import units
+from onnxcost.report.tree import scope_tree
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from onnxcost.analyze import Analysis
+    from onnxcost.bench.result import BenchResult
+    from onnxcost.compare import Comparison
+
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+"""Names the Vega-Lite version of each spec; vega-embed reads it and never fetches it."""
+
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_GLOBALS = "window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;"
+"""The bundle's entry point: the three libraries as globals for the report's own script."""
+_OP_METRICS = ("FLOPs", "MACs", "bytes", "params", "nodes")
+
+
+class HtmlUnavailableError(OnnxcostError):
+    """The optional packages for --format html are not installed."""
+
+
+def script_json(data: object) -> str:
+    """``data`` as JSON safe inside ``<script>``: no ``</script>``, ``<!--`` or line separators."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    for raw, escaped in _JSON_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "onnxcost"
+
+
+@functools.cache
+def vega_bundle() -> str:
+    """vega, vega-lite and vega-embed as one script (from vl-convert-python), cached on disk."""
+    try:
+        import vl_convert
+    except ImportError as e:
+        raise HtmlUnavailableError(
+            "--format html needs vl-convert-python and jinja2: pip install 'onnxcost[html]'"
+        ) from e
+    versions = f"vega{vl_convert.get_vega_version()}-embed{vl_convert.get_vega_embed_version()}"
+    path = _cache_dir() / f"vega-bundle-{versions}.js"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        pass
+    text: str = vl_convert.javascript_bundle(_GLOBALS)
+    # A "</script" inside the bundle would end the inline script; in JavaScript "<\/" is "</".
+    text = text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+        ) as f:
+            f.write(text)
+        os.replace(f.name, path)
+    except OSError:
+        pass  # no cache: the next report bundles again
+    return text
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    try:
+        import jinja2
+    except ImportError as e:
+        raise HtmlUnavailableError(
+            "--format html needs jinja2 and vl-convert-python: pip install 'onnxcost[html]'"
+        ) from e
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("onnxcost.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["count"] = units.count
+    env.filters["nbytes"] = units.nbytes
+    return env
+
+
+def _asset(name: str) -> str:
+    return (resources.files("onnxcost.report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _page(template: str, *, title: str, what: str, data: Mapping[str, Any], **context: Any) -> str:
+    from markupsafe import Markup
+
+    return (
+        _env()
+        .get_template(template)
+        .render(
+            title=title,
+            what=what,
+            version=__version__,
+            css=Markup(_asset("report.css")),
+            js=Markup(_asset("report.js")),
+            vega=Markup(vega_bundle()),
+            data=Markup(script_json(data)),
+            **context,
+        )
+    )
+
+
+def _op_label(op_type: str, domain: str) -> str:
+    return op_type if not domain else f"{domain}::{op_type}"
+
+
+def op_type_chart(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
+    """A horizontal bar per op type, the metric chosen from a drop-down (Vega-Lite)."""
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "data": {"values": list(rows)},
+        "params": [
+            {
+                "name": "show",
+                "value": metrics[0],
+                "bind": {"input": "select", "options": list(metrics), "name": "metric "},
+            }
+        ],
+        "transform": [
+            {"fold": list(metrics), "as": ["metric", "value"]},
+            {"filter": "datum.metric == show && datum.value > 0"},
+            {"joinaggregate": [{"op": "sum", "field": "value", "as": "total"}]},
+            {"calculate": "datum.total ? datum.value / datum.total : 0", "as": "share"},
+        ],
+        "height": {"step": 18},
+        "mark": {"type": "bar", "tooltip": True},
+        "encoding": {
+            "y": {"field": "op", "type": "nominal", "sort": "-x", "title": None},
+            "x": {
+                "field": "value",
+                "type": "quantitative",
+                "title": None,
+                "axis": {"format": "~s", "tickCount": 6},
+            },
+            "tooltip": [
+                {"field": "op", "title": "op type"},
+                {"field": "metric"},
+                {"field": "value", "format": ",d"},
+                {"field": "share", "format": ".2%"},
+            ],
+        },
+    }
+
+
+def _op_rows(a: Analysis) -> list[dict[str, Any]]:
+    return [
+        {
+            "op": _op_label(s.op_type, s.domain),
+            "FLOPs": s.flops,
+            "MACs": s.macs,
+            "bytes": s.bytes_read + s.bytes_written,
+            "params": s.params,
+            "nodes": s.count,
+        }
+        for s in a.by_op_type
+    ]
+
+
+NODE_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("name", "text", False),
+    ("op type", "plain", False),
+    ("status", "plain", False),
+    ("in shapes", "plain", False),
+    ("out shapes", "plain", False),
+    ("params", "count", True),
+    ("MACs", "count", True),
+    ("FLOPs", "count", True),
+    ("read", "bytes", True),
+    ("written", "bytes", True),
+)
+
+
+def _columns(spec: Sequence[tuple[str, str, bool]]) -> list[dict[str, Any]]:
+    return [{"label": label, "kind": kind, "numeric": numeric} for label, kind, numeric in spec]
+
+
+def _node_rows(nodes: Sequence[NodeRecord]) -> list[list[Any]]:
+    return [
+        [
+            n.name,
+            _op_label(n.op_type, n.domain),
+            n.status,
+            units.shapes(n.input_shapes),
+            units.shapes(n.output_shapes),
+            n.params,
+            n.macs,
+            n.flops,
+            n.bytes_read,
+            n.bytes_written,
+        ]
+        for n in nodes
+    ]
+
+
+def _tensor_view(tensors: Sequence[Any]) -> list[dict[str, str]]:
+    return [{"name": t.name, "dtype": t.dtype, "shape": units.shape(t.shape)} for t in tensors]
+
+
+def _analysis_context(a: Analysis) -> dict[str, Any]:
+    m, t = a.model, a.totals
+    return {
+        "heading": m.path or m.graph_name or "model",
+        "model": m,
+        "producer": f"{m.producer} {m.producer_version}".strip() or "unknown",
+        "opsets": ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items())),
+        "size": units.nbytes(m.model_bytes) if m.model_bytes else "built in (no file)",
+        "convention": a.convention,
+        "inputs": _tensor_view(a.inputs),
+        "outputs": _tensor_view(a.outputs),
+        "cards": [
+            ("MACs", units.count(t.macs), f"{t.macs:,}"),
+            ("FLOPs", units.count(t.flops), f"{t.flops:,}"),
+            ("params", units.count(t.params), f"{t.params:,}"),
+            ("param bytes", units.nbytes(t.param_bytes), f"{t.param_bytes:,} B"),
+            ("bytes read", units.nbytes(t.bytes_read), f"{t.bytes_read:,} B"),
+            ("bytes written", units.nbytes(t.bytes_written), f"{t.bytes_written:,} B"),
+            (
+                "peak activations",
+                units.nbytes(t.peak_activation_bytes),
+                f"{t.peak_activation_bytes:,} B",
+            ),
+        ],
+        "unsupported": list(a.unsupported),
+        "warnings": list(a.warnings),
+    }
+
+
+def analysis_html(a: Analysis, nodes: Sequence[NodeRecord] | None = None) -> str:
+    """The report of ``a``: header, totals, op-type chart, scope tree, node table (``nodes``,
+    default all)."""
+    counted = a.counted_nodes
+    root = scope_tree(counted)
+    total = {"flops": root.flops, "bytes": root.bytes_total}
+    data = {
+        "charts": {"chart-optype": op_type_chart(_op_rows(a), _OP_METRICS)},
+        "tables": [
+            {
+                "id": "node-table",
+                "columns": _columns(NODE_TABLE_COLUMNS),
+                "rows": _node_rows(a.nodes if nodes is None else nodes),
+                "placeholder": "filter nodes: name, op type, shape or status (regex)",
+            }
+        ],
+    }
+    ctx = _analysis_context(a)
+    return _page(
+        "analysis.html.j2",
+        title=f"onnxcost: {ctx['heading']}",
+        what="static cost analysis",
+        data=data,
+        tree=root,
+        tree_total=total,
+        **ctx,
+    )
+
+
+def _latency_chart(r: BenchResult) -> dict[str, Any]:
+    """min, median, mean and the tail percentiles of the timed runs on one axis."""
+    lat = r.latency
+    stats = [
+        ("min", lat.min_ms),
+        ("median", lat.median_ms),
+        ("mean", lat.mean_ms),
+        ("p90", lat.p90_ms),
+        ("p95", lat.p95_ms),
+        ("p99", lat.p99_ms),
+        ("max", lat.max_ms),
+    ]
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "height": {"step": 22},
+        "data": {"values": [{"statistic": k, "ms": v} for k, v in stats]},
+        "layer": [
+            {
+                "mark": {"type": "bar", "tooltip": True, "color": "#3b6fd8", "opacity": 0.8},
+                "encoding": {
+                    "y": {"field": "statistic", "type": "nominal", "sort": None, "title": None},
+                    "x": {"field": "ms", "type": "quantitative", "title": "latency (ms)"},
+                    "tooltip": [{"field": "statistic"}, {"field": "ms", "format": ".4f"}],
+                },
+            },
+            {
+                "mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 11},
+                "encoding": {
+                    "y": {"field": "statistic", "type": "nominal", "sort": None},
+                    "x": {"field": "ms", "type": "quantitative"},
+                    "text": {"field": "ms", "format": ".3f"},
+                },
+            },
+        ],
+    }
+
+
+def _sweep_chart(r: BenchResult) -> dict[str, Any]:
+    rows = [
+        {"batch": p.batch, "median ms": p.latency.median_ms, "samples/s": p.throughput_per_s}
+        for p in r.sweep
+    ]
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "height": 220,
+        "data": {"values": rows},
+        "encoding": {"x": {"field": "batch", "type": "ordinal"}},
+        "layer": [
+            {
+                "mark": {"type": "line", "point": True, "tooltip": True},
+                "encoding": {"y": {"field": "samples/s", "type": "quantitative"}},
+            },
+            {
+                "mark": {
+                    "type": "line",
+                    "point": True,
+                    "strokeDash": [4, 3],
+                    "color": "#a15c00",
+                    "tooltip": True,
+                },
+                "encoding": {"y": {"field": "median ms", "type": "quantitative"}},
+            },
+        ],
+        "resolve": {"scale": {"y": "independent"}},
+    }
+
+
+def _time_cost_chart(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each node's measured time against its FLOPs or bytes moved (log-log, drop-down)."""
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "height": 360,
+        "data": {"values": list(points)},
+        "params": [
+            {
+                "name": "against",
+                "value": "FLOPs",
+                "bind": {"input": "select", "options": ["FLOPs", "bytes"], "name": "cost "},
+            }
+        ],
+        "transform": [
+            {"calculate": "against == 'FLOPs' ? datum.flops : datum.bytes", "as": "cost"},
+            {"filter": "datum.cost > 0 && datum.us > 0"},
+        ],
+        "mark": {"type": "point", "filled": True, "size": 50, "opacity": 0.75, "tooltip": True},
+        "encoding": {
+            "x": {
+                "field": "cost",
+                "type": "quantitative",
+                "scale": {"type": "log"},
+                "title": "static cost (FLOPs or bytes moved)",
+                "axis": {"format": "~s"},
+            },
+            "y": {
+                "field": "us",
+                "type": "quantitative",
+                "scale": {"type": "log"},
+                "title": "measured time per run (us)",
+            },
+            "color": {"field": "op", "type": "nominal", "title": "op type"},
+            "tooltip": [
+                {"field": "name", "title": "node"},
+                {"field": "op", "title": "op type"},
+                {"field": "us", "format": ".1f", "title": "us"},
+                {"field": "flops", "format": ",d", "title": "FLOPs"},
+                {"field": "bytes", "format": ",d", "title": "bytes"},
+            ],
+        },
+    }
+
+
+def _roofline_chart(points: Sequence[Mapping[str, Any]], r: BenchResult) -> dict[str, Any]:
+    """Nodes at (FLOPs/byte, achieved GFLOP/s) under min(peak, intensity x bandwidth)."""
+    layers: list[dict[str, Any]] = [
+        {
+            "data": {"values": list(points)},
+            "transform": [{"filter": "datum.ai > 0 && datum.gflops > 0"}],
+            "mark": {"type": "point", "filled": True, "size": 50, "opacity": 0.75, "tooltip": True},
+            "encoding": {
+                "x": {
+                    "field": "ai",
+                    "type": "quantitative",
+                    "scale": {"type": "log"},
+                    "title": "arithmetic intensity (FLOPs per byte moved)",
+                },
+                "y": {
+                    "field": "gflops",
+                    "type": "quantitative",
+                    "scale": {"type": "log"},
+                    "title": "achieved GFLOP/s",
+                },
+                "color": {"field": "op", "type": "nominal", "title": "op type"},
+                "tooltip": [
+                    {"field": "name", "title": "node"},
+                    {"field": "op", "title": "op type"},
+                    {"field": "ai", "format": ".3g", "title": "FLOPs/byte"},
+                    {"field": "gflops", "format": ".3g", "title": "GFLOP/s"},
+                    {"field": "us", "format": ".1f", "title": "us"},
+                ],
+            },
+        }
+    ]
+    if r.roofline is not None:
+        c = r.roofline.ceilings
+        ais = [p["ai"] for p in points if p["ai"] > 0] or [1.0]
+        lo, hi = min(ais) / 4, max(ais) * 4
+        steps = 60
+        roof = [
+            {"ai": x, "gflops": min(c.peak_flops_per_s, x * c.bandwidth_bytes_per_s) / 1e9}
+            for x in (lo * (hi / lo) ** (k / steps) for k in range(steps + 1))
+        ]
+        layers.append(
+            {
+                "data": {"values": roof},
+                "mark": {"type": "line", "color": "#1d2330", "strokeWidth": 1.5},
+                "encoding": {
+                    "x": {"field": "ai", "type": "quantitative", "scale": {"type": "log"}},
+                    "y": {"field": "gflops", "type": "quantitative", "scale": {"type": "log"}},
+                },
+            }
+        )
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "height": 380,
+        "layer": layers,
+    }
+
+
+BENCH_NODE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("node", "text", False),
+    ("op type", "plain", False),
+    ("kernel", "plain", False),
+    ("on", "plain", False),
+    ("calls", "int", True),
+    ("avg us", "us", True),
+    ("share", "pct", True),
+    ("MACs", "count", True),
+    ("FLOPs", "count", True),
+    ("bytes", "bytes", True),
+    ("GFLOP/s", "rate", True),
+    ("GB/s", "rate", True),
+    ("bound", "plain", False),
+    ("efficiency", "pct", True),
+)
+
+
+def bench_html(r: BenchResult) -> str:
+    """The report of a bench: summary, latency, and with a profile the per-node charts."""
+    from onnxcost.report.bench import profile_line, summary_rows
+
+    env = r.environment
+    lat = r.latency
+    data: dict[str, Any] = {"charts": {"chart-latency": _latency_chart(r)}, "tables": []}
+    if r.sweep:
+        data["charts"]["chart-sweep"] = _sweep_chart(r)
+    prof = r.profile
+    roofline_note = ""
+    if prof is not None:
+        timed = [n for n in prof.nodes if n.mean_us > 0]
+        points = [
+            {
+                "name": n.name,
+                "op": n.op_type,
+                "us": n.mean_us,
+                "flops": n.flops,
+                "bytes": n.bytes_total,
+                "ai": n.flops / n.bytes_total if n.bytes_total else 0.0,
+                "gflops": n.gflops_per_s or 0.0,
+            }
+            for n in timed
+        ]
+        data["charts"]["chart-optype"] = op_type_chart(
+            [
+                {"op": o.op_type, "time (us)": o.mean_us, "kernels": o.count, "calls": o.calls}
+                for o in prof.by_op_type
+            ],
+            ("time (us)", "kernels", "calls"),
+        )
+        data["charts"]["chart-time-cost"] = _time_cost_chart(points)
+        data["charts"]["chart-roofline"] = _roofline_chart(points, r)
+        data["tables"].append(
+            {
+                "id": "node-table",
+                "columns": _columns(BENCH_NODE_COLUMNS),
+                "rows": [
+                    [
+                        n.name,
+                        n.op_type,
+                        "+".join(dict.fromkeys(n.kernel_op_types)),
+                        n.provider.replace("ExecutionProvider", ""),
+                        n.calls,
+                        n.mean_us,
+                        n.share,
+                        n.macs,
+                        n.flops,
+                        n.bytes_total,
+                        n.gflops_per_s,
+                        n.gbytes_per_s,
+                        n.bound or "",
+                        n.efficiency,
+                    ]
+                    for n in prof.nodes
+                ],
+                "sort": 5,
+                "placeholder": "filter nodes: name, op type, kernel (regex)",
+            }
+        )
+        if r.roofline is not None:
+            c = r.roofline.ceilings
+            roofline_note = (
+                f"Ceilings measured on this device: {c.peak_flops_per_s / 1e9:.1f} GFLOP/s, "
+                f"{c.bandwidth_bytes_per_s / 1e9:.1f} GB/s ({c.dtype}); the line is "
+                "min(peak, intensity x bandwidth). Sum of node floors "
+                f"{r.roofline.floor_ms:.4g} ms against a median of {r.roofline.measured_ms:.4g} ms."
+            )
+        else:
+            roofline_note = (
+                "No ceilings: add --calibrate to measure this provider's peak FLOP/s and "
+                "bandwidth and draw the roof."
+            )
+    cards = [
+        (
+            "median latency",
+            f"{lat.median_ms:.3f} ms",
+            f"p90 {lat.p90_ms:.3f} ms, p99 {lat.p99_ms:.3f} ms",
+        ),
+        ("throughput", f"{r.throughput_per_s:,.1f}/s", f"batch {r.batch}"),
+        ("variation (CV)", f"{100 * lat.cv:.1f}%", "noisy" if r.noisy else "steady"),
+        ("runs", str(r.runs), f"after {r.warmup} warm-up"),
+    ]
+    return _page(
+        "bench.html.j2",
+        title=f"onnxcost bench: {r.model}",
+        what="latency measured with onnxruntime",
+        data=data,
+        heading=r.model,
+        provider=f"{r.provider} (onnxruntime {env.onnxruntime_version})",
+        device=env.gpu or env.cpu,
+        cards=cards,
+        summary=summary_rows(r),
+        runs=r.runs,
+        sweep=bool(r.sweep),
+        profiled=prof is not None,
+        profile_line=profile_line(prof) if prof is not None else "",
+        roofline_note=roofline_note,
+        warnings=list(r.warnings),
+    )
+
+
+ALIGN_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("#", "int", True),
+    ("{a} node (op)", "text", False),
+    ("{b} node (op)", "text", False),
+    ("MACs ({a} / {b})", "plain", False),
+    ("shapes: in -> out, weight ({a} | {b})", "plain", False),
+    ("differences", "plain", False),
+)
+
+
+def compare_html(c: Comparison) -> str:
+    """The report of a comparison: findings, totals, op types, aligned layers side by side."""
+    from onnxcost.report.compare import (
+        alignment_sections,
+        header_lines,
+        only_in_section,
+        time_section,
+        totals_section,
+        warning_lines,
+    )
+
+    rows = []
+    for r in c.by_op_type:
+        for k, label in enumerate(c.labels):
+            rows.append(
+                {
+                    "op": _op_label(r.op_type, r.domain),
+                    "model": label,
+                    "FLOPs": r.flops[k],
+                    "MACs": r.macs[k],
+                    "nodes": r.count[k],
+                }
+            )
+    chart = op_type_chart(rows, ("FLOPs", "MACs", "nodes"))
+    chart["transform"] = [
+        {"fold": ["FLOPs", "MACs", "nodes"], "as": ["metric", "value"]},
+        {"filter": "datum.metric == show && datum.value > 0"},
+        {"joinaggregate": [{"op": "sum", "field": "value", "as": "total"}], "groupby": ["model"]},
+        {"calculate": "datum.total ? datum.value / datum.total : 0", "as": "share"},
+    ]
+    chart["encoding"]["yOffset"] = {"field": "model", "sort": list(c.labels)}
+    chart["encoding"]["color"] = {"field": "model", "sort": list(c.labels), "title": "model"}
+    chart["encoding"]["y"]["sort"] = None
+    chart["encoding"]["tooltip"].insert(1, {"field": "model"})
+    chart["height"] = {"step": 12 * len(c.labels)}
+
+    tables, aligned = [], []
+    for k, (al, sec) in enumerate(zip(c.alignments, alignment_sections(c), strict=True)):
+        table_id = f"align-{k}"
+        aligned.append({"id": table_id, "title": sec.title})
+        tables.append(
+            {
+                "id": table_id,
+                "columns": [
+                    {"label": h.format(a=al.baseline, b=al.candidate), "kind": kind, "numeric": num}
+                    for h, kind, num in ALIGN_COLUMNS
+                ],
+                "rows": [[int(row[0]), *row[1:]] for row in sec.rows],
+                "page": 500,
+                "placeholder": "filter layers: names, ops, shapes, differences (regex)",
+            }
+        )
+    header = header_lines(c)
+    return _page(
+        "compare.html.j2",
+        title="onnxcost compare: " + " vs ".join(c.labels),
+        what="comparison",
+        data={"charts": {"chart-optype": chart}, "tables": tables},
+        heading=header[0],
+        header=[line.strip() for line in header[1:]],
+        findings=list(c.findings),
+        warnings=warning_lines(c),
+        totals=totals_section(c),
+        time=time_section(c),
+        alignments=aligned,
+        only_in=only_in_section(c),
+    )
+
+
+__all__ = [
+    "HtmlUnavailableError",
+    "analysis_html",
+    "bench_html",
+    "compare_html",
+    "op_type_chart",
+    "script_json",
+    "vega_bundle",
+]

@@ -381,28 +381,39 @@ def _time_cost_chart(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             {"calculate": "against == 'FLOPs' ? datum.flops : datum.bytes", "as": "cost"},
             {"filter": "datum.cost > 0 && datum.us > 0"},
         ],
+        **_scatter(
+            ("cost", "static cost (FLOPs or bytes moved)"),
+            ("us", "measured time per run (us)"),
+            [("us", ".1f", "us"), ("flops", ",d", "FLOPs"), ("bytes", ",d", "bytes")],
+        ),
+    }
+
+
+def _log_axis(field: str, title: str) -> dict[str, Any]:
+    return {
+        "field": field,
+        "type": "quantitative",
+        "scale": {"type": "log"},
+        "title": title,
+        "axis": {"format": "~s"},
+    }
+
+
+def _scatter(
+    x: tuple[str, str], y: tuple[str, str], figures: Sequence[tuple[str, str, str]]
+) -> dict[str, Any]:
+    """Mark and encoding of a log-log scatter of nodes coloured by op type: (field, title) axes,
+    and (field, format, title) figures in the tooltip after the node's name and op type."""
+    return {
         "mark": {"type": "point", "filled": True, "size": 50, "opacity": 0.75, "tooltip": True},
         "encoding": {
-            "x": {
-                "field": "cost",
-                "type": "quantitative",
-                "scale": {"type": "log"},
-                "title": "static cost (FLOPs or bytes moved)",
-                "axis": {"format": "~s"},
-            },
-            "y": {
-                "field": "us",
-                "type": "quantitative",
-                "scale": {"type": "log"},
-                "title": "measured time per run (us)",
-            },
+            "x": _log_axis(*x),
+            "y": _log_axis(*y),
             "color": {"field": "op", "type": "nominal", "title": "op type"},
             "tooltip": [
                 {"field": "name", "title": "node"},
                 {"field": "op", "title": "op type"},
-                {"field": "us", "format": ".1f", "title": "us"},
-                {"field": "flops", "format": ",d", "title": "FLOPs"},
-                {"field": "bytes", "format": ",d", "title": "bytes"},
+                *({"field": f, "format": fmt, "title": t} for f, fmt, t in figures),
             ],
         },
     }
@@ -414,29 +425,11 @@ def _roofline_chart(points: Sequence[Mapping[str, Any]], r: BenchResult) -> dict
         {
             "data": {"values": list(points)},
             "transform": [{"filter": "datum.ai > 0 && datum.gflops > 0"}],
-            "mark": {"type": "point", "filled": True, "size": 50, "opacity": 0.75, "tooltip": True},
-            "encoding": {
-                "x": {
-                    "field": "ai",
-                    "type": "quantitative",
-                    "scale": {"type": "log"},
-                    "title": "arithmetic intensity (FLOPs per byte moved)",
-                },
-                "y": {
-                    "field": "gflops",
-                    "type": "quantitative",
-                    "scale": {"type": "log"},
-                    "title": "achieved GFLOP/s",
-                },
-                "color": {"field": "op", "type": "nominal", "title": "op type"},
-                "tooltip": [
-                    {"field": "name", "title": "node"},
-                    {"field": "op", "title": "op type"},
-                    {"field": "ai", "format": ".3g", "title": "FLOPs/byte"},
-                    {"field": "gflops", "format": ".3g", "title": "GFLOP/s"},
-                    {"field": "us", "format": ".1f", "title": "us"},
-                ],
-            },
+            **_scatter(
+                ("ai", "arithmetic intensity (FLOPs per byte moved)"),
+                ("gflops", "achieved GFLOP/s"),
+                [("ai", ".3g", "FLOPs/byte"), ("gflops", ".3g", "GFLOP/s"), ("us", ".1f", "us")],
+            ),
         }
     ]
     if r.roofline is not None:

@@ -91,23 +91,29 @@ def scope_tree(nodes: Sequence[NodeRecord], *, fold: bool = True) -> Scope:
     return _freeze(root, fold)
 
 
+def _sums(scopes: Sequence[Scope], recs: Sequence[NodeRecord] = ()) -> dict[str, int]:
+    """Subtotals of some scopes and nodes: node count, MACs, FLOPs, params, bytes."""
+    return {
+        "count": len(recs) + sum(s.count for s in scopes),
+        "macs": sum(r.macs for r in recs) + sum(s.macs for s in scopes),
+        "flops": sum(r.flops for r in recs) + sum(s.flops for s in scopes),
+        "params": sum(r.params for r in recs) + sum(s.params for s in scopes),
+        "bytes_read": sum(r.bytes_read for r in recs) + sum(s.bytes_read for s in scopes),
+        "bytes_written": sum(r.bytes_written for r in recs) + sum(s.bytes_written for s in scopes),
+    }
+
+
 def _freeze(b: _Building, fold: bool) -> Scope:
     children = [_freeze(c, fold) for c in b.children.values()]
     if fold:
         children = _fold(children)
-    recs = b.nodes
     return Scope(
         label=b.name,
         path=b.path,
         repeat=1,
-        count=len(recs) + sum(c.count for c in children),
-        macs=sum(r.macs for r in recs) + sum(c.macs for c in children),
-        flops=sum(r.flops for r in recs) + sum(c.flops for c in children),
-        params=sum(r.params for r in recs) + sum(c.params for c in children),
-        bytes_read=sum(r.bytes_read for r in recs) + sum(c.bytes_read for c in children),
-        bytes_written=sum(r.bytes_written for r in recs) + sum(c.bytes_written for c in children),
         children=tuple(children),
-        nodes=tuple(recs),
+        nodes=tuple(b.nodes),
+        **_sums(children, b.nodes),
     )
 
 
@@ -153,14 +159,9 @@ def _fold(children: list[Scope]) -> list[Scope]:
                     label=f"{first.label} … {run[-1].label}",
                     path=first.path,
                     repeat=len(run),
-                    count=sum(s.count for s in run),
-                    macs=sum(s.macs for s in run),
-                    flops=sum(s.flops for s in run),
-                    params=sum(s.params for s in run),
-                    bytes_read=sum(s.bytes_read for s in run),
-                    bytes_written=sum(s.bytes_written for s in run),
                     children=first.children,
                     nodes=first.nodes,
+                    **_sums(run),
                 )
             )
         i = j

@@ -46,14 +46,15 @@ class ZooModel:
 
     name: str
     summary: str
-    params: dict[str, int | str]
-    """Builder keyword arguments and their defaults; a str default is a symbolic dimension."""
+    params: dict[str, int | str | bool]
+    """Builder keyword arguments and their defaults; a str default is a symbolic dimension,
+    a bool one a switch."""
     inputs: str
     builder: Builder
 
 
 def _entry(name: str, summary: str, inputs: str, builder: Builder) -> ZooModel:
-    defaults: dict[str, int | str] = {
+    defaults: dict[str, int | str | bool] = {
         p.name: p.default
         for p in inspect.signature(builder).parameters.values()
         if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "opts"
@@ -104,13 +105,14 @@ MODELS: dict[str, ZooModel] = {
         _entry(
             "gpt2",
             "GPT-2 small with causal-mask buffer and tied LM head (124.4M params)",
-            "input_ids: int64 [batch, seq]",
+            "input_ids: int64 [batch, seq]; kv_cache=true adds past_key_values.{i}.key/value",
             gpt2,
         ),
         _entry(
             "llama",
             "LLaMA-style decoder: RMSNorm, rotary, GQA, SwiGLU (7B shape by default)",
-            "input_ids, attention_mask: int64 [batch, seq]",
+            "input_ids, attention_mask: int64 [batch, seq]; kv_cache=true: input_ids and "
+            "past_key_values.{i}.key/value",
             llama,
         ),
     )
@@ -129,17 +131,36 @@ def _lookup(name: str) -> ZooModel:
         raise UsageError(f"unknown zoo model {name!r}: pass one of {', '.join(MODELS)}") from None
 
 
-def _coerce(model: ZooModel, params: Mapping[str, str | int] | None) -> dict[str, Dim]:
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def _flag(key: str, value: object) -> bool:
+    """A switch such as ``kv_cache``: a bool, 0/1, or true/false written out."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    require(text in _TRUE + _FALSE, f"{key}={value!r}: pass true or false")
+    return text in _TRUE
+
+
+def _coerce(
+    model: ZooModel, params: Mapping[str, str | int | bool] | None
+) -> dict[str, Dim | bool]:
     """Check keys and values; CLI strings become ints, a symbolic dimension may stay a name.
 
-    Every size is a positive integer; ``batch`` and ``seq`` (str defaults) may also be symbols.
+    Every size is a positive integer; ``batch`` and ``seq`` (str defaults) may also be symbols;
+    a switch (bool default, such as ``kv_cache``) takes true or false.
     """
-    out: dict[str, Dim] = {}
+    out: dict[str, Dim | bool] = {}
     for key, value in (params or {}).items():
         if key not in model.params:
             raise UsageError(
                 f"{model.name} has no parameter {key!r}: pass one of {', '.join(model.params)}"
             )
+        if isinstance(model.params[key], bool):
+            out[key] = _flag(key, value)
+            continue
         symbolic_ok = isinstance(model.params[key], str)
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise UsageError(f"{key}={value!r}: pass an integer")

@@ -76,7 +76,11 @@ def _attention(
     hidden: int,
     heads: int,
     kv_heads: int,
+    cache: tuple[str, str, str, str] | None = None,
 ) -> str:
+    """``LlamaAttention``; ``cache``: (past key, past value, present key, present value): the
+    rotated new keys and the new values are concatenated after the past ones (before the KV
+    heads are repeated, so the cache holds kv_heads), and are the graph's present outputs."""
     head_dim = hidden // heads
     with b.scope("self_attn"):
         n, s = b.dim(x, 0), b.dim(x, 1)
@@ -87,6 +91,8 @@ def _attention(
 
         q, k, v = project("q_proj", heads), project("k_proj", kv_heads), project("v_proj", kv_heads)
         kv_seq_len = b.dim(k, -2)
+        if cache is not None:  # kv_seq_len += past_key_value[0].shape[-2]
+            kv_seq_len = b.op("Add", [kv_seq_len, b.dim(cache[0], -2)])
         with b.scope("rotary_emb"):
             # self.cos_cached[:, :, :seq_len, ...]
             cos, sin = (
@@ -104,6 +110,10 @@ def _attention(
             )
             for t in (q, k)
         )
+        if cache is not None:
+            past_k, past_v, present_k, present_v = cache
+            k = b.op("Concat", [past_k, k], axis=-2, out=present_k)
+            v = b.op("Concat", [past_v, v], axis=-2, out=present_v)
         n_rep = heads // kv_heads
         k = _repeat_kv(b, k, n_rep)
         v = _repeat_kv(b, v, n_rep)
@@ -141,6 +151,17 @@ def _causal_mask(b: GraphBuilder, input_ids: str, attention_mask: str) -> str:
     return b.op("Where", [masked, b.scalar(b.float_min), b.scalar(0.0)])
 
 
+def _causal_mask_with_past(b: GraphBuilder, input_ids: str, past_key: str) -> str:
+    """[1, 1, s, past + s] additive mask: finfo.min where key position j > query position i,
+    the queries at positions past .. past + s - 1 (no padding: no attention_mask input)."""
+    past = b.dim(past_key, -2)
+    total = b.op("Add", [past, b.dim(input_ids, 1)])
+    queries = b.op("Range", [past, total, b.int_scalar(1)])
+    keys = b.arange(total)
+    future = b.op("Greater", [b.unsqueeze(keys, [0]), b.unsqueeze(queries, [1])])
+    return b.op("Where", [b.unsqueeze(future, [0, 1]), b.scalar(b.float_min), b.scalar(0.0)])
+
+
 def _rotary_tables(
     b: GraphBuilder, max_positions: int, head_dim: int, theta: int
 ) -> tuple[str, str]:
@@ -173,12 +194,18 @@ def llama(
     vocab: int = 32000,
     max_positions: int = 2048,
     rope_theta: int = 10000,
+    kv_cache: bool = False,
     opts: Options | None = None,
 ) -> onnx.ModelProto:
     """``LlamaForCausalLM``, LLaMA-7B shape by default; ``kv_heads < heads`` gives GQA.
 
     The LLaMA-3-8B shape: layers=32, hidden=4096, heads=32, kv_heads=8,
     intermediate=14336, vocab=128256 (rope_theta=500000).
+
+    ``kv_cache``: with past key values in optimum's naming, inputs
+    ``past_key_values.{i}.key`` / ``.value`` [batch, kv_heads, past_seq, head_dim] and outputs
+    ``present.{i}.key`` / ``.value`` [batch, kv_heads, past_seq + seq, head_dim]; positions
+    start at past_seq. There is no attention_mask input then: the mask is causal only.
     """
     check_dim("seq", seq, max_positions)
     check_heads(hidden, heads)
@@ -194,25 +221,57 @@ def llama(
     eps = 1e-6
     b = GraphBuilder(opts or Options())
     input_ids = b.input("input_ids", TensorProto.INT64, [batch, seq])
-    attention_mask = b.input("attention_mask", TensorProto.INT64, [batch, seq])
+    caches: list[tuple[str, str, str, str]] = []
+    if kv_cache:
+        for i in range(layers):
+            past = [
+                b.input(
+                    f"past_key_values.{i}.{kv}", b.ftype, [batch, kv_heads, "past_seq", head_dim]
+                )
+                for kv in ("key", "value")
+            ]
+            caches.append((past[0], past[1], f"present.{i}.key", f"present.{i}.value"))
+    else:
+        attention_mask = b.input("attention_mask", TensorProto.INT64, [batch, seq])
     tables = _rotary_tables(b, max_positions, head_dim, rope_theta)
     with b.scope("model"):
         with b.scope("embed_tokens"):
             x = b.op("Gather", [b.param("weight", [vocab, hidden], normal(0.02)), input_ids])
         # arange(seq_length).unsqueeze(0).view(-1, seq_length)
         seq_length = b.dim(input_ids, 1)
-        position_ids = b.reshape(b.unsqueeze(b.arange(seq_length), [0]), [-1, seq_length])
-        mask = _causal_mask(b, input_ids, attention_mask)
+        if kv_cache:
+            # arange(past, past + seq_length).unsqueeze(0).view(-1, seq_length)
+            past_length = b.dim(caches[0][0], -2)
+            end = b.op("Add", [past_length, seq_length])
+            positions = b.op("Range", [past_length, end, b.int_scalar(1)])
+            position_ids = b.reshape(b.unsqueeze(positions, [0]), [-1, seq_length])
+            mask = _causal_mask_with_past(b, input_ids, caches[0][0])
+        else:
+            position_ids = b.reshape(b.unsqueeze(b.arange(seq_length), [0]), [-1, seq_length])
+            mask = _causal_mask(b, input_ids, attention_mask)
         for i in range(layers):
             with b.scope(f"layers.{i}"):
                 h = _rms_norm(b, x, hidden, name="input_layernorm", eps=eps)
-                h = _attention(b, h, mask, position_ids, tables, hidden, heads, kv_heads)
+                h = _attention(
+                    b,
+                    h,
+                    mask,
+                    position_ids,
+                    tables,
+                    hidden,
+                    heads,
+                    kv_heads,
+                    caches[i] if kv_cache else None,
+                )
                 x = b.op("Add", [x, h])
                 h = _rms_norm(b, x, hidden, name="post_attention_layernorm", eps=eps)
                 x = b.op("Add", [x, _mlp(b, h, hidden, intermediate)])
         x = _rms_norm(b, x, hidden, name="norm", eps=eps)
     linear(b, x, hidden, vocab, name="lm_head", bias=False, out="logits")
     b.output("logits", b.ftype, [batch, seq, vocab])
+    for _pk, _pv, present_k, present_v in caches:
+        for name in (present_k, present_v):
+            b.output(name, b.ftype, [batch, kv_heads, "past_seq + seq", head_dim])
     return b.finish(
         "llama",
         "LLaMA-style decoder (Hugging Face LlamaForCausalLM), untied LM head.",

@@ -136,8 +136,20 @@ def _conv1d(b: GraphBuilder, x: str, fin: int, fout: int, *, name: str) -> str:
         return b.reshape(y, [n, s, fout])
 
 
-def _gpt2_attention(b: GraphBuilder, x: str, causal: str, hidden: int, heads: int) -> str:
-    """``GPT2Attention`` without a KV cache: the causal mask sliced from the bias buffer."""
+def _gpt2_attention(
+    b: GraphBuilder,
+    x: str,
+    causal: str,
+    hidden: int,
+    heads: int,
+    cache: tuple[str, str, str, str] | None = None,
+) -> str:
+    """``GPT2Attention``: the causal mask sliced from the bias buffer.
+
+    ``cache``: (past key, past value, present key, present value) tensor names: the new keys
+    and values are concatenated after the past ones on the sequence axis, as HF's
+    ``layer_past`` does, and the results are the graph's ``present`` outputs.
+    """
     head_dim = hidden // heads
     with b.scope("attn"):
         qkv = _conv1d(b, x, hidden, 3 * hidden, name="c_attn")
@@ -146,6 +158,10 @@ def _gpt2_attention(b: GraphBuilder, x: str, causal: str, hidden: int, heads: in
             b.op("Transpose", [b.reshape(t, [n, s, heads, head_dim])], perm=[0, 2, 1, 3])
             for t in b.split(qkv, [hidden] * 3, axis=2)
         )
+        if cache is not None:
+            past_k, past_v, present_k, present_v = cache
+            k = b.op("Concat", [past_k, k], axis=-2, out=present_k)
+            v = b.op("Concat", [past_v, v], axis=-2, out=present_v)
         scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
         scores = b.op("Div", [scores, b.scalar(math.sqrt(head_dim))])
         # causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
@@ -169,13 +185,29 @@ def gpt2(
     heads: int = 12,
     vocab: int = 50257,
     max_positions: int = 1024,
+    kv_cache: bool = False,
     opts: Options | None = None,
 ) -> onnx.ModelProto:
-    """``GPT2LMHeadModel`` (gpt2 small shape): the LM head is tied to the token embedding."""
+    """``GPT2LMHeadModel`` (gpt2 small shape): the LM head is tied to the token embedding.
+
+    ``kv_cache``: the decoder as optimum exports it with past key values: inputs
+    ``past_key_values.{i}.key`` / ``.value`` [batch, heads, past_seq, head_dim], outputs
+    ``present.{i}.key`` / ``.value`` [batch, heads, past_seq + seq, head_dim]; positions start
+    at past_seq, and attention runs over the past_seq + seq keys.
+    """
     check_dim("seq", seq, max_positions)
     check_heads(hidden, heads)
     b = GraphBuilder(opts or Options())
     input_ids = b.input("input_ids", TensorProto.INT64, [batch, seq])
+    head_dim = hidden // heads
+    caches: list[tuple[str, str, str, str]] = []
+    if kv_cache:
+        for i in range(layers):
+            past = [
+                b.input(f"past_key_values.{i}.{kv}", b.ftype, [batch, heads, "past_seq", head_dim])
+                for kv in ("key", "value")
+            ]
+            caches.append((past[0], past[1], f"present.{i}.key", f"present.{i}.value"))
 
     # One bool buffer stands for every layer's identical `attn.bias` (torch dedups constants).
     causal = b.buffer(
@@ -188,7 +220,14 @@ def gpt2(
         with b.scope("wte"):
             wte = b.param("weight", [vocab, hidden], normal(0.02))
             x = b.op("Gather", [wte, input_ids])
-        position_ids = b.unsqueeze(b.arange(b.dim(input_ids, 1)), [0])
+        if kv_cache:
+            # past_length = past_key_values[0][0].size(-2); arange(past_length, past_length + seq)
+            past_length = b.dim(caches[0][0], -2)
+            end = b.op("Add", [past_length, b.dim(input_ids, 1)])
+            positions = b.op("Range", [past_length, end, b.int_scalar(1)])
+            position_ids = b.unsqueeze(positions, [0])
+        else:
+            position_ids = b.unsqueeze(b.arange(b.dim(input_ids, 1)), [0])
         with b.scope("wpe"):
             pos = b.op(
                 "Gather", [b.param("weight", [max_positions, hidden], normal(0.01)), position_ids]
@@ -196,7 +235,14 @@ def gpt2(
         x = b.op("Add", [x, pos])
         for i in range(layers):
             with b.scope(f"h.{i}"):
-                y = _gpt2_attention(b, layer_norm(b, x, hidden, name="ln_1"), causal, hidden, heads)
+                y = _gpt2_attention(
+                    b,
+                    layer_norm(b, x, hidden, name="ln_1"),
+                    causal,
+                    hidden,
+                    heads,
+                    caches[i] if kv_cache else None,
+                )
                 x = b.op("Add", [y, x])
                 y = layer_norm(b, x, hidden, name="ln_2")
                 with b.scope("mlp"):
@@ -210,6 +256,9 @@ def gpt2(
         # Tied: the same initializer feeds the embedding Gather and, transposed, the head.
         b.op("MatMul", [x, b.op("Transpose", [wte], perm=[1, 0])], out="logits")
     b.output("logits", b.ftype, [batch, seq, vocab])
+    for _pk, _pv, present_k, present_v in caches:
+        for name in (present_k, present_v):
+            b.output(name, b.ftype, [batch, heads, "past_seq + seq", head_dim])
     return b.finish(
         "gpt2",
         "GPT-2 language model (Hugging Face GPT2LMHeadModel), tied LM head.",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -42,8 +42,8 @@ from onnxcost.tensors import (
     dtype_name,
     known_bytes,
     normalize_domain,
-    tensor_bytes,
 )
+from onnxcost.weights import Weights
 
 if TYPE_CHECKING:
     from onnxcost.formulas import Formula, FormulaTotals, SymbolicCosts
@@ -208,10 +208,10 @@ class _Walk:
     shapes: ShapeResult
     opsets: Mapping[str, int]
     convention: Convention
-    weights: dict[str, TensorInfo]
-    param_counts: dict[str, int] = field(default_factory=dict)
-    """Weight tensor -> its parameter count (counted at its first consumer)."""
-    stats_seen: set[str] = field(default_factory=set)
+    weights: Weights
+    """Which tensors are weights, and the stored weights counted so far."""
+    graph_outputs: frozenset[str] = frozenset()
+    """The main graph's outputs: a weight there counts where it is computed."""
     records: list[NodeRecord | None] = field(default_factory=list)
     counted: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -246,38 +246,6 @@ class _Node(NamedTuple):
 
 def _opset_of(opsets: Mapping[str, int], domain: str) -> int:
     return opsets.get(normalize_domain(domain), 1)
-
-
-def _count_weights(
-    w: _Walk,
-    in_names: Sequence[str],
-    spec: OpSpec | None,
-    context: Callable[[], OpContext],
-) -> int:
-    """Params this node brings in: weight tensors at data positions, each counted once."""
-    params = 0
-    weights = w.weights
-    for i, name in enumerate(in_names):
-        if not name or name not in weights:
-            continue
-        info = weights[name]
-        if info.elem_type in _NON_WEIGHT_TYPES or info.known_numel <= 1:
-            continue  # indices, shapes, masks; a lone scalar (an epsilon, a scale); unknown
-        if spec is not None and i in spec.meta_inputs:
-            continue
-        if spec is not None and i in spec.stat_inputs:
-            w.stats_seen.add(name)
-            continue
-        if name not in w.param_counts:
-            count = info.known_numel
-            if spec is not None and i in spec.param_elements:
-                try:
-                    count = spec.param_elements[i](context())
-                except (UnknownShapeError, IndexError, TypeError, ValueError):
-                    count = info.known_numel
-            w.param_counts[name] = count
-            params += count
-    return params
 
 
 def _spec_of(w: _Walk, node_domain: str, op_type: str) -> tuple[str, int, OpSpec | None]:
@@ -325,13 +293,17 @@ def _cost_node(
     found = w.specs.get((node_domain, op_type))
     domain, opset, spec = found if found is not None else _spec_of(w, node_domain, op_type)
     params = 0
-    if in_names:
-        types = w.shapes.types
+    types = w.shapes.types
 
-        def context() -> OpContext:
-            return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
+    def context() -> OpContext:
+        return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
 
-        params = _count_weights(w, in_names, spec, context)
+    if in_names or op_type == "Constant":
+        if not w.weights.see(op_type, in_names, out_names, spec, types, domain == ""):
+            params = w.weights.count(in_names, spec, types, context)
+        elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
+            outs = [o if o in w.graph_outputs else "" for o in out_names]
+            params = w.weights.count(outs, None, types, context, generated=False)
     # The per-kind memo: a decoder repeats a few node kinds (same op, attributes and tensor
     # types) thousands of times, so the formula and byte sizes are computed once per kind.
     costed = w.costed.get(kind) if kind >= 0 else None
@@ -568,21 +540,11 @@ def _walk_subgraph(
     """Cost of a body graph; with ``probe`` nothing is recorded (used to pick an If branch)."""
     if probe:
         n_records, n_warnings = len(w.records), len(w.warnings)
-        params, stats, unknown, unsupported = (
-            dict(w.param_counts),
-            set(w.stats_seen),
-            w.unknown,
-            Counter(w.unsupported),
-        )
+        saved, unknown, unsupported = w.weights.snapshot(), w.unknown, Counter(w.unsupported)
         n_errors = len(w.errors)
-    for t in graph.initializer:
-        w.weights[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
+    w.weights.add_initializers(graph.initializer)
     total = Cost()
     for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            info = w.shapes.types.get(node.output[0])
-            if info is not None:
-                w.weights[node.output[0]] = info
         row = _Node(
             node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
         )
@@ -591,7 +553,8 @@ def _walk_subgraph(
         del w.records[n_records:]
         del w.counted[n_records:]
         del w.warnings[n_warnings:]
-        w.param_counts, w.stats_seen, w.unknown, w.unsupported = params, stats, unknown, unsupported
+        w.weights.restore(saved)
+        w.unknown, w.unsupported = unknown, unsupported
         del w.errors[n_errors:]
     return total
 
@@ -600,9 +563,10 @@ def _peak_activation(
     view: GraphView,
     types: Mapping[str, TensorInfo],
     graph: onnx.GraphProto,
-    weights: Mapping[str, TensorInfo],
+    weights: Collection[str],
 ) -> int:
-    """Max over the topological order of the bytes of live activations (weights excluded).
+    """Max over the topological order of the bytes of live activations (weights, every
+    constant-derived tensor, excluded).
 
     A tensor is live from its producer to its last consumer (graph outputs to the end,
     graph inputs from the start).
@@ -704,10 +668,16 @@ def _analyze(
     shapes = infer(proto, input_shapes, dims, view)
     view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
-    weights = {
-        t.name: TensorInfo(t.name, t.data_type, tuple(t.dims)) for t in proto.graph.initializer
-    }
-    walk = _Walk(shapes, opsets, convention, weights, warnings=list(shapes.warnings))
+    weights = Weights()
+    weights.add_initializers(proto.graph.initializer)
+    walk = _Walk(
+        shapes,
+        opsets,
+        convention,
+        weights,
+        frozenset(vi.name for vi in proto.graph.output),
+        warnings=list(shapes.warnings),
+    )
     total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
     kinds = shapes.kinds or (-1,) * len(view.order)
@@ -715,10 +685,6 @@ def _analyze(
         _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
     )
     for row, kind in zip(rows, kinds, strict=True):
-        if row.outputs and row.op_type == "Constant":
-            info = shapes.types.get(row.outputs[0])
-            if info is not None:
-                weights[row.outputs[0]] = info
         rec, cost = _record(walk, row, "", 1, True, kind)
         total_macs += cost.macs
         total_flops += cost.flops
@@ -730,24 +696,20 @@ def _analyze(
             f"see `onnxcost ops`"
         )
     _status_warnings(walk)
-    params_by_dtype: dict[str, int] = {}
-    param_bytes = 0
-    for name in sorted(walk.param_counts):
-        info = weights[name]
-        params_by_dtype[info.dtype] = params_by_dtype.get(info.dtype, 0) + walk.param_counts[name]
-        param_bytes += tensor_bytes(info.numel, info.elem_type)
+    params_by_dtype = weights.params_by_dtype()
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
     totals = Cost(total_macs, total_flops)
     result_totals = Totals(
         macs=totals.macs,
         flops=walk.flops(totals),
-        params=sum(walk.param_counts.values()),
-        param_bytes=param_bytes,
-        stat_params=sum(weights[n].numel for n in walk.stats_seen),
+        params=weights.totals["param"],
+        param_bytes=weights.param_bytes(),
+        stat_params=weights.totals["stat"],
         bytes_read=sum(r.bytes_read for r in main_records),
         bytes_written=sum(r.bytes_written for r in main_records),
-        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph, weights),
+        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph, weights.constant),
+        quant_params=weights.totals["quant"],
     )
     return Analysis(
         model=_model_info(

@@ -67,6 +67,8 @@ class Totals:
     bytes_read: int
     bytes_written: int
     peak_activation_bytes: int
+    quant_params: int = 0
+    """Quantization scales and zero points, apart from params (their bytes are in param_bytes)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,9 @@ class OpSpec:
     param_elements: Mapping[int, Callable[[OpContext], int]] = field(default_factory=dict)
     """Input position -> its logical weight count, where storage packs several per element
     (MatMulNBits' uint8 B holds N x K 4-bit weights)."""
+    quant_inputs: frozenset[int] = field(default_factory=frozenset)
+    """Positions holding quantization scales and zero points (also in ``meta_inputs``):
+    constants there count as quantization params, apart from params."""
     reads_data: bool = True
     """False for ops that read only their inputs' shapes (Shape, Size): no input bytes."""
 
@@ -131,8 +134,11 @@ def register(
     meta_inputs: Iterable[int] = (),
     stat_inputs: Iterable[int] = (),
     param_elements: Mapping[int, Callable[[OpContext], int]] | None = None,
+    quant_inputs: Iterable[int] = (),
 ) -> Callable[[Formula], Formula]:
-    """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until]."""
+    """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until].
+
+    ``quant_inputs`` (scales, zero points) are meta inputs counted as quantization params."""
 
     def deco(fn: Formula) -> Formula:
         for op in op_types:
@@ -145,9 +151,10 @@ def register(
                     formula=fn,
                     summary=_summary(fn),
                     module=fn.__module__,
-                    meta_inputs=frozenset(meta_inputs),
+                    meta_inputs=frozenset(meta_inputs) | frozenset(quant_inputs),
                     stat_inputs=frozenset(stat_inputs),
                     param_elements=dict(param_elements or {}),
+                    quant_inputs=frozenset(quant_inputs),
                 )
             )
         return fn

@@ -212,7 +212,7 @@ def ms_attention(ctx: OpContext) -> Cost:
     )
 
 
-@register("QAttention", domain=MS, meta_inputs=(3, 4, 5, 6, 7))
+@register("QAttention", domain=MS, meta_inputs=(5,), quant_inputs=(3, 4, 6, 7))
 def qattention(ctx: OpContext) -> Cost:
     """As com.microsoft Attention with an int8 projection, + 2 x B x S x (D_q + D_k + D_v) dequantizing it.
 

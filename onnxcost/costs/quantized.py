@@ -16,7 +16,7 @@ Counting rules shared by every formula here:
 * Zero-point corrections of integer products (row and column sums of the operands) are not
   counted: they cost O(M K + K N), against the O(M N K) contraction.
 
-Scales and zero points are quantization metadata (``meta_inputs``), never parameters.
+Scales and zero points are quantization params (``quant_inputs``), never parameters.
 
 Formulas of com.microsoft ops read their input shapes only: ONNX shape inference does not
 know those ops, so their outputs may have no shape.
@@ -127,8 +127,8 @@ def conv_in_out_macs(
 # --- quantize / dequantize ---------------------------------------------------------------------
 
 
-@register("QuantizeLinear", meta_inputs=(1, 2))
-@register("QuantizeLinear", domain=MS, meta_inputs=(1, 2))
+@register("QuantizeLinear", quant_inputs=(1, 2))
+@register("QuantizeLinear", domain=MS, quant_inputs=(1, 2))
 def quantize_linear(ctx: OpContext) -> Cost:
     """FLOPs = 4 x numel(x): divide, round, add zero point, saturate.
 
@@ -137,8 +137,8 @@ def quantize_linear(ctx: OpContext) -> Cost:
     return Cost(flops=QUANTIZE_FLOPS * ctx.numel(0))
 
 
-@register("DequantizeLinear", meta_inputs=(1, 2))
-@register("DequantizeLinear", domain=MS, meta_inputs=(1, 2))
+@register("DequantizeLinear", quant_inputs=(1, 2))
+@register("DequantizeLinear", domain=MS, quant_inputs=(1, 2))
 def dequantize_linear(ctx: OpContext) -> Cost:
     """FLOPs = 2 x numel(x): subtract zero point, multiply by scale.
 
@@ -159,7 +159,7 @@ def dynamic_quantize_linear(ctx: OpContext) -> Cost:
 # --- integer and QLinear convolutions and products --------------------------------------------
 
 
-@register("ConvInteger", meta_inputs=(2, 3))
+@register("ConvInteger", quant_inputs=(2, 3))
 def conv_integer(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs (int32 accumulators).
 
@@ -168,7 +168,7 @@ def conv_integer(ctx: OpContext) -> Cost:
     return Cost.contraction(conv_macs(ctx, 0, 1))
 
 
-@register("QLinearConv", meta_inputs=(1, 2, 4, 5, 6, 7))
+@register("QLinearConv", quant_inputs=(1, 2, 4, 5, 6, 7))
 def qlinear_conv(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias + 4 x numel(Y) requantize.
 
@@ -179,7 +179,7 @@ def qlinear_conv(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, (y if given(ctx, 8) else 0) + QUANTIZE_FLOPS * y)
 
 
-@register("QLinearConv", domain=MS, meta_inputs=(1, 2, 4, 5, 6, 7))
+@register("QLinearConv", domain=MS, quant_inputs=(1, 2, 4, 5, 6, 7))
 def qlinear_conv_ms(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias + 4 x numel(Y) requantize.
 
@@ -189,7 +189,7 @@ def qlinear_conv_ms(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, (y if given(ctx, 8) else 0) + QUANTIZE_FLOPS * y)
 
 
-@register("MatMulInteger", meta_inputs=(2, 3))
+@register("MatMulInteger", quant_inputs=(2, 3))
 def matmul_integer(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x K; FLOPs = 2 x MACs (int32 accumulators).
 
@@ -198,7 +198,7 @@ def matmul_integer(ctx: OpContext) -> Cost:
     return Cost.contraction(matmul_in_out_macs(ctx)[0])
 
 
-@register("QLinearMatMul", meta_inputs=(1, 2, 4, 5, 6, 7))
+@register("QLinearMatMul", quant_inputs=(1, 2, 4, 5, 6, 7))
 def qlinear_matmul(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x K; FLOPs = 2 x MACs + 4 x numel(Y) requantize.
 
@@ -208,7 +208,7 @@ def qlinear_matmul(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, QUANTIZE_FLOPS * y)
 
 
-@register("MatMulIntegerToFloat", domain=MS, meta_inputs=(2, 3, 4, 5))
+@register("MatMulIntegerToFloat", domain=MS, quant_inputs=(2, 3, 4, 5))
 def matmul_integer_to_float(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x K; FLOPs = 2 x MACs + numel(Y) scale multiply + numel(Y) if bias.
 
@@ -218,7 +218,7 @@ def matmul_integer_to_float(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, y + (y if given(ctx, 6) else 0))
 
 
-@register("DynamicQuantizeMatMul", domain=MS, meta_inputs=(2, 3))
+@register("DynamicQuantizeMatMul", domain=MS, quant_inputs=(2, 3))
 def dynamic_quantize_matmul(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x K; FLOPs = 2 x MACs + 6 x numel(A) quantize A + numel(Y) rescale + numel(Y) if bias.
 
@@ -229,7 +229,7 @@ def dynamic_quantize_matmul(ctx: OpContext) -> Cost:
     return Cost.contraction(macs, extra)
 
 
-@register("QGemm", domain=MS, meta_inputs=(1, 2, 4, 5, 7, 8))
+@register("QGemm", domain=MS, quant_inputs=(1, 2, 4, 5, 7, 8))
 def qgemm(ctx: OpContext) -> Cost:
     """MACs = M x N x K; FLOPs = 2 x MACs + M x N rescale + M x N if C + 3 x M x N if y_scale (round, add, clamp).
 
@@ -264,7 +264,8 @@ def _a_rows(ctx: OpContext) -> int:
 @register(
     "MatMulNBits",
     domain=MS,
-    meta_inputs=(2, 3, 4),
+    meta_inputs=(4,),
+    quant_inputs=(2, 3),
     param_elements={1: lambda ctx: matmul_nbits_weights(ctx)},
 )
 def matmul_nbits(ctx: OpContext) -> Cost:
@@ -282,7 +283,7 @@ def matmul_nbits(ctx: OpContext) -> Cost:
 @register(
     "MatMulBnb4",
     domain=MS,
-    meta_inputs=(2,),
+    quant_inputs=(2,),
     param_elements={1: lambda ctx: matmul_nbits_weights(ctx)},
 )
 def matmul_bnb4(ctx: OpContext) -> Cost:
@@ -314,7 +315,8 @@ def gather_block_quantized_data_shape(ctx: OpContext) -> tuple[int, ...]:
 @register(
     "GatherBlockQuantized",
     domain=MS,
-    meta_inputs=(1, 2, 3),
+    meta_inputs=(1,),
+    quant_inputs=(2, 3),
     param_elements={0: lambda ctx: math.prod(gather_block_quantized_data_shape(ctx))},
 )
 def gather_block_quantized(ctx: OpContext) -> Cost:
@@ -332,7 +334,7 @@ def gather_block_quantized(ctx: OpContext) -> Cost:
 # --- QLinear elementwise, concat and pools ---------------------------------------------------
 
 
-@register("QLinearAdd", "QLinearMul", domain=MS, meta_inputs=(1, 2, 4, 5, 6, 7))
+@register("QLinearAdd", "QLinearMul", domain=MS, quant_inputs=(1, 2, 4, 5, 6, 7))
 def qlinear_binary(ctx: OpContext) -> Cost:
     """FLOPs = 9 x numel(Y): dequantize A and B (2 + 2), the add or multiply (1), quantize (4).
 
@@ -342,7 +344,7 @@ def qlinear_binary(ctx: OpContext) -> Cost:
     return Cost(flops=(2 * DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * y)
 
 
-@register("QLinearSigmoid", domain=MS, meta_inputs=(1, 2, 3, 4))
+@register("QLinearSigmoid", domain=MS, quant_inputs=(1, 2, 3, 4))
 def qlinear_sigmoid(ctx: OpContext) -> Cost:
     """FLOPs = 10 x numel(X): dequantize (2), sigmoid (4: neg, exp, add, div), quantize (4).
 
@@ -351,7 +353,7 @@ def qlinear_sigmoid(ctx: OpContext) -> Cost:
     return Cost(flops=(DEQUANTIZE_FLOPS + _SIGMOID_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0))
 
 
-@register("QLinearLeakyRelu", domain=MS, meta_inputs=(1, 2, 3, 4))
+@register("QLinearLeakyRelu", domain=MS, quant_inputs=(1, 2, 3, 4))
 def qlinear_leaky_relu(ctx: OpContext) -> Cost:
     """FLOPs = 8 x numel(X): dequantize (2), compare and multiply (2), quantize (4).
 
@@ -360,7 +362,7 @@ def qlinear_leaky_relu(ctx: OpContext) -> Cost:
     return Cost(flops=(DEQUANTIZE_FLOPS + _LEAKY_RELU_FLOPS + QUANTIZE_FLOPS) * ctx.numel(0))
 
 
-@register("QLinearSoftmax", domain=MS, meta_inputs=(1, 2, 3, 4))
+@register("QLinearSoftmax", domain=MS, quant_inputs=(1, 2, 3, 4))
 def qlinear_softmax(ctx: OpContext) -> Cost:
     """FLOPs = 11 x numel(X) - 2 x rows: dequantize (2), softmax (5 n - 2 per row of n), quantize (4).
 
@@ -376,10 +378,10 @@ def qlinear_softmax(ctx: OpContext) -> Cost:
 
 
 # QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) triplets.
-_QCONCAT_META = frozenset(i for i in range(2 + 3 * 256) if i < 2 or (i - 2) % 3)
+_QCONCAT_QUANT = frozenset(i for i in range(2 + 3 * 256) if i < 2 or (i - 2) % 3)
 
 
-@register("QLinearConcat", domain=MS, meta_inputs=_QCONCAT_META)
+@register("QLinearConcat", domain=MS, quant_inputs=_QCONCAT_QUANT)
 def qlinear_concat(ctx: OpContext) -> Cost:
     """FLOPs = 6 x numel(Y): each element dequantized (2) and requantized (4) to Y's scale.
 
@@ -389,7 +391,7 @@ def qlinear_concat(ctx: OpContext) -> Cost:
     return Cost(flops=(DEQUANTIZE_FLOPS + QUANTIZE_FLOPS) * total)
 
 
-@register("QLinearGlobalAveragePool", domain=MS, meta_inputs=(1, 2, 3, 4))
+@register("QLinearGlobalAveragePool", domain=MS, quant_inputs=(1, 2, 3, 4))
 def qlinear_global_average_pool(ctx: OpContext) -> Cost:
     """FLOPs = numel(X) sums + 7 x N x C (dequantize 2, divide 1, quantize 4 per output)."""
     x = ctx.shape(0)
@@ -397,7 +399,7 @@ def qlinear_global_average_pool(ctx: OpContext) -> Cost:
     return Cost(flops=ctx.numel(0) + (DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * x[0] * channels)
 
 
-@register("QLinearAveragePool", domain=MS, meta_inputs=(1, 2, 3, 4))
+@register("QLinearAveragePool", domain=MS, quant_inputs=(1, 2, 3, 4))
 def qlinear_average_pool(ctx: OpContext) -> Cost:
     """FLOPs = numel(Y) x (prod(kernel) + 6): window sum and divide, dequantize (2), quantize (4).
 

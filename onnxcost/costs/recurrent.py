@@ -139,7 +139,7 @@ def lstm(ctx: OpContext) -> Cost:
     return Cost.contraction(dims.macs(4), _elementwise(ctx, dims, 4, _lstm_per_unit(acts)))
 
 
-@register("DynamicQuantizeLSTM", domain=MS, meta_inputs=(4, 5, 6, 8, 9, 10, 11))
+@register("DynamicQuantizeLSTM", domain=MS, meta_inputs=(4, 5, 6), quant_inputs=(8, 9, 10, 11))
 def dynamic_quantize_lstm(ctx: OpContext) -> Cost:
     """As LSTM (W [D, I, 4H], R [D, H, 4H] int8) + 6 x numel(X) + D x T x B x 14H: quantize X and each H_t (6), rescale both products (2 x 4H).
 

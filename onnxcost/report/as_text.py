@@ -69,6 +69,7 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
         f"| FLOPs ({a.convention}) | {t.flops:,} |",
         f"| params | {t.params:,} |",
         f"| BatchNorm statistics | {t.stat_params:,} |",
+        f"| quantization params | {t.quant_params:,} |",
         f"| param bytes | {t.param_bytes:,} |",
         f"| bytes read | {t.bytes_read:,} |",
         f"| bytes written | {t.bytes_written:,} |",

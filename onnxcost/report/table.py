@@ -94,6 +94,7 @@ def render_totals(a: Analysis, console: Console) -> None:
         f"[bold]Totals[/bold]  MACs {units.count(t.macs)} ({t.macs:,}) | {flops_label} {units.count(t.flops)} ({t.flops:,})"
     )
     stats = f" + {t.stat_params:,} BatchNorm statistics" if t.stat_params else ""
+    stats += f" + {t.quant_params:,} quantization params" if t.quant_params else ""
     console.print(
         f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}"
     )

@@ -1,0 +1,249 @@
+"""Weight provenance: which tensors are weights, and where each weight is stored.
+
+One rule. A tensor computed only from constants is a weight, never an activation: an
+initializer, a Constant, and the output of any node whose inputs are all such tensors
+(Identity, Cast, Transpose, Reshape, DequantizeLinear, Concat, ConstantOfShape of a constant
+shape, a Mul by a scale ...). The walk marks them in topological order (``see``).
+
+Weights are counted where they are stored. When a node that reads an activation (a
+consumer) reads a weight at one of its inputs, the chain of constant-only nodes behind that
+input is walked back to its stored roots, the initializers and Constants, and each root is
+counted once, however many chains reach it. A chain that starts at a node with no data
+input (ConstantOfShape, EyeLike: a generated weight, stored nowhere) counts the tensor the
+consumer reads, at its size in memory.
+
+What a root counts as follows the input position that reaches it, through the chain:
+a data position (a Conv's W, a Gather's table) makes params; a statistics position
+(BatchNormalization's mean and var) statistics; a quantization position (the scales and
+zero points of DequantizeLinear, QLinearConv, MatMulNBits ...) quantization params; a
+shape, axis or index position nothing. Params and statistics skip indices, shapes and masks
+(int64, bool, string) and lone scalars (an epsilon, a per-tensor scale in a Mul);
+quantization params count scalars too, since every one of them is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import onnx
+
+from onnxcost.costs._context import OpContext
+from onnxcost.costs._registry import OpSpec
+from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, UnknownShapeError, dtype_name
+
+Role = Literal["param", "stat", "quant"]
+
+NON_WEIGHT_TYPES = frozenset(
+    {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING}
+)
+"""Element types that are never weights: indices, shapes, masks, strings."""
+
+_NOT_CONSTANT_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"}
+)
+"""Ops whose output is not determined by their inputs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """One stored weight (or generated one) as counted: its role, its count (logical elements:
+    MatMulNBits' packed uint8 holds two 4-bit weights per element), its element type and the
+    bytes it takes in the file (or, generated, in memory)."""
+
+    role: Role
+    elements: int
+    elem_type: int
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Producer:
+    inputs: tuple[str, ...]
+    spec: OpSpec | None
+
+
+@dataclass
+class Weights:
+    """The constant-derived tensors of an analysis and the weights counted so far."""
+
+    stored: dict[str, TensorInfo] = field(default_factory=dict)
+    """Initializers and Constant outputs: where weights are stored."""
+    constant: set[str] = field(default_factory=set)
+    """Every constant-derived tensor, the stored ones included."""
+    producers: dict[str, _Producer] = field(default_factory=dict)
+    """Constant-derived tensor -> the node that computes it from constants."""
+    counted: dict[str, Counted] = field(default_factory=dict)
+    """Stored (or generated) weight -> how it counts; each once."""
+    totals: dict[Role, int] = field(default_factory=lambda: {"param": 0, "stat": 0, "quant": 0})
+    """Elements counted so far by role."""
+
+    def add_stored(self, name: str, info: TensorInfo) -> None:
+        self.stored[name] = info
+        self.constant.add(name)
+
+    def add_initializers(self, initializers: Iterable[onnx.TensorProto]) -> None:
+        for t in initializers:
+            self.add_stored(t.name, TensorInfo(t.name, t.data_type, tuple(t.dims)))
+
+    def see(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        spec: OpSpec | None,
+        types: Mapping[str, TensorInfo],
+        default_domain: bool,
+    ) -> bool:
+        """Mark ``outputs`` constant-derived when the node computes them from constants only;
+        returns whether it does. Call for every node in topological order."""
+        if op_type == "Constant" and default_domain:
+            for o in outputs:
+                info = types.get(o) if o else None
+                if info is not None:
+                    self.add_stored(o, info)
+            return True
+        constant = self.constant
+        named = [i for i in inputs if i]
+        if (
+            not named
+            or op_type in _NOT_CONSTANT_OPS
+            or (op_type in SUBGRAPH_OPS and default_domain)
+            or not all(i in constant for i in named)
+        ):
+            return False
+        producer = _Producer(tuple(inputs), spec)
+        for o in outputs:
+            if o:
+                constant.add(o)
+                self.producers[o] = producer
+        return True
+
+    def count(
+        self,
+        inputs: Sequence[str],
+        spec: OpSpec | None,
+        types: Mapping[str, TensorInfo],
+        context: Callable[[], OpContext],
+        *,
+        generated: bool = True,
+    ) -> int:
+        """Count the weights a consumer node reads (each stored weight once); returns the
+        params it brings in. Without ``generated``, only stored weights count (a model output
+        computed from constants: a ConstantOfShape or Range output there is no weight)."""
+        params = 0
+        for i, name in enumerate(inputs):
+            if not name or name not in self.constant:
+                continue
+            role = _role(spec, i)
+            if role is None:
+                continue
+            before = self.totals["param"]
+            if self._count_roots(name, role) and generated:
+                self._count_generated(name, role, types)
+            if role == "param" and spec is not None and i in spec.param_elements:
+                self._logical_count(name, spec.param_elements[i], context)
+            params += self.totals["param"] - before
+        return params
+
+    def _count_roots(self, start: str, role: Role) -> bool:
+        """Walk back from ``start`` through constant-only nodes and count the stored roots;
+        returns whether a chain starts at a generator (a node with no data input)."""
+        generated = False
+        stack: list[tuple[str, Role]] = [(start, role)]
+        visited: set[tuple[str, Role]] = set()
+        while stack:
+            name, r = stack.pop()
+            if (name, r) in visited:
+                continue
+            visited.add((name, r))
+            info = self.stored.get(name)
+            if info is not None:
+                self._count_stored(name, info, r)
+                continue
+            producer = self.producers.get(name)
+            if producer is None:
+                continue
+            pushed = False
+            for j, source in enumerate(producer.inputs):
+                role_j = _role(producer.spec, j, r)
+                if source and role_j is not None:
+                    stack.append((source, role_j))
+                    pushed = pushed or role_j == r
+            generated = generated or not pushed
+        return generated
+
+    def _count_stored(self, name: str, info: TensorInfo, role: Role) -> None:
+        if name in self.counted or info.elem_type in NON_WEIGHT_TYPES:
+            return
+        numel = info.known_numel
+        if numel < 0 or (numel <= 1 and role != "quant"):
+            return  # unknown, or a lone scalar (an epsilon, a scale)
+        self._put(name, Counted(role, numel, info.elem_type, info.known_nbytes))
+
+    def _put(self, name: str, counted: Counted) -> None:
+        old = self.counted.get(name)
+        if old is not None:
+            self.totals[old.role] -= old.elements
+        self.counted[name] = counted
+        self.totals[counted.role] += counted.elements
+
+    def _count_generated(self, name: str, role: Role, types: Mapping[str, TensorInfo]) -> None:
+        info = types.get(name)
+        if info is None or name in self.counted or info.elem_type in NON_WEIGHT_TYPES:
+            return
+        numel = info.known_numel
+        if numel < 0 or (numel <= 1 and role != "quant"):
+            return
+        self._put(name, Counted(role, numel, info.elem_type, info.known_nbytes))
+
+    def _logical_count(
+        self, name: str, elements: Callable[[OpContext], int], context: Callable[[], OpContext]
+    ) -> None:
+        """A weight stored packed (MatMulNBits' B): its count is the op's logical one."""
+        found = self.counted.get(name)
+        if found is None or found.role != "param":
+            return
+        try:
+            count = elements(context())
+        except (UnknownShapeError, IndexError, TypeError, ValueError):
+            return
+        self._put(name, Counted("param", count, found.elem_type, found.nbytes))
+
+    def snapshot(self) -> tuple[dict[str, Counted], dict[Role, int]]:
+        """What ``restore`` puts back (a probe of an If branch counts nothing)."""
+        return dict(self.counted), dict(self.totals)
+
+    def restore(self, saved: tuple[dict[str, Counted], dict[Role, int]]) -> None:
+        self.counted, self.totals = dict(saved[0]), dict(saved[1])
+
+    def param_bytes(self) -> int:
+        """Bytes of params and quantization params: as stored, or in memory when generated."""
+        return sum(c.nbytes for c in self.counted.values() if c.role != "stat")
+
+    def params_by_dtype(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name in sorted(self.counted):
+            c = self.counted[name]
+            if c.role == "param":
+                key = dtype_name(c.elem_type)
+                out[key] = out.get(key, 0) + c.elements
+        return out
+
+
+def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:
+    """What a weight at input ``i`` of a node counts as, reached with ``role``: None at a
+    shape, axis or index position."""
+    if spec is None:
+        return role
+    if i in spec.quant_inputs:
+        return "quant"
+    if i in spec.meta_inputs:
+        return None
+    if i in spec.stat_inputs:
+        return "stat"
+    return role
+
+
+__all__ = ["NON_WEIGHT_TYPES", "Counted", "Weights"]

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import onnx
 
-from onnxcost.bench.profile import KernelStat
+from onnxcost.bench.profile import KernelStat, Spread
 from onnxcost.records import NodeRecord
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
@@ -344,10 +344,10 @@ class NodeProfile:
     calls: int
     """Kernel executions per run."""
     mean_us: float
-    """Time per run."""
+    """Mean time per run (kept for the JSON contract; the report uses ``median_us``)."""
     share: float
-    """Fraction of the top-level kernel time per run (a row nested in an If or Loop kernel is
-    also inside that kernel's share)."""
+    """This row's median / the sum of the top-level kernels' medians (a row nested in an If
+    or Loop kernel is also inside that kernel's share)."""
     macs: int
     flops: int
     bytes_read: int
@@ -357,6 +357,21 @@ class NodeProfile:
     floor_us: float | None = None
     """Roofline floor max(flops / peak, bytes / bandwidth), when ceilings were calibrated."""
     bound: Literal["compute", "memory"] | None = None
+    per_run_us: tuple[float, ...] = ()
+    """The row's time in each profiled run (its kernels added up), in run order; empty when
+    unknown, and then the figures below fall back to ``mean_us``."""
+
+    @property
+    def spread(self) -> Spread:
+        """Median, p10 and p90 of ``per_run_us``."""
+        if not self.per_run_us:
+            return Spread(self.mean_us, self.mean_us, self.mean_us)
+        return Spread.of(self.per_run_us)
+
+    @property
+    def median_us(self) -> float:
+        """Median time per run: the time every rate and the efficiency are computed from."""
+        return self.spread.median_us
 
     @property
     def bytes_total(self) -> int:
@@ -364,17 +379,15 @@ class NodeProfile:
 
     @property
     def gflops_per_s(self) -> float | None:
-        """Achieved GFLOP/s: flops / time (None without time or flops)."""
-        return self.flops / (self.mean_us * 1e3) if self.mean_us > 0 and self.flops else None
+        """Achieved GFLOP/s: flops / median time (None without time or flops)."""
+        t = self.median_us
+        return self.flops / (t * 1e3) if t > 0 and self.flops else None
 
     @property
     def gbytes_per_s(self) -> float | None:
-        """Achieved GB/s: (bytes read + written) / time."""
-        return (
-            self.bytes_total / (self.mean_us * 1e3)
-            if self.mean_us > 0 and self.bytes_total
-            else None
-        )
+        """Achieved GB/s: (bytes read + written) / median time."""
+        t = self.median_us
+        return self.bytes_total / (t * 1e3) if t > 0 and self.bytes_total else None
 
     @property
     def arithmetic_intensity(self) -> float | None:
@@ -383,10 +396,19 @@ class NodeProfile:
 
     @property
     def efficiency(self) -> float | None:
-        """Roofline floor / measured time (1.0 = at the ceiling)."""
-        return (
-            self.floor_us / self.mean_us if self.floor_us is not None and self.mean_us > 0 else None
-        )
+        """Roofline floor / median time (1.0 = at the ceiling).
+
+        Above 1.0 it is not an efficiency but a measurement problem: see ``efficiency_suspect``.
+        """
+        t = self.median_us
+        return self.floor_us / t if self.floor_us is not None and t > 0 else None
+
+    @property
+    def efficiency_suspect(self) -> bool:
+        """The node ran faster than its roofline floor (efficiency above 100%): the ceilings
+        are too low (measured under other conditions) or time was attributed to another row."""
+        e = self.efficiency
+        return e is not None and e > 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +422,20 @@ class OpTypeProfile:
     """Executions per run."""
     mean_us: float
     share: float
+    """Median / the sum of every op type's median."""
     cumulative_share: float
+    per_run_us: tuple[float, ...] = ()
+    """The op type's time in each profiled run, in run order."""
+
+    @property
+    def spread(self) -> Spread:
+        if not self.per_run_us:
+            return Spread(self.mean_us, self.mean_us, self.mean_us)
+        return Spread.of(self.per_run_us)
+
+    @property
+    def median_us(self) -> float:
+        return self.spread.median_us
 
 
 def join(
@@ -423,7 +458,7 @@ def join(
     for g in map_by_name(missing, sources):
         by_kernel[g.kernels[0]] = g
     records = {n.name: n for n in sources}
-    total = sum(s.mean_us for s in stats if not s.nested)
+    total = sum(s.median_us for s in stats if not s.nested)
     rows: dict[tuple[str, ...], list[KernelStat]] = {}
     group_of: dict[tuple[str, ...], KernelGroup] = {}
     for s in sorted(stats, key=lambda s: s.order):
@@ -437,6 +472,7 @@ def join(
         recs = [records[n] for n in g.sources if n in records]
         kernel_types = tuple(_kernel_type(s, op_types) for s in timed)
         mean = sum(s.mean_us for s in timed)
+        per_run = _added(timed)
         out.append(
             NodeProfile(
                 name="+".join(g.sources) if g.sources else "+".join(s.name for s in timed),
@@ -450,16 +486,26 @@ def join(
                 mapping=g.mapping,
                 calls=round(sum(s.calls_per_run for s in timed)),
                 mean_us=mean,
-                share=mean / total if total > 0 else 0.0,
+                share=(Spread.of(per_run).median_us if per_run else mean) / total
+                if total > 0
+                else 0.0,
                 macs=sum(r.macs for r in recs),
                 flops=sum(r.flops for r in recs),
                 bytes_read=sum(r.bytes_read for r in recs),
                 bytes_written=sum(r.bytes_written for r in recs),
                 input_shapes=timed[0].input_shapes,
                 output_shapes=timed[-1].output_shapes,
+                per_run_us=per_run,
             )
         )
     return tuple(out)
+
+
+def _added(stats: Sequence[KernelStat]) -> tuple[float, ...]:
+    """Per-run times of ``stats`` added up run by run (empty unless every one has them)."""
+    if not stats or any(len(s.per_run_us) != len(stats[0].per_run_us) for s in stats):
+        return ()
+    return tuple(sum(runs) for runs in zip(*(s.per_run_us for s in stats), strict=True))
 
 
 def _kernel_type(stat: KernelStat, op_types: Mapping[str, str] | None) -> str:
@@ -469,26 +515,38 @@ def _kernel_type(stat: KernelStat, op_types: Mapping[str, str] | None) -> str:
 def by_op_type(
     stats: Sequence[KernelStat], *, op_types: Mapping[str, str] | None = None
 ) -> tuple[OpTypeProfile, ...]:
-    """Kernel time per op type, most expensive first, with cumulative shares (benchmark_model's table).
+    """Kernel time per op type, slowest median first, with cumulative shares (benchmark_model's
+    table). An op type's per-run time is its kernels' added up run by run; share = its median /
+    the sum of every op type's median.
 
     Kernels nested in a control-flow kernel are left out: their time is in their parent's.
     """
-    acc: dict[str, list[float]] = {}
+    acc: dict[str, list[KernelStat]] = {}
     for s in stats:
-        if s.nested:
-            continue
-        op = _kernel_type(s, op_types)
-        row = acc.setdefault(op, [0, 0.0, 0.0])
-        row[0] += 1
-        row[1] += s.calls_per_run
-        row[2] += s.mean_us
-    total = sum(r[2] for r in acc.values())
+        if not s.nested:
+            acc.setdefault(_kernel_type(s, op_types), []).append(s)
+    rows = []
+    for op, group in acc.items():
+        per_run = _added(group)
+        med = Spread.of(per_run).median_us if per_run else sum(s.mean_us for s in group)
+        rows.append((op, group, per_run, med))
+    total = sum(r[3] for r in rows)
     out = []
     running = 0.0
-    for op, (count, calls, mean) in sorted(acc.items(), key=lambda kv: (-kv[1][2], kv[0])):
-        share = mean / total if total > 0 else 0.0
+    for op, group, per_run, med in sorted(rows, key=lambda r: (-r[3], r[0])):
+        share = med / total if total > 0 else 0.0
         running += share
-        out.append(OpTypeProfile(op, int(count), round(calls), mean, share, min(running, 1.0)))
+        out.append(
+            OpTypeProfile(
+                op,
+                len(group),
+                round(sum(s.calls_per_run for s in group)),
+                sum(s.mean_us for s in group),
+                share,
+                min(running, 1.0),
+                per_run,
+            )
+        )
     return tuple(out)
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from onnxcost.errors import BenchError
 
 KERNEL_SUFFIX = "_kernel_time"
@@ -98,6 +100,20 @@ class Trace:
         runs = self.measured_runs
         return sum(r.dur_us for r in runs) / len(runs) if runs else 0.0
 
+    @property
+    def run_median_us(self) -> float:
+        """Median ``model_run`` duration over the measured runs."""
+        return median([r.dur_us for r in self.measured_runs])
+
+    @property
+    def kernel_sum_median_us(self) -> float:
+        """Median over the measured runs of each run's top-level kernel time added up."""
+        totals = dict.fromkeys((r.index for r in self.measured_runs), 0.0)
+        for k in self.kernels:
+            if k.depth == 0 and k.run in totals:
+                totals[k.run] += k.device_us if k.device_us is not None else k.dur_us
+        return median(list(totals.values()))
+
     def kernel_sum_us(self, run: int) -> float:
         """Host time of the top-level kernels of run ``run`` added up (nested ones are inside them)."""
         return sum(k.dur_us for k in self.kernels if k.run == run and k.depth == 0)
@@ -105,6 +121,37 @@ class Trace:
     @property
     def has_device_times(self) -> bool:
         return self.device_events > 0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values``, interpolating linearly between closest
+    ranks as numpy does (rank = q / 100 x (n - 1)); 0.0 for no values."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else 0.0
+
+
+def median(values: Sequence[float]) -> float:
+    """The 50th percentile: the middle value, or the mean of the two middle ones."""
+    return percentile(values, 50.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Median and the 10th/90th percentiles of one time over the measured runs, microseconds."""
+
+    median_us: float
+    p10_us: float
+    p90_us: float
+
+    @staticmethod
+    def of(per_run_us: Sequence[float]) -> Spread:
+        return Spread(
+            median(per_run_us), percentile(per_run_us, 10.0), percentile(per_run_us, 90.0)
+        )
+
+    @property
+    def relative(self) -> float:
+        """(p90 - p10) / median: how far apart the runs were (0 when the median is 0)."""
+        return (self.p90_us - self.p10_us) / self.median_us if self.median_us > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +172,21 @@ class KernelStat:
     output_shapes: tuple[Shape, ...]
     nested: bool = False
     """Runs inside a control-flow kernel, whose time already includes it."""
+    per_run_us: tuple[float, ...] = ()
+    """Its time in each measured run, in run order (0.0 in a run where it did not execute);
+    the calls of one run added up."""
+
+    @property
+    def spread(self) -> Spread:
+        """Median, p10 and p90 of ``per_run_us`` (all three ``mean_us`` when it is empty)."""
+        if not self.per_run_us:
+            return Spread(self.mean_us, self.mean_us, self.mean_us)
+        return Spread.of(self.per_run_us)
+
+    @property
+    def median_us(self) -> float:
+        """Median time per run over the measured runs."""
+        return self.spread.median_us
 
     @property
     def mean_us(self) -> float:
@@ -278,8 +340,10 @@ def _with_depth(kernels: Sequence[KernelEvent]) -> tuple[KernelEvent, ...]:
 
 
 def kernel_stats(trace: Trace) -> tuple[KernelStat, ...]:
-    """Per-kernel totals over the measured runs, in order of first execution within a run."""
-    measured = len(trace.measured_runs)
+    """Per-kernel totals and per-run times over the measured runs, in order of first execution
+    within a run."""
+    run_ids = [r.index for r in trace.measured_runs]
+    measured = len(run_ids)
     acc: dict[str, list[Any]] = {}
     counters: dict[int, int] = {}
     for k in trace.measured_kernels:
@@ -287,10 +351,12 @@ def kernel_stats(trace: Trace) -> tuple[KernelStat, ...]:
         counters[k.run] = position + 1
         row = acc.get(k.name)
         if row is None:
-            row = acc[k.name] = [k, 0, 0.0, position]
+            row = acc[k.name] = [k, 0, 0.0, position, {}]
+        us = k.device_us if k.device_us is not None else k.dur_us
         row[1] += 1
-        row[2] += k.device_us if k.device_us is not None else k.dur_us
+        row[2] += us
         row[3] = min(row[3], position)
+        row[4][k.run] = row[4].get(k.run, 0.0) + us
     stats = [
         KernelStat(
             name=first.name,
@@ -303,8 +369,9 @@ def kernel_stats(trace: Trace) -> tuple[KernelStat, ...]:
             input_shapes=first.input_shapes,
             output_shapes=first.output_shapes,
             nested=first.depth > 0,
+            per_run_us=tuple(by_run.get(i, 0.0) for i in run_ids),
         )
-        for first, calls, total, order in acc.values()
+        for first, calls, total, order, by_run in acc.values()
     ]
     return tuple(sorted(stats, key=lambda s: (s.order, s.name)))
 

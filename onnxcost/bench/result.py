@@ -10,9 +10,10 @@ from typing import Any, Literal
 
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.join import NodeProfile, OpTypeProfile
+from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import BatchPoint, MaxBatch
-from onnxcost.bench.timing import NOISY_CV, LatencyStats
+from onnxcost.bench.timing import NOISY_CV, THROUGHPUT_METHOD, LatencyStats, throughput_per_s
 
 SCHEMA = "onnxcost.bench/1"
 
@@ -102,12 +103,17 @@ class Memory:
     """Peak RSS of the whole process so far (``resource.getrusage``)."""
     gpu_used_delta_mb: float | None
     """Largest NVML 'used' sample minus the one before the session (whole device)."""
+    use: MemoryUse | None = None
+    """Estimate vs measured: weights and run peak (``onnxcost.bench.memory``)."""
 
-    def as_dict(self) -> dict[str, float | None]:
-        return {
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "host_peak_rss_mb": self.host_peak_rss_mb,
             "gpu_used_delta_mb": self.gpu_used_delta_mb,
         }
+        if self.use is not None:
+            out.update(self.use.as_dict())
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,7 @@ class ProfileResult:
     run_mean_us: float
     """Mean ``model_run`` time of the kept profiled runs (profiling overhead included)."""
     kernel_sum_us: float
-    """Kernel time per run, all kernels added up."""
+    """Top-level kernel time per run, added up within each run; the median over the runs."""
     host_launch_times: bool
     """Node times are host-side launch times (CUDA without device timestamps)."""
     mapped_with: Literal["optimized_graph", "names"]
@@ -131,18 +137,32 @@ class ProfileResult:
     """Source nodes no kernel computes: folded into constants or removed by onnxruntime."""
     note: str = ""
     trace_path: str | None = None
+    run_median_us: float = 0.0
+    """Median ``model_run`` time of the kept profiled runs (0: unknown, ``run_mean_us`` is used)."""
+
+    @property
+    def run_us(self) -> float:
+        """The run time coverage is measured against: the median, else the mean."""
+        return self.run_median_us if self.run_median_us > 0 else self.run_mean_us
 
     @property
     def coverage(self) -> float:
         """Kernel time / run time: how much of a run the per-node rows explain."""
-        return self.kernel_sum_us / self.run_mean_us if self.run_mean_us > 0 else 0.0
+        return self.kernel_sum_us / self.run_us if self.run_us > 0 else 0.0
+
+    @property
+    def suspect_nodes(self) -> tuple[str, ...]:
+        """Rows whose efficiency is above 100% (a measurement problem, not a fact)."""
+        return tuple(n.name for n in self.nodes if n.efficiency_suspect)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "runs": self.runs,
             "warmup_runs": self.warmup_runs,
             "run_mean_us": self.run_mean_us,
+            "run_median_us": self.run_median_us,
             "kernel_sum_us": self.kernel_sum_us,
+            "node_time": "median over the profiled runs; p10 and p90 give the spread",
             "coverage": self.coverage,
             "host_launch_times": self.host_launch_times,
             "mapped_with": self.mapped_with,
@@ -160,6 +180,9 @@ def node_dict(n: NodeProfile) -> dict[str, Any]:
         "provider": n.provider,
         "calls": n.calls,
         "mean_us": n.mean_us,
+        "median_us": n.median_us,
+        "p10_us": n.spread.p10_us,
+        "p90_us": n.spread.p90_us,
         "share": n.share,
         "macs": n.macs,
         "flops": n.flops,
@@ -171,6 +194,7 @@ def node_dict(n: NodeProfile) -> dict[str, Any]:
         "arithmetic_intensity": n.arithmetic_intensity,
         "floor_us": n.floor_us,
         "efficiency": n.efficiency,
+        "efficiency_suspect": n.efficiency_suspect,
         "mapping": n.mapping,
         "kernels": list(n.kernels),
         "kernel_op_types": list(n.kernel_op_types),
@@ -186,6 +210,9 @@ def op_type_dict(o: OpTypeProfile) -> dict[str, Any]:
         "op_type": o.op_type,
         "count": o.count,
         "mean_us": o.mean_us,
+        "median_us": o.median_us,
+        "p10_us": o.spread.p10_us,
+        "p90_us": o.spread.p90_us,
         "share": o.share,
         "cumulative_share": o.cumulative_share,
         "calls": o.calls,
@@ -218,8 +245,8 @@ class BenchResult:
 
     @property
     def throughput_per_s(self) -> float:
-        """batch x runs / wall time of the timed loop."""
-        return self.batch * self.runs / self.phases.timed_s if self.phases.timed_s > 0 else 0.0
+        """batch / median latency: from the same timed runs as the latency statistics."""
+        return throughput_per_s(self.batch, self.latency.median_ms)
 
     @property
     def noisy(self) -> bool:
@@ -241,6 +268,7 @@ class BenchResult:
             "warmup": self.warmup,
             "batch": self.batch,
             "throughput_per_s": self.throughput_per_s,
+            "throughput_method": THROUGHPUT_METHOD,
             "cv": self.latency.cv,
             "noisy": self.noisy,
             "noisy_cv_threshold": NOISY_CV,
@@ -259,6 +287,9 @@ class BenchResult:
                 "floor_ms": r.floor_ms,
                 "measured_ms": r.measured_ms,
                 "efficiency": r.efficiency,
+                "efficiency_suspect": r.efficiency_suspect,
+                "ceilings_from_cache": r.cache_path is not None,
+                "cache_path": r.cache_path,
             }
         if self.sweep:
             out["sweep"] = [p.as_dict() for p in self.sweep]

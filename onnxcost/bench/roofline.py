@@ -83,19 +83,33 @@ class ModelRoofline:
     ceilings: Ceilings
     floor_ms: float
     measured_ms: float
+    from_cache: bool = False
+    """The ceilings were read from ``cache_path``, measured earlier (at ``ceilings.measured_at``)."""
+    cache_path: str | None = None
+    """The cache file the ceilings were read from or stored in (None: not cached)."""
 
     @property
     def efficiency(self) -> float:
         """Sum of floors / measured latency (1.0 = every node at its roof)."""
         return self.floor_ms / self.measured_ms if self.measured_ms > 0 else 0.0
 
+    @property
+    def efficiency_suspect(self) -> bool:
+        """Above 100%: the ceilings are too low for this run, not a real efficiency."""
+        return self.efficiency > 1.0
+
 
 def model_roofline(
-    nodes: Sequence[NodeRecord], measured_ms: float, ceilings: Ceilings
+    nodes: Sequence[NodeRecord],
+    measured_ms: float,
+    ceilings: Ceilings,
+    *,
+    from_cache: bool = False,
+    cache_path: str | None = None,
 ) -> ModelRoofline:
     """Sum of per-node floors over the main graph's nodes, against ``measured_ms``."""
     total = sum(floor_s(n.flops, n.bytes_total, ceilings)[0] for n in nodes if n.graph == "")
-    return ModelRoofline(ceilings, total * 1e3, measured_ms)
+    return ModelRoofline(ceilings, total * 1e3, measured_ms, from_cache, cache_path)
 
 
 def cache_path() -> Path:
@@ -272,7 +286,10 @@ def calibrate_ceilings(
     cache: Path | None = None,
     progress: ProgressFn | None = None,
 ) -> tuple[Ceilings, str | None]:
-    """``calibrate`` for a session config, with explicit sizes; returns a cache warning if any."""
+    """``calibrate`` for a session config, with explicit sizes; returns a cache warning if any.
+
+    ``cached_ceilings`` tells beforehand whether the cache will answer (without ``refresh``).
+    """
     if dtype not in ("float32", "float16"):
         raise BenchError(f"calibration dtype must be float32 or float16, not {dtype!r}")
     if not refresh:

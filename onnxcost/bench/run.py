@@ -1,19 +1,22 @@
 """``run_bench``: measure a model's latency and throughput, and optionally where its time goes.
 
 Order of work: load and analyse the model (costs, resolved input shapes); create the session
-(timed); first run (timed apart); warm-up; timed loop; optional batch sweep; optional
-calibration (cached ceilings); optional profile in a separate session, so profiling never
-distorts the latency numbers; optional max-batch search in subprocesses.
+(timed, and its memory measured); first run (timed apart); warm-up; timed loop; optional batch
+sweep; optional calibration (cached ceilings); optional profile in a separate session, so
+profiling never distorts the latency numbers; optional max-batch search in subprocesses.
+Every run has a time limit (``timeout_s``), enforced by a watchdog thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +31,7 @@ from onnxcost.bench.join import (
     map_kernels,
     untimed_sources,
 )
+from onnxcost.bench.memory import MemoryUse, PeakWindow, growth, rss_bytes
 from onnxcost.bench.profile import kernel_stats, parse_trace, read_trace, write_chrome_trace
 from onnxcost.bench.progress import BenchProgress, ProgressFn
 from onnxcost.bench.providers import CPU, CUDA, CUDA_LIKE, parse_provider_options, resolve_provider
@@ -42,6 +46,8 @@ from onnxcost.bench.result import (
 from onnxcost.bench.roofline import (
     Ceilings,
     ModelRoofline,
+    cache_path,
+    cached_ceilings,
     calibrate_ceilings,
     model_roofline,
     with_roofline,
@@ -53,6 +59,7 @@ from onnxcost.bench.session import (
     make_runner,
     open_session,
     prepare_model,
+    warm_up_onnxruntime,
 )
 from onnxcost.bench.session import opt_level as as_opt_level
 from onnxcost.bench.sweep import (
@@ -69,13 +76,21 @@ from onnxcost.bench.sweep import (
 )
 from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_mb, logical_cpus
 from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
+from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S, QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
 from onnxcost.model import ModelSource
 from onnxcost.records import NodeRecord, TensorRecord, Totals
 
 PROFILE_WARMUP_MAX = 10
 """Profiled warm-up runs are capped: onnxruntime keeps at most about a million trace events."""
+PROFILE_RUNS = 50
+"""Default profiled runs: per-node times are medians over them (see the README for the
+measurement that showed this keeps resnet18's top 10 stable)."""
 PROBE_TIMEOUT_S = 300.0
+MAX_THREADS_PER_CPU = 4
+MAX_THREADS = 1024
+"""--threads above min(4 x logical CPUs, 1024) is refused: onnxruntime would try to start
+them all (100000 threads end in SIGSEGV)."""
 
 
 class AnalysisLike(Protocol):
@@ -107,6 +122,8 @@ class _Plan:
     profile_runs: int
     batches: tuple[int, ...]
     max_batch: int | None
+    timeout_s: float | None
+    log_severity: int
 
 
 def _check_counts(
@@ -122,15 +139,27 @@ def _check_counts(
         raise UsageError(f"--runs must be 1 or more, not {runs}")
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more, not {warmup}")
-    if min_seconds < 0 or min_warmup_s < 0:
-        raise UsageError("minimum times must be 0 seconds or more")
+    for flag, seconds in (("--min-seconds", min_seconds), ("the minimum warm-up", min_warmup_s)):
+        if not math.isfinite(seconds) or seconds < 0:
+            raise UsageError(f"{flag} must be a finite number of seconds, 0 or more, not {seconds}")
     if profile_runs < 1:
-        raise UsageError(f"profile runs must be 1 or more, not {profile_runs}")
+        raise UsageError(f"--profile-runs must be 1 or more, not {profile_runs}")
+    limit = thread_limit()
     for flag, value in (("--threads", threads), ("--inter-threads", inter)):
         if value is not None and value < 1:
             raise UsageError(
                 f"{flag} must be 1 or more (leave it out for onnxruntime's default), not {value}"
             )
+        if value is not None and value > limit:
+            raise UsageError(
+                f"{flag} {value} is more than this machine can use: at most {limit} "
+                f"({MAX_THREADS_PER_CPU} x {logical_cpus()} logical CPUs, never above {MAX_THREADS})"
+            )
+
+
+def thread_limit() -> int:
+    """The most threads --threads accepts: min(4 x logical CPUs, 1024)."""
+    return min(MAX_THREADS_PER_CPU * logical_cpus(), MAX_THREADS)
 
 
 def _plan(
@@ -196,10 +225,15 @@ def _merge_shapes(
 
 
 def _timed(
-    runner: Runner, plan: _Plan, provider: str, what: str, progress: ProgressFn | None
+    runner: Runner,
+    plan: _Plan,
+    provider: str,
+    what: str,
+    progress: ProgressFn | None,
+    watchdog: Watchdog,
 ) -> tuple[float, LoopResult, LoopResult]:
     """First run, warm-up, timed loop; onnxruntime errors become onnxcost errors."""
-    try:
+    with _run_errors(watchdog, provider, what):
         t0 = time.perf_counter_ns()
         runner()
         first_ms = (time.perf_counter_ns() - t0) / 1e6
@@ -214,9 +248,18 @@ def _timed(
         timed = run_loop(
             runner, runs=plan.runs, min_seconds=plan.min_seconds, phase="timed", progress=progress
         )
-    except ort_error_types() as e:
-        raise run_error(e, provider, what) from e
     return first_ms, warm, timed
+
+
+@contextlib.contextmanager
+def _run_errors(watchdog: Watchdog, provider: str, what: str) -> Iterator[None]:
+    """onnxruntime errors as onnxcost errors; a run the watchdog stopped as the time limit."""
+    try:
+        yield
+    except ort_error_types() as e:
+        if watchdog.fired:
+            raise watchdog.error(what) from e
+        raise run_error(e, provider, what) from e
 
 
 def _sweep(
@@ -228,7 +271,11 @@ def _sweep(
     outputs: Sequence[TensorRecord],
     seed: int,
     progress: ProgressFn | None,
+    main: BatchPoint,
+    watchdog: Watchdog,
 ) -> tuple[BatchPoint, ...]:
+    """Each batch of the sweep; the batch the model already ran at reuses ``main`` (never
+    timed twice), except under a CUDA graph, which the sweep runs without."""
     config = plan.config
     if config.cuda_graph:  # a captured graph replays one shape: sweep without it
         config = config.with_options(enable_cuda_graph=None)
@@ -236,11 +283,21 @@ def _sweep(
     points = []
     for i, b in enumerate(plan.batches):
         _say(progress, "batch", i, len(plan.batches), f"batch {b}")
+        if b == main.batch and not plan.config.cuda_graph:
+            points.append(main)
+            continue
         feeds = make_inputs(with_batch(specs, axis, b), seed)
         runner, _ = make_runner(
-            session, feeds, config, include_copies=plan.include_copies, outputs=outputs
+            session,
+            feeds,
+            config,
+            include_copies=plan.include_copies,
+            outputs=outputs,
+            run_options=watchdog.options,
         )
-        _, _, timed = _timed(runner, plan, config.provider, f"batch {b}", None)
+        _, _, timed = _timed(
+            watchdog.guard(runner), plan, config.provider, f"batch {b}", None, watchdog
+        )
         points.append(BatchPoint(b, timed.stats, timed.runs, timed.wall_s))
     _say(progress, "batch", len(plan.batches), len(plan.batches), "sweep done")
     return tuple(points)
@@ -256,6 +313,7 @@ def _profile(
     workdir: str,
     warnings: list[str],
     progress: ProgressFn | None,
+    watchdog: Watchdog,
 ) -> ProfileResult:
     config = plan.config.with_options(enable_cuda_graph=None)
     optimized = os.path.join(workdir, "optimized.onnx")
@@ -270,16 +328,20 @@ def _profile(
         opened = open_session(model, config, profile_prefix=prefix)
     session = opened.session
     runner, _ = make_runner(
-        session, feeds, config, include_copies=plan.include_copies, outputs=analysis.outputs
+        session,
+        feeds,
+        config,
+        include_copies=plan.include_copies,
+        outputs=analysis.outputs,
+        run_options=watchdog.options,
     )
+    runner = watchdog.guard(runner)
     skip = 1 + min(plan.warmup, PROFILE_WARMUP_MAX)
     total = skip + plan.profile_runs
-    try:
+    with _run_errors(watchdog, config.provider, "the profiled session"):
         for i in range(total):
             runner()
             _say(progress, "profile", i + 1, total, f"profiled run {i + 1}/{total}")
-    except ort_error_types() as e:
-        raise run_error(e, config.provider, "the profiled session") from e
     trace_file = str(session.end_profiling())
     trace = parse_trace(read_trace(trace_file), skip_runs=skip)
     if len(trace.runs) < total:
@@ -295,7 +357,6 @@ def _profile(
     if ceilings is not None:
         rows = with_roofline(rows, ceilings)
     measured = trace.measured_runs
-    kernel_sum = sum(s.mean_us for s in stats if not s.nested)
     launch = config.provider in CUDA_LIKE and not trace.has_device_times
     note = (
         "CUDA node times are host-side launch times: the GPU runs kernels asynchronously, so node "
@@ -319,13 +380,54 @@ def _profile(
         runs=len(measured),
         warmup_runs=skip,
         run_mean_us=trace.run_mean_us,
-        kernel_sum_us=kernel_sum,
+        kernel_sum_us=trace.kernel_sum_median_us,
         host_launch_times=launch,
         mapped_with="optimized_graph" if graph else "names",
         untimed_nodes=untimed_sources(rows, analysis.nodes),
         note=note,
         trace_path=trace_path,
+        run_median_us=trace.run_median_us,
     )
+
+
+def _calibrate(
+    config: SessionConfig,
+    recalibrate: bool,
+    analysis: AnalysisLike,
+    median_ms: float,
+    warnings: list[str],
+    progress: ProgressFn | None,
+) -> tuple[Ceilings, ModelRoofline]:
+    """The ceilings (from the cache unless ``recalibrate``) and the model against them."""
+    path = cache_path()
+    hit = None if recalibrate else cached_ceilings(config, path=path)
+    if hit is not None:
+        ceilings = hit
+    else:
+        _say(progress, "calibrate", 0, 2, "measuring peak FLOP/s and bandwidth")
+        ceilings, cache_warning = calibrate_ceilings(
+            config, refresh=True, cache=path, progress=progress
+        )
+        if cache_warning:
+            warnings.append(cache_warning)
+    roofline = model_roofline(
+        analysis.nodes, median_ms, ceilings, from_cache=hit is not None, cache_path=str(path)
+    )
+    return ceilings, roofline
+
+
+def _mib_growth(after_mib: float | None, gpu: GpuMemory | None) -> int | None:
+    """NVML memory in use after the session minus before it, in bytes."""
+    if gpu is None or after_mib is None or gpu.baseline_mb is None:
+        return None
+    return round((after_mib - gpu.baseline_mb) * 2**20)
+
+
+def _device_peak(after_mib: float | None, gpu: GpuMemory | None) -> int | None:
+    """The largest NVML sample minus the one after the session, in bytes."""
+    if gpu is None or after_mib is None or gpu.peak_mb is None:
+        return None
+    return round((gpu.peak_mb - after_mib) * 2**20)
 
 
 def _max_batch(
@@ -378,7 +480,7 @@ def run_bench(
     runs: int = 100,
     min_seconds: float = 1.0,
     profile: bool = False,
-    profile_runs: int = 20,
+    profile_runs: int = PROFILE_RUNS,
     trace_out: str | os.PathLike[str] | None = None,
     include_copies: bool = False,
     cuda_graph: bool = False,
@@ -386,6 +488,9 @@ def run_bench(
     batch_dim: str | None = None,
     max_batch: int | None = None,
     calibrate: bool = False,
+    recalibrate: bool = False,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ort_log: bool = False,
     analysis: AnalysisLike | None = None,
     progress: ProgressFn | None = None,
 ) -> BenchResult:
@@ -410,6 +515,7 @@ def run_bench(
     the model), BenchError (inputs, out of memory, runtime failure), UsageError (bad arguments).
     """
     _check_counts(warmup, min_warmup_s, runs, min_seconds, profile_runs, threads, inter_threads)
+    timeout_s = check_timeout(timeout_s)
     if batches is not None and any(b < 1 for b in batches):
         raise UsageError(f"batch sizes must be 1 or more, not {list(batches)}")
     if max_batch is not None and max_batch < 1:
@@ -428,6 +534,8 @@ def run_bench(
         profile_runs=profile_runs,
         batches=tuple(batches or ()),
         max_batch=max_batch,
+        timeout_s=timeout_s,
+        log_severity=VERBOSE if ort_log else QUIET,
     )
     warnings: list[str] = []
 
@@ -452,62 +560,108 @@ def run_bench(
         with_batch(specs, axis, max_batch)
     feeds = dict(arrays) if arrays is not None else make_inputs(specs, seed)
 
-    gpu_memory = GpuMemory(config.device_id) if config.provider in CUDA_LIKE else None
-    _say(progress, "session", 0, 1, f"creating the session on {config.provider}")
-    opened = open_session(model, config)
-    create_ms = opened.create_ms
-    _say(progress, "session", 1, 1, f"session created in {create_ms:.0f} ms")
-    if gpu_memory is not None:
-        gpu_memory.sample()
-    runner, io_binding = make_runner(
-        opened.session, feeds, config, include_copies=include_copies, outputs=analysis.outputs
-    )
-    first_ms, warm, timed = _timed(runner, plan, config.provider, "the model", progress)
-    if gpu_memory is not None:
-        gpu_memory.sample()
-    stats = timed.stats
-    if stats.noisy:
-        warnings.append(
-            f"latency varies a lot (CV {stats.cv:.0%} > {NOISY_CV:.0%}): the machine was busy; close other "
-            f"programs, set --threads, or raise --runs"
+    with Watchdog(plan.timeout_s, log_severity=plan.log_severity) as watchdog:
+        warm_up_onnxruntime(config)
+        gpu_memory = GpuMemory(config.device_id) if config.provider in CUDA_LIKE else None
+        _say(progress, "session", 0, 1, f"creating the session on {config.provider}")
+        rss_before = rss_bytes()
+        opened = open_session(model, config)
+        rss_after = rss_bytes()
+        create_ms = opened.create_ms
+        _say(progress, "session", 1, 1, f"session created in {create_ms:.0f} ms")
+        device_after = gpu_memory.sample() if gpu_memory is not None else None
+        runner, io_binding = make_runner(
+            opened.session,
+            feeds,
+            config,
+            include_copies=include_copies,
+            outputs=analysis.outputs,
+            run_options=watchdog.options,
+        )
+        window = PeakWindow()
+        window.start()
+        first_ms, warm, timed = _timed(
+            watchdog.guard(runner), plan, config.provider, "the model", progress, watchdog
+        )
+        run_peak = window.peak_bytes()
+        if gpu_memory is not None:
+            gpu_memory.sample()
+        stats = timed.stats
+        if stats.noisy:
+            warnings.append(
+                f"latency varies a lot (CV {stats.cv:.0%} > {NOISY_CV:.0%}): the machine was busy; "
+                f"close other programs, set --threads, or raise --runs"
+            )
+
+        if arrays is not None and any(b != batch for b in plan.batches):
+            warnings.append(
+                f"the batch sweep feeds random data (seed {seed}) to batches other than {batch}, "
+                f"not --inputs {inputs_file}"
+            )
+        if config.cuda_graph and plan.batches:
+            warnings.append(
+                "the batch sweep runs without the CUDA graph (a graph replays one shape)"
+            )
+        main = BatchPoint(batch, stats, timed.runs, timed.wall_s, from_main_run=True)
+        sweep = (
+            _sweep(
+                model,
+                opened.session,
+                plan,
+                specs,
+                axis,
+                analysis.outputs,
+                seed,
+                progress,
+                main,
+                watchdog,
+            )
+            if plan.batches
+            else ()
+        )
+        del runner, opened  # free the timed session before the profiled one
+        memory_use = MemoryUse(
+            weights_estimate_bytes=analysis.totals.param_bytes,
+            activations_estimate_bytes=analysis.totals.peak_activation_bytes,
+            weights_measured_bytes=growth(rss_after, rss_before),
+            run_peak_measured_bytes=growth(run_peak, rss_after),
+            run_peak_method=window.method,
+            device_weights_measured_bytes=_mib_growth(device_after, gpu_memory),
+            device_run_peak_measured_bytes=_device_peak(device_after, gpu_memory),
         )
 
-    if arrays is not None and plan.batches:
-        warnings.append(
-            f"the batch sweep feeds random data (seed {seed}), not --inputs {inputs_file}"
-        )
-    if config.cuda_graph and plan.batches:
-        warnings.append("the batch sweep runs without the CUDA graph (a graph replays one shape)")
-    sweep = (
-        _sweep(model, opened.session, plan, specs, axis, analysis.outputs, seed, progress)
-        if plan.batches
-        else ()
-    )
-    del runner, opened  # free the timed session before the profiled one
+        ceilings = None
+        roofline: ModelRoofline | None = None
+        if calibrate or recalibrate:
+            ceilings, roofline = _calibrate(
+                config, recalibrate, analysis, stats.median_ms, warnings, progress
+            )
 
-    ceilings = None
-    roofline: ModelRoofline | None = None
-    if calibrate:
-        _say(progress, "calibrate", 0, 2, "measuring peak FLOP/s and bandwidth (cached)")
-        ceilings, cache_warning = calibrate_ceilings(config, progress=progress)
-        if cache_warning:
-            warnings.append(cache_warning)
-        roofline = model_roofline(analysis.nodes, stats.median_ms, ceilings)
-
-    workdir = tempfile.mkdtemp(prefix="onnxcost-bench-")
-    try:
-        prof = (
-            _profile(model, plan, feeds, analysis, ceilings, trace_out, workdir, warnings, progress)
-            if plan.profile
-            else None
-        )
-        searched = (
-            _max_batch(model, plan, specs, axis, plan.max_batch, workdir, progress)
-            if plan.max_batch is not None
-            else None
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        workdir = tempfile.mkdtemp(prefix="onnxcost-bench-")
+        try:
+            prof = (
+                _profile(
+                    model,
+                    plan,
+                    feeds,
+                    analysis,
+                    ceilings,
+                    trace_out,
+                    workdir,
+                    warnings,
+                    progress,
+                    watchdog,
+                )
+                if plan.profile
+                else None
+            )
+            searched = (
+                _max_batch(model, plan, specs, axis, plan.max_batch, workdir, progress)
+                if plan.max_batch is not None
+                else None
+            )
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     if searched is not None and searched.largest_ok is None:
         warnings.append(f"max-batch search: even batch 1 failed ({searched.probes[0].detail})")
 
@@ -532,7 +686,9 @@ def run_bench(
             else f"random (seed {seed})",
         ),
         memory=Memory(
-            host_peak_rss_mb(), gpu_memory.peak_delta_mb if gpu_memory is not None else None
+            host_peak_rss_mb(),
+            gpu_memory.peak_delta_mb if gpu_memory is not None else None,
+            memory_use,
         ),
         profile=prof,
         roofline=roofline,

@@ -232,15 +232,21 @@ def session_options(
     external_folder: str | None = None,
     profile_prefix: str | None = None,
     optimized_model_path: str | None = None,
+    log_severity: int = 3,
 ) -> Any:
-    """onnxruntime SessionOptions for ``config`` (profiling and optimized-model saving optional)."""
+    """onnxruntime SessionOptions for ``config`` (profiling and optimized-model saving optional).
+
+    ``log_severity``: onnxruntime's log level while it builds the session (3: errors, which
+    ``open_session`` captures for its messages). What a run logs is set by its RunOptions
+    (``onnxcost.bench.watchdog``).
+    """
     ort = import_ort()
     if config.opt_level not in _LEVELS:
         raise UsageError(
             f"optimization level must be one of {', '.join(OPT_LEVELS)}, not {config.opt_level!r}"
         )
     so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so.log_severity_level = log_severity
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[config.opt_level])
     if config.intra_op_threads is not None:
         so.intra_op_num_threads = config.intra_op_threads
@@ -273,6 +279,7 @@ def open_session(
     *,
     profile_prefix: str | None = None,
     optimized_model_path: str | None = None,
+    log_severity: int = 3,
 ) -> OpenedSession:
     """Create a session and check that the requested provider is really in it (else ProviderError)."""
     ort = import_ort()
@@ -286,6 +293,7 @@ def open_session(
         external_folder=model.external_folder,
         profile_prefix=profile_prefix,
         optimized_model_path=optimized_model_path,
+        log_severity=log_severity,
     )
     log = preload_gpu_libraries(config.provider)
     providers: list[object] = [(config.provider, config.options)]
@@ -312,14 +320,38 @@ def open_session(
     return OpenedSession(session, create_ms, got, log)
 
 
-def plain_runner(session: Any, feeds: Mapping[str, np.ndarray]) -> Runner:
+def _identity_model() -> bytes:
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["y"], name="identity")],
+        "warm_up",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+    )
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid("", 13)], ir_version=7
+    )
+    return bytes(model.SerializeToString())
+
+
+def warm_up_onnxruntime(config: SessionConfig) -> None:
+    """Create and drop a session of a one-node model with ``config``.
+
+    onnxruntime sets up its environment, kernel registries and (on CUDA) the device context
+    with the first session of a process; doing that here keeps it out of the model's session
+    creation, whose memory growth is measured as the model's weights.
+    """
+    model = OrtModel("warm-up", None, _identity_model(), None, (), (), False)
+    open_session(model, config.with_options(enable_cuda_graph=None))
+
+
+def plain_runner(session: Any, feeds: Mapping[str, np.ndarray], run_options: Any = None) -> Runner:
     """``session.run`` with host arrays in and out (copies included on a GPU)."""
     names = [o.name for o in session.get_outputs()]
     run = session.run
     feed = dict(feeds)
 
     def once() -> object:
-        return run(names, feed)
+        return run(names, feed, run_options)
 
     return once
 
@@ -331,6 +363,7 @@ def device_runner(
     device_id: int,
     output_shapes: Mapping[str, tuple[int, ...]] | None = None,
     output_dtypes: Mapping[str, str] | None = None,
+    run_options: Any = None,
 ) -> Runner:
     """IO binding with inputs and outputs on the GPU, so host copies stay out of the timed loop.
 
@@ -361,7 +394,7 @@ def device_runner(
     run = session.run_with_iobinding
 
     def once() -> object:
-        run(binding)
+        run(binding, run_options)
         return keep
 
     return once
@@ -374,14 +407,16 @@ def make_runner(
     *,
     include_copies: bool,
     outputs: Sequence[TensorRecord] = (),
+    run_options: Any = None,
 ) -> tuple[Runner, bool]:
     """The call the loops time, and whether it uses device IO binding.
 
     On CUDA/TensorRT without ``include_copies`` inputs and outputs stay on the GPU; with a
     CUDA graph the outputs are preallocated from ``outputs`` (static shapes needed).
+    ``run_options``: onnxruntime RunOptions every run gets (the watchdog's, for --timeout).
     """
     if config.provider not in CUDA_LIKE or include_copies:
-        return plain_runner(session, feeds), False
+        return plain_runner(session, feeds, run_options), False
     shapes: dict[str, tuple[int, ...]] | None = None
     dtypes: dict[str, str] | None = None
     if config.cuda_graph:
@@ -395,5 +430,10 @@ def make_runner(
             shapes[rec.name] = tuple(int(d) for d in rec.shape if isinstance(d, int))
             dtypes[rec.name] = rec.dtype
     return device_runner(
-        session, feeds, device_id=config.device_id, output_shapes=shapes, output_dtypes=dtypes
+        session,
+        feeds,
+        device_id=config.device_id,
+        output_shapes=shapes,
+        output_dtypes=dtypes,
+        run_options=run_options,
     ), True

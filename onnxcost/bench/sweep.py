@@ -21,7 +21,7 @@ from typing import Any
 
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
-from onnxcost.bench.timing import LatencyStats
+from onnxcost.bench.timing import LatencyStats, throughput_per_s
 from onnxcost.errors import UsageError
 from onnxcost.records import TensorRecord
 
@@ -111,11 +111,13 @@ class BatchPoint:
     latency: LatencyStats
     runs: int
     wall_s: float
+    from_main_run: bool = False
+    """The main measurement's runs, reused because this is the batch the model ran at."""
 
     @property
     def throughput_per_s(self) -> float:
-        """batch x runs / wall time of the timed loop."""
-        return self.batch * self.runs / self.wall_s if self.wall_s > 0 else 0.0
+        """batch / median latency, from the same runs as ``latency``."""
+        return throughput_per_s(self.batch, self.latency.median_ms)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -123,6 +125,7 @@ class BatchPoint:
             "runs": self.runs,
             "latency_ms": self.latency.as_dict(),
             "throughput_per_s": self.throughput_per_s,
+            "from_main_run": self.from_main_run,
         }
 
 

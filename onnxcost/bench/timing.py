@@ -1,12 +1,12 @@
 """Timing: the warm-up and timed loops, and the statistics of what they measured.
 
-Each iteration is timed alone with ``time.perf_counter_ns`` around one call, and the loop's
-wall time is taken around the whole loop, so throughput counts the gaps between runs too.
+Each iteration is timed alone with ``time.perf_counter_ns`` around one call. Throughput comes
+from the same per-run times as the latency statistics: batch / median latency, so one slow
+run (or the harness's gaps between runs) moves neither of them.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +18,16 @@ from onnxcost.bench.progress import BenchProgress, ProgressFn
 NOISY_CV = 0.10
 """A coefficient of variation above this means the machine was busy while measuring."""
 
+THROUGHPUT_METHOD = "batch / median latency"
+"""How every throughput figure is computed (said in the report and the JSON)."""
+
 _TICK_NS = 250_000_000
 """Progress is reported at most every 0.25 s from inside a loop."""
+
+
+def throughput_per_s(batch: int, median_ms: float) -> float:
+    """Samples per second from the median run time: batch x 1000 / median_ms (0 when it is 0)."""
+    return batch * 1000.0 / median_ms if median_ms > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +111,8 @@ class LoopResult:
         return LatencyStats.from_ns(self.samples_ns)
 
     def throughput_per_s(self, batch: int) -> float:
-        """Samples per second: batch x runs / wall time of the loop."""
-        return batch * self.runs / self.wall_s if self.wall_ns > 0 else math.inf
+        """Samples per second: batch / median run time (``THROUGHPUT_METHOD``)."""
+        return throughput_per_s(batch, self.stats.median_ms)
 
 
 def run_loop(

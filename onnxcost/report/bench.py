@@ -19,8 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from onnxcost.bench.join import NodeProfile
+from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.result import BenchResult, ProfileResult
+from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import MaxBatch
+from onnxcost.bench.timing import THROUGHPUT_METHOD
 from onnxcost.report import units
 from onnxcost.report.safe_text import csv_writer, md, plain
 from onnxcost.report.safe_text import text as _text
@@ -40,6 +43,26 @@ def _rate(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
+SUSPECT_MARK = ">100%?"
+SUSPECT_NOTE = (
+    "{mark} efficiency above 100% is a measurement problem, not a result: the node ran faster "
+    "than its roofline floor, so the ceilings are too low for this run (measured under other "
+    "conditions: pass --recalibrate) or time was attributed to another row (a fused kernel)"
+)
+
+
+def _efficiency(v: float | None) -> str:
+    """The efficiency as a percentage, or the suspect mark above 100% (never printed as a fact)."""
+    if v is None:
+        return "-"
+    return SUSPECT_MARK if v > 1.0 else _pct(v)
+
+
+def _spread(n: NodeProfile) -> str:
+    s = n.spread
+    return f"{s.p10_us / 1e3:.3f}-{s.p90_us / 1e3:.3f}"
+
+
 @dataclass(frozen=True, slots=True)
 class _Col:
     header: str
@@ -55,13 +78,14 @@ _NODE_COLS: tuple[_Col, ...] = (
     _Col("mapping", lambda n, _c: n.mapping, numeric=False),
     _Col("on", lambda n, _c: n.provider.replace("ExecutionProvider", ""), numeric=False),
     _Col("calls", lambda n, _c: str(n.calls)),
-    _Col("avg ms", lambda n, _c: _ms(n.mean_us / 1e3)),
+    _Col("median ms", lambda n, _c: _ms(n.median_us / 1e3)),
+    _Col("p10-p90 ms", lambda n, _c: _spread(n)),
     _Col("%", lambda n, _c: _pct(n.share)),
     _Col("cdf %", lambda _n, c: _pct(c)),
     _Col("GFLOP/s", lambda n, _c: _rate(n.gflops_per_s)),
     _Col("GB/s", lambda n, _c: _rate(n.gbytes_per_s)),
     _Col("bound", lambda n, _c: n.bound or "-", numeric=False),
-    _Col("eff.", lambda n, _c: _pct(n.efficiency)),
+    _Col("eff.", lambda n, _c: _efficiency(n.efficiency)),
     _Col("output", lambda n, _c: units.shapes(n.output_shapes) or "-", numeric=False),
 )
 
@@ -70,7 +94,7 @@ def _by_time(
     nodes: Sequence[NodeProfile], top: int | None
 ) -> tuple[list[tuple[NodeProfile, float]], int]:
     """Rows slowest first with their cumulative share, cut to ``top``; and how many were cut."""
-    ordered = sorted(nodes, key=lambda n: -n.mean_us)
+    ordered = sorted(nodes, key=lambda n: -n.median_us)
     rows, running = [], 0.0
     for n in ordered:
         running += n.share
@@ -124,7 +148,7 @@ def _latency_rows(r: BenchResult) -> list[tuple[str, str]]:
         ("std / CV", f"{lat.std_ms:.3f} ms / {100 * lat.cv:.1f}%{' (noisy)' if lat.noisy else ''}"),
         (
             "throughput",
-            f"{r.throughput_per_s:.1f} samples/s (batch {r.batch} x {r.runs} runs / {p.timed_s:.2f} s)",
+            f"{r.throughput_per_s:.1f} samples/s ({THROUGHPUT_METHOD}: {r.batch} / {lat.median_ms:.3f} ms)",
         ),
     ]
     if mem.host_peak_rss_mb is not None:
@@ -140,13 +164,85 @@ def _latency_rows(r: BenchResult) -> list[tuple[str, str]]:
                 f"{c.peak_flops_per_s / 1e9:.1f} GFLOP/s, {c.bandwidth_bytes_per_s / 1e9:.1f} GB/s ({c.dtype}, {c.device})",
             )
         )
+        rows.append(("", _ceilings_source(rf)))
         rows.append(
             (
                 "roofline",
-                f"sum of node floors {rf.floor_ms:.4g} ms vs median {rf.measured_ms:.4g} ms: {100 * rf.efficiency:.1f}% efficient",
+                f"sum of node floors {rf.floor_ms:.4g} ms vs median {rf.measured_ms:.4g} ms: "
+                + (
+                    f"{SUSPECT_MARK} (faster than the floor: the ceilings are too low; --recalibrate)"
+                    if rf.efficiency_suspect
+                    else f"{100 * rf.efficiency:.1f}% efficient"
+                ),
             )
         )
     return rows
+
+
+def _ceilings_source(rf: ModelRoofline) -> str:
+    """Where the ceilings came from: the cache (file, date) or measured in this run."""
+    when = rf.ceilings.measured_at or "at an unknown date"
+    if rf.from_cache:
+        return f"ceilings from cache {rf.cache_path}, measured {when}; --recalibrate to measure again"
+    where = f", cached in {rf.cache_path}" if rf.cache_path else ""
+    return f"ceilings measured now ({when}){where}"
+
+
+def _memory_grid(use: MemoryUse) -> _Grid:
+    """Estimate vs measured memory, with the ratio measured / estimate."""
+    rows = [
+        [
+            "weights (host RSS over session creation)",
+            units.nbytes(use.weights_estimate_bytes),
+            _bytes(use.weights_measured_bytes),
+            _ratio(use.weights_ratio),
+        ],
+        [
+            "run peak (host RSS over the runs) vs peak activations",
+            units.nbytes(use.activations_estimate_bytes),
+            _bytes(use.run_peak_measured_bytes),
+            _ratio(use.run_peak_ratio),
+        ],
+    ]
+    if use.device_weights_measured_bytes is not None:
+        rows.append(
+            [
+                "weights on the device (NVML)",
+                units.nbytes(use.weights_estimate_bytes),
+                _bytes(use.device_weights_measured_bytes),
+                _ratio(_div(use.device_weights_measured_bytes, use.weights_estimate_bytes)),
+            ]
+        )
+    if use.device_run_peak_measured_bytes is not None:
+        rows.append(
+            [
+                "run peak on the device (NVML)",
+                units.nbytes(use.activations_estimate_bytes),
+                _bytes(use.device_run_peak_measured_bytes),
+                _ratio(
+                    _div(use.device_run_peak_measured_bytes, use.activations_estimate_bytes)
+                ),
+            ]
+        )
+    rows.append(["arena / planned activations", "-", "not exposed by onnxruntime", "-"])
+    return _Grid(
+        "Memory: estimate (analysis) vs measured (onnxruntime)",
+        ("", "estimate", "measured", "measured / estimate"),
+        (False, True, True, True),
+        rows,
+    )
+
+
+def _bytes(v: int | None) -> str:
+    return "-" if v is None else units.nbytes(v)
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _div(a: int | None, b: int) -> float | None:
+    return a / b if a is not None and b > 0 else None
 
 
 def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
@@ -177,7 +273,7 @@ class _Grid:
 def _node_grid(prof: ProfileResult, top: int | None) -> tuple[_Grid, int]:
     nodes, more = _by_time(prof.nodes, top)
     grid = _Grid(
-        "Per node (separate profiled session, slowest first)",
+        f"Per node (separate profiled session, median of {prof.runs} runs, slowest first)",
         tuple(c.header for c in _NODE_COLS),
         tuple(c.numeric for c in _NODE_COLS),
         [[c.value(n, cdf) for c in _NODE_COLS] for n, cdf in nodes],
@@ -188,13 +284,13 @@ def _node_grid(prof: ProfileResult, top: int | None) -> tuple[_Grid, int]:
 def _op_grid(prof: ProfileResult) -> _Grid:
     return _Grid(
         "By kernel op type",
-        ("op type", "count", "avg ms", "avg %", "cdf %", "times called"),
+        ("op type", "count", "median ms", "%", "cdf %", "times called"),
         (False, True, True, True, True, True),
         [
             [
                 o.op_type,
                 str(o.count),
-                _ms(o.mean_us / 1e3),
+                _ms(o.median_us / 1e3),
                 _pct(o.share),
                 _pct(o.cumulative_share),
                 str(o.calls),
@@ -211,7 +307,7 @@ def _sweep_grid(result: BenchResult) -> _Grid:
         (True,) * 5,
         [
             [
-                str(p.batch),
+                str(p.batch) + (" (main run)" if p.from_main_run else ""),
                 str(p.runs),
                 _ms(p.latency.median_ms),
                 _ms(p.latency.p90_ms),
@@ -242,10 +338,16 @@ def _probe_grid(mb: MaxBatch) -> _Grid:
 
 def _profile_line(prof: ProfileResult) -> str:
     return (
-        f"{prof.runs} profiled runs kept ({prof.warmup_runs} dropped): kernels "
-        f"{prof.kernel_sum_us / 1e3:.3f} ms of {prof.run_mean_us / 1e3:.3f} ms per run "
+        f"{prof.runs} profiled runs kept ({prof.warmup_runs} dropped); node times are medians "
+        f"over them, p10-p90 their spread: kernels "
+        f"{prof.kernel_sum_us / 1e3:.3f} ms of {prof.run_us / 1e3:.3f} ms per run (medians) "
         f"({100 * prof.coverage:.1f}%); matched via {prof.mapped_with.replace('_', ' ')}"
     )
+
+
+def _suspect_note(prof: ProfileResult) -> str:
+    names = prof.suspect_nodes
+    return SUSPECT_NOTE.format(mark=SUSPECT_MARK) + f" ({len(names)}: {_listed(names, 5)})."
 
 
 def _max_batch_line(mb: MaxBatch) -> str:
@@ -288,12 +390,16 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
     """The whole result on ``console``; node rows cut to the ``top`` slowest (None: all)."""
     console.print(_kv_table("Benchmark", _summary_rows(result)))
     console.print(_kv_table("Timing", _latency_rows(result)))
+    if result.memory.use is not None:
+        console.print(_rich(_memory_grid(result.memory.use)))
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
         console.print(_rich(nodes))
         if more:
             console.print(f"  ... {more} more rows (pass top=None for all)")
+        if prof.suspect_nodes:
+            console.print(_text(f"  {_suspect_note(prof)}", style="yellow"))
         console.print(_rich(_op_grid(prof)))
         console.print(_text(f"  {_profile_line(prof)}"))
         if prof.untimed_nodes:
@@ -324,12 +430,16 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
         [list(r) for r in _summary_rows(result) + _latency_rows(result)],
     )
     lines = [f"## Benchmark: {md(result.model)}", *_md(summary)]
+    if result.memory.use is not None:
+        lines += _md(_memory_grid(result.memory.use))
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
         lines += _md(nodes)
         if more:
             lines += ["", f"... {more} more rows"]
+        if prof.suspect_nodes:
+            lines += ["", md(_suspect_note(prof))]
         lines += _md(_op_grid(prof))
         lines += ["", _sentence(_profile_line(prof))]
         if prof.untimed_nodes:
@@ -384,6 +494,10 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
                 "bound",
                 "floor_us",
                 "efficiency",
+                "median_us",
+                "p10_us",
+                "p90_us",
+                "efficiency_suspect",
             ]
         )
         for n in result.profile.nodes:
@@ -407,12 +521,18 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
                     n.bound or "",
                     _opt(n.floor_us),
                     _opt(n.efficiency),
+                    f"{n.median_us:.3f}",
+                    f"{n.spread.p10_us:.3f}",
+                    f"{n.spread.p90_us:.3f}",
+                    "true" if n.efficiency_suspect else "false",
                 ]
             )
     elif table == "op_types":
         if result.profile is None:
             return ""
-        w.writerow(["op_type", "count", "calls", "mean_us", "share", "cumulative_share"])
+        w.writerow(
+            ["op_type", "count", "calls", "mean_us", "share", "cumulative_share", "median_us"]
+        )
         for o in result.profile.by_op_type:
             w.writerow(
                 [
@@ -422,6 +542,7 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
                     f"{o.mean_us:.3f}",
                     f"{o.share:.6f}",
                     f"{o.cumulative_share:.6f}",
+                    f"{o.median_us:.3f}",
                 ]
             )
     else:

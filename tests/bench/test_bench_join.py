@@ -151,14 +151,17 @@ def test_join_rows_times_costs_and_rates(events: Events, graph_json: Graph) -> N
     assert fused.kernels == ("r1_nchwc",)
     # r1_nchwc: (20 + 18 + 18) / 3 runs.
     assert fused.mean_us == pytest.approx(56 / 3)
-    # all kernels per run: (56 + 143 + 23) / 3 = 74.
-    assert fused.share == pytest.approx(56 / 222)
+    # share uses medians: r1_nchwc runs 20, 18, 18 -> 18; y_nchwc 48, 48, 47 -> 48;
+    # ReorderOutput 8, 8, 7 -> 8; the medians add up to 74, so 18 / 74.
+    assert fused.median_us == pytest.approx(18.0)
+    assert (fused.spread.p10_us, fused.spread.p90_us) == pytest.approx((18.0, 19.6))
+    assert fused.share == pytest.approx(18 / 74)
     assert fused.calls == 1
     # macs 100 + 0 + 0; flops 200 + 50 + 10; bytes (1000 + 400) + (400 + 400) + (400 + 400) = 3000.
     assert (fused.macs, fused.flops, fused.bytes_total) == (100, 260, 3000)
-    # 260 FLOPs in 56/3 us = 260 / (56/3 * 1000) GFLOP/s; 3000 bytes likewise.
-    assert fused.gflops_per_s == pytest.approx(260 * 3 / 56_000)
-    assert fused.gbytes_per_s == pytest.approx(3000 * 3 / 56_000)
+    # rates use the median: 260 FLOPs in 18 us = 260 / (18 * 1000) GFLOP/s; 3000 bytes likewise.
+    assert fused.gflops_per_s == pytest.approx(260 / 18_000)
+    assert fused.gbytes_per_s == pytest.approx(3000 / 18_000)
     assert fused.arithmetic_intensity == pytest.approx(260 / 3000)
     reorder = rows["ReorderOutput"]
     assert reorder.mapping == "inserted"
@@ -194,12 +197,16 @@ def test_op_types_from_the_graph_win_over_trace_args(events: Events, graph_json:
 
 def test_by_op_type_cumulative(events: Events) -> None:
     ops = by_op_type(kernel_stats(parse_trace(events("cbr_basic_noarena"), skip_runs=3)))
-    # per run: Conv 88/3 + 321/3 = 409/3; Relu 15/3 + 16/3 = 31/3; total 440/3.
+    # mean per run: Conv 88/3 + 321/3 = 409/3; Relu 15/3 + 16/3 = 31/3.
     assert [(o.op_type, o.count, o.calls) for o in ops] == [("Conv", 2, 2), ("Relu", 2, 2)]
     assert ops[0].mean_us == pytest.approx(409 / 3)
-    assert ops[0].share == pytest.approx(409 / 440)
-    assert ops[0].cumulative_share == pytest.approx(409 / 440)
-    assert ops[1].share == pytest.approx(31 / 440)
+    # shares use medians of the per-run sums: Conv runs 30 + 106, 29 + 107, 29 + 108 =
+    # 136, 136, 137 -> 136; Relu 5 + 5, 5 + 6, 5 + 5 = 10, 11, 10 -> 10; 136 / (136 + 10).
+    assert ops[0].per_run_us == (136.0, 136.0, 137.0)
+    assert ops[0].median_us == pytest.approx(136.0)
+    assert ops[0].share == pytest.approx(136 / 146)
+    assert ops[0].cumulative_share == pytest.approx(136 / 146)
+    assert ops[1].share == pytest.approx(10 / 146)
     assert ops[1].cumulative_share == pytest.approx(1.0)
 
 
@@ -243,9 +250,9 @@ def test_nested_kernels_do_not_count_twice(events: Events, graph_json: Graph, if
         ("then_relu", "direct"),
         ("then_neg", "direct"),
     ]
-    # top-level time per run is the If's alone: (14 + 14 + 18) / 3; then_relu is 2 us of it.
+    # top-level time per run is the If's alone: 14, 14, 18 -> median 14; then_relu is 2 us of it.
     assert rows["the_if"].share == pytest.approx(1.0)
-    assert rows["then_relu"].share == pytest.approx(2 / (46 / 3))
+    assert rows["then_relu"].share == pytest.approx(2 / 14)
     (only,) = by_op_type(stats)
     assert only.op_type == "If"
     assert only.cumulative_share == pytest.approx(1.0)

@@ -139,8 +139,9 @@ def test_json_contract_keys() -> None:
 
 def test_json_figures() -> None:
     d = result().to_dict()
-    # batch 4 x 3 runs / 0.008 s = 1500 samples/s.
-    assert d["throughput_per_s"] == pytest.approx(1500.0)
+    # batch / median latency: runs of 2, 2, 4 ms -> median 2 ms; 4 x 1000 / 2 = 2000 samples/s.
+    assert d["throughput_per_s"] == pytest.approx(2000.0)
+    assert d["throughput_method"] == "batch / median latency"
     node = d["nodes"][0]
     # 2.1e6 FLOPs in 1500 us: 2.1e6 / 1.5e6 = 1.4 GFLOP/s; 6000 bytes / 1.5e6 = 0.004 GB/s.
     assert node["gflops_per_s"] == pytest.approx(1.4)
@@ -208,8 +209,8 @@ def test_csv_tables() -> None:
     assert nodes[0]["gflops_per_s"] == "1.4"
     summary = list(csv.DictReader(io.StringIO(to_csv(result(), "summary"))))
     assert [r["batch"] for r in summary] == ["4", "1", "8"]
-    # batch 8 x 3 runs / 0.012 s = 2000.
-    assert summary[2]["throughput_per_s"] == "2000.00"
+    # batch 8 / median 2 ms = 8 x 1000 / 2 = 4000.
+    assert summary[2]["throughput_per_s"] == "4000.00"
     assert [r["batch"] for r in csv.DictReader(io.StringIO(to_csv(result(), "sweep")))] == [
         "1",
         "8",

@@ -31,8 +31,8 @@ def test_latency_phases_and_inputs(cbr_path: str, fast: dict[str, Any]) -> None:
     assert lat.min_ms <= lat.median_ms <= lat.p90_ms <= lat.max_ms
     assert r.phases.session_create_ms > 0
     assert r.phases.first_run_ms > 0
-    # throughput is batch x runs / loop wall time.
-    assert r.throughput_per_s == pytest.approx(2 * 5 / r.phases.timed_s)
+    # throughput is batch / median latency: 2 x 1000 / median ms.
+    assert r.throughput_per_s == pytest.approx(2 * 1000 / lat.median_ms)
     assert r.profile is None
     assert r.settings.inputs_source == "random (seed 0)"
     assert not r.settings.io_binding
@@ -111,8 +111,13 @@ def test_batch_sweep(emb_path: str, fast: dict[str, Any]) -> None:
     r = run_bench(emb_path, batches=[1, 3], **fast)
     assert [p.batch for p in r.sweep] == [1, 3]
     assert all(p.runs == 5 for p in r.sweep)
-    # batch x runs / wall time.
-    assert r.sweep[1].throughput_per_s == pytest.approx(3 * 5 / r.sweep[1].wall_s)
+    # batch 1 is the batch the model ran at: the main measurement, not a second timing.
+    assert r.batch == 1
+    assert r.sweep[0].from_main_run and not r.sweep[1].from_main_run
+    assert r.sweep[0].latency == r.latency
+    assert r.sweep[0].throughput_per_s == r.throughput_per_s
+    # batch / median latency: 3 x 1000 / median ms.
+    assert r.sweep[1].throughput_per_s == pytest.approx(3 * 1000 / r.sweep[1].latency.median_ms)
 
 
 def test_fixed_batch_cannot_sweep(

@@ -763,6 +763,13 @@ def check_cmd(
     typer.echo(plain(ok))
 
 
+BENCH_PROFILE_RUNS = 50
+"""``onnxcost.bench.run.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
+keeps the two equal)."""
+BENCH_TIMEOUT_S = 600.0
+"""``onnxcost.bench.watchdog.DEFAULT_TIMEOUT_S`` (likewise)."""
+
+
 class OptLevel(str, enum.Enum):
     disable = "disable"
     basic = "basic"
@@ -821,7 +828,10 @@ def bench(
         ),
     ] = None,
     threads: Annotated[
-        int | None, typer.Option(help="Intra-op threads (default: onnxruntime's).", min=1)
+        int | None,
+        typer.Option(
+            help="Intra-op threads (default: onnxruntime's; at most 4 x the logical CPUs).", min=1
+        ),
     ] = None,
     inter_threads: Annotated[
         int | None, typer.Option("--inter-threads", help="Inter-op threads.", min=1)
@@ -852,6 +862,14 @@ def bench(
             "--profile", help="Per-node and per-op-type time, joined to the static costs."
         ),
     ] = False,
+    profile_runs: Annotated[
+        int,
+        typer.Option(
+            "--profile-runs",
+            help="Profiled runs: node times are medians over them (with --profile).",
+            min=1,
+        ),
+    ] = BENCH_PROFILE_RUNS,
     trace: Annotated[
         Path | None,
         typer.Option(
@@ -883,9 +901,24 @@ def bench(
     calibrate: Annotated[
         bool,
         typer.Option(
-            "--calibrate", help="Measure this provider's peak FLOP/s and bandwidth (roofline)."
+            "--calibrate",
+            help="Peak FLOP/s and bandwidth of this provider for the roofline (cached once measured).",
         ),
     ] = False,
+    recalibrate: Annotated[
+        bool,
+        typer.Option(
+            "--recalibrate", help="Measure the ceilings again instead of reading the cache."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds one run may take before it is stopped (0: no limit).",
+            min=0,
+        ),
+    ] = BENCH_TIMEOUT_S,
     format: ReportFormatOpt = ReportFormat.table,
     output: OutputOpt = None,
     top: Annotated[
@@ -933,6 +966,10 @@ def bench(
                 batches=batches,
                 max_batch=max_batch,
                 calibrate=calibrate,
+                recalibrate=recalibrate,
+                profile_runs=profile_runs,
+                timeout_s=timeout,
+                ort_log=debug,
                 progress=callback,
             )
         finally:

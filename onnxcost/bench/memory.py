@@ -3,7 +3,10 @@
 Host (Linux ``/proc``):
 - **weights measured** = resident set size (VmRSS) after the session was created minus just
   before. A throw-away session on a one-node model is created first, so onnxruntime's one-time
-  set-up (kernel registries, a CUDA context) is not counted as the model's.
+  set-up (kernel registries, a CUDA context) is not counted as the model's; and the C heap's
+  free pages are handed back to the kernel (``malloc_trim``) before each reading, so memory
+  freed earlier (the analysis' copy of the model) or during creation (parse buffers) neither
+  hides onnxruntime's allocations nor counts as them.
 - **run peak measured** = the process's peak RSS during the first, warm-up and timed runs minus
   the RSS after the session was created. The peak is the kernel's high-water mark (VmHWM),
   reset just before the runs by writing ``5`` to ``/proc/self/clear_refs`` (Linux 4.0+). Where
@@ -60,6 +63,23 @@ def maxrss_bytes() -> int | None:
         return None
     peak = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
     return peak if sys.platform == "darwin" else peak * 1024
+
+
+def release_free_memory() -> bool:
+    """Hand the C heap's free pages back to the kernel (glibc's ``malloc_trim(0)``).
+
+    Without it, memory freed before a measurement (the analysis' copy of the model, say) stays
+    resident, and onnxruntime's allocations reuse it without any RSS growth: the weights would
+    be measured near zero. False where there is no glibc.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def reset_peak() -> bool:

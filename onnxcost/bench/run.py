@@ -31,7 +31,13 @@ from onnxcost.bench.join import (
     map_kernels,
     untimed_sources,
 )
-from onnxcost.bench.memory import MemoryUse, PeakWindow, growth, rss_bytes
+from onnxcost.bench.memory import (
+    MemoryUse,
+    PeakWindow,
+    growth,
+    release_free_memory,
+    rss_bytes,
+)
 from onnxcost.bench.profile import kernel_stats, parse_trace, read_trace, write_chrome_trace
 from onnxcost.bench.progress import BenchProgress, ProgressFn
 from onnxcost.bench.providers import CPU, CUDA, CUDA_LIKE, parse_provider_options, resolve_provider
@@ -564,8 +570,10 @@ def run_bench(
         warm_up_onnxruntime(config)
         gpu_memory = GpuMemory(config.device_id) if config.provider in CUDA_LIKE else None
         _say(progress, "session", 0, 1, f"creating the session on {config.provider}")
+        release_free_memory()
         rss_before = rss_bytes()
         opened = open_session(model, config)
+        release_free_memory()  # what session creation freed again is not the model's
         rss_after = rss_bytes()
         create_ms = opened.create_ms
         _say(progress, "session", 1, 1, f"session created in {create_ms:.0f} ms")

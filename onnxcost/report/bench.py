@@ -164,7 +164,7 @@ def _latency_rows(r: BenchResult) -> list[tuple[str, str]]:
                 f"{c.peak_flops_per_s / 1e9:.1f} GFLOP/s, {c.bandwidth_bytes_per_s / 1e9:.1f} GB/s ({c.dtype}, {c.device})",
             )
         )
-        rows.append(("", _ceilings_source(rf)))
+        rows.append(("calibration", _ceilings_source(rf)))
         rows.append(
             (
                 "roofline",
@@ -183,7 +183,9 @@ def _ceilings_source(rf: ModelRoofline) -> str:
     """Where the ceilings came from: the cache (file, date) or measured in this run."""
     when = rf.ceilings.measured_at or "at an unknown date"
     if rf.from_cache:
-        return f"ceilings from cache {rf.cache_path}, measured {when}; --recalibrate to measure again"
+        return (
+            f"ceilings from cache {rf.cache_path}, measured {when}; --recalibrate to measure again"
+        )
     where = f", cached in {rf.cache_path}" if rf.cache_path else ""
     return f"ceilings measured now ({when}){where}"
 
@@ -219,9 +221,7 @@ def _memory_grid(use: MemoryUse) -> _Grid:
                 "run peak on the device (NVML)",
                 units.nbytes(use.activations_estimate_bytes),
                 _bytes(use.device_run_peak_measured_bytes),
-                _ratio(
-                    _div(use.device_run_peak_measured_bytes, use.activations_estimate_bytes)
-                ),
+                _ratio(_div(use.device_run_peak_measured_bytes, use.activations_estimate_bytes)),
             ]
         )
     rows.append(["arena / planned activations", "-", "not exposed by onnxruntime", "-"])

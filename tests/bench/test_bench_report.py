@@ -190,13 +190,14 @@ def test_markdown() -> None:
     md = to_markdown(result())
     assert md.startswith("## Benchmark: m.onnx\n")
     assert (
-        "| conv1+relu1 | Conv+Relu | FusedConv | fused | CPU | 1 | 1.500 | 75.00% | 75.00% | 1.40 | 0.00 "
+        "| conv1+relu1 | Conv+Relu | FusedConv | fused | CPU | 1 | 1.500 | 1.500-1.500 | 75.00% | 75.00% "
+        "| 1.40 | 0.00 "
         "| compute | 70.00% | 1x4x8x8 |" in md
     )
     # the inserted row: 25 % of the time, cumulative 75 + 25 = 100 %.
     assert (
-        "| ReorderOutput | ReorderOutput | nchwc.ReorderOutput | inserted | CPU | 1 | 0.500 | 25.00% | 100.00% |"
-        in md
+        "| ReorderOutput | ReorderOutput | nchwc.ReorderOutput | inserted | CPU | 1 | 0.500 | 0.500-0.500 "
+        "| 25.00% | 100.00% |" in md
     )
     assert "| nchwc.ReorderOutput | 1 | 0.500 | 25.00% | 100.00% | 1 |" in md
     assert "### Batch sweep" in md

@@ -91,7 +91,8 @@ def test_cli_timeout_is_one_line_and_exit_1(loop_path: str) -> None:
     assert out.exit_code == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("onnxcost: error: ") and "--timeout" in lines[0]
+    assert lines[0].startswith("onnxcost: error: ")
+    assert "--timeout" in lines[0]
 
 
 def test_timeout_values() -> None:

@@ -30,7 +30,8 @@ def test_ratios_and_growth() -> None:
     assert growth(5000, 3000) == 2000
     assert growth(None, 3000) is None
     unknown = MemoryUse(0, 400, None, None, "")
-    assert unknown.weights_ratio is None and unknown.run_peak_ratio is None
+    assert unknown.weights_ratio is None
+    assert unknown.run_peak_ratio is None
     d = use.as_dict()
     assert d["weights_estimate_bytes"] == 1000
     assert d["weights_measured_bytes"] == 1500
@@ -104,7 +105,8 @@ def test_weights_are_measured_near_the_estimate(tmp_path: Path, fast: dict[str, 
     assert use.weights_estimate_bytes == 8 * 2**20
     # x is 4 KiB and y 8 KiB: the analysis' peak of live activations is 12 KiB = 12288 B.
     assert use.activations_estimate_bytes == 12288
-    assert use.weights_measured_bytes is not None and use.weights_ratio is not None
+    assert use.weights_measured_bytes is not None
+    assert use.weights_ratio is not None
     # onnxruntime holds the weights once (it packs MatMul's B and frees the original): measured
     # 1.007x here. 0.9x to 1.5x leaves room for page rounding and the session's own structures,
     # not for a figure that missed the weights (about 0) or counted them twice (2x).

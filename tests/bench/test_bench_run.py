@@ -113,7 +113,8 @@ def test_batch_sweep(emb_path: str, fast: dict[str, Any]) -> None:
     assert all(p.runs == 5 for p in r.sweep)
     # batch 1 is the batch the model ran at: the main measurement, not a second timing.
     assert r.batch == 1
-    assert r.sweep[0].from_main_run and not r.sweep[1].from_main_run
+    assert r.sweep[0].from_main_run
+    assert not r.sweep[1].from_main_run
     assert r.sweep[0].latency == r.latency
     assert r.sweep[0].throughput_per_s == r.throughput_per_s
     # batch / median latency: 3 x 1000 / median ms.

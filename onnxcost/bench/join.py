@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import onnx
 
-from onnxcost.bench.profile import KernelStat, Spread
+from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
 from onnxcost.records import NodeRecord
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
@@ -328,7 +328,7 @@ def map_by_name(kernels: Iterable[str], sources: Sequence[NodeRecord]) -> tuple[
 
 
 @dataclass(frozen=True, slots=True)
-class NodeProfile:
+class NodeProfile(PerRunTimes):
     """Measured time of one source node, or of the fused group of source nodes one kernel ran.
 
     Rows with ``mapping`` 'inserted' or 'unattributed' have no source nodes and no costs.
@@ -360,18 +360,6 @@ class NodeProfile:
     per_run_us: tuple[float, ...] = ()
     """The row's time in each profiled run (its kernels added up), in run order; empty when
     unknown, and then the figures below fall back to ``mean_us``."""
-
-    @property
-    def spread(self) -> Spread:
-        """Median, p10 and p90 of ``per_run_us``."""
-        if not self.per_run_us:
-            return Spread(self.mean_us, self.mean_us, self.mean_us)
-        return Spread.of(self.per_run_us)
-
-    @property
-    def median_us(self) -> float:
-        """Median time per run: the time every rate and the efficiency are computed from."""
-        return self.spread.median_us
 
     @property
     def bytes_total(self) -> int:
@@ -412,7 +400,7 @@ class NodeProfile:
 
 
 @dataclass(frozen=True, slots=True)
-class OpTypeProfile:
+class OpTypeProfile(PerRunTimes):
     """All kernels of one op type as onnxruntime ran them (fused types like FusedConv apart)."""
 
     op_type: str
@@ -426,16 +414,6 @@ class OpTypeProfile:
     cumulative_share: float
     per_run_us: tuple[float, ...] = ()
     """The op type's time in each profiled run, in run order."""
-
-    @property
-    def spread(self) -> Spread:
-        if not self.per_run_us:
-            return Spread(self.mean_us, self.mean_us, self.mean_us)
-        return Spread.of(self.per_run_us)
-
-    @property
-    def median_us(self) -> float:
-        return self.spread.median_us
 
 
 def join(
@@ -486,9 +464,7 @@ def join(
                 mapping=g.mapping,
                 calls=round(sum(s.calls_per_run for s in timed)),
                 mean_us=mean,
-                share=(Spread.of(per_run).median_us if per_run else mean) / total
-                if total > 0
-                else 0.0,
+                share=Spread.of(per_run, mean).median_us / total if total > 0 else 0.0,
                 macs=sum(r.macs for r in recs),
                 flops=sum(r.flops for r in recs),
                 bytes_read=sum(r.bytes_read for r in recs),
@@ -528,7 +504,7 @@ def by_op_type(
     rows = []
     for op, group in acc.items():
         per_run = _added(group)
-        med = Spread.of(per_run).median_us if per_run else sum(s.mean_us for s in group)
+        med = Spread.of(per_run, sum(s.mean_us for s in group)).median_us
         rows.append((op, group, per_run, med))
     total = sum(r[3] for r in rows)
     out = []

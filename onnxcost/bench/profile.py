@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -143,7 +143,10 @@ class Spread:
     p90_us: float
 
     @staticmethod
-    def of(per_run_us: Sequence[float]) -> Spread:
+    def of(per_run_us: Sequence[float], fallback_us: float = 0.0) -> Spread:
+        """The spread of ``per_run_us``; all three ``fallback_us`` when there are none."""
+        if not per_run_us:
+            return Spread(fallback_us, fallback_us, fallback_us)
         return Spread(
             median(per_run_us), percentile(per_run_us, 10.0), percentile(per_run_us, 90.0)
         )
@@ -154,8 +157,31 @@ class Spread:
         return (self.p90_us - self.p10_us) / self.median_us if self.median_us > 0 else 0.0
 
 
+class _Timed(Protocol):
+    @property
+    def per_run_us(self) -> tuple[float, ...]: ...
+    @property
+    def mean_us(self) -> float: ...
+
+
+class PerRunTimes:
+    """Mixin of the records that keep a time per profiled run (``per_run_us``) and a mean."""
+
+    __slots__ = ()
+
+    @property
+    def spread(self: _Timed) -> Spread:
+        """Median, p10 and p90 of ``per_run_us`` (all three ``mean_us`` when it is empty)."""
+        return Spread.of(self.per_run_us, self.mean_us)
+
+    @property
+    def median_us(self: _Timed) -> float:
+        """Median time per run: what the report ranks by and computes rates from."""
+        return Spread.of(self.per_run_us, self.mean_us).median_us
+
+
 @dataclass(frozen=True, slots=True)
-class KernelStat:
+class KernelStat(PerRunTimes):
     """One kernel over the measured runs: calls, time per run, what it ran on."""
 
     name: str
@@ -175,18 +201,6 @@ class KernelStat:
     per_run_us: tuple[float, ...] = ()
     """Its time in each measured run, in run order (0.0 in a run where it did not execute);
     the calls of one run added up."""
-
-    @property
-    def spread(self) -> Spread:
-        """Median, p10 and p90 of ``per_run_us`` (all three ``mean_us`` when it is empty)."""
-        if not self.per_run_us:
-            return Spread(self.mean_us, self.mean_us, self.mean_us)
-        return Spread.of(self.per_run_us)
-
-    @property
-    def median_us(self) -> float:
-        """Median time per run over the measured runs."""
-        return self.spread.median_us
 
     @property
     def mean_us(self) -> float:

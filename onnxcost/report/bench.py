@@ -192,38 +192,25 @@ def _ceilings_source(rf: ModelRoofline) -> str:
 
 def _memory_grid(use: MemoryUse) -> _Grid:
     """Estimate vs measured memory, with the ratio measured / estimate."""
-    rows = [
-        [
-            "weights (host RSS over session creation)",
-            units.nbytes(use.weights_estimate_bytes),
-            _bytes(use.weights_measured_bytes),
-            _ratio(use.weights_ratio),
-        ],
-        [
+    weights, activations = use.weights_estimate_bytes, use.activations_estimate_bytes
+    figures = [
+        ("weights (host RSS over session creation)", weights, use.weights_measured_bytes),
+        (
             "run peak (host RSS over the runs) vs peak activations",
-            units.nbytes(use.activations_estimate_bytes),
-            _bytes(use.run_peak_measured_bytes),
-            _ratio(use.run_peak_ratio),
-        ],
+            activations,
+            use.run_peak_measured_bytes,
+        ),
     ]
     if use.device_weights_measured_bytes is not None:
-        rows.append(
-            [
-                "weights on the device (NVML)",
-                units.nbytes(use.weights_estimate_bytes),
-                _bytes(use.device_weights_measured_bytes),
-                _ratio(_div(use.device_weights_measured_bytes, use.weights_estimate_bytes)),
-            ]
-        )
+        figures.append(("weights on the device (NVML)", weights, use.device_weights_measured_bytes))
     if use.device_run_peak_measured_bytes is not None:
-        rows.append(
-            [
-                "run peak on the device (NVML)",
-                units.nbytes(use.activations_estimate_bytes),
-                _bytes(use.device_run_peak_measured_bytes),
-                _ratio(_div(use.device_run_peak_measured_bytes, use.activations_estimate_bytes)),
-            ]
+        figures.append(
+            ("run peak on the device (NVML)", activations, use.device_run_peak_measured_bytes)
         )
+    rows = [
+        [label, units.nbytes(estimate), _bytes(measured), _ratio(_div(measured, estimate))]
+        for label, estimate, measured in figures
+    ]
     rows.append(["arena / planned activations", "-", "not exposed by onnxruntime", "-"])
     return _Grid(
         "Memory: estimate (analysis) vs measured (onnxruntime)",

@@ -224,6 +224,17 @@ def checked_output(
     return check_output(output, inputs=inputs, force=force, flag=flag)
 
 
+def parse_params(param: Sequence[str] | None) -> dict[str, str | int]:
+    """``--param KEY=VALUE`` flags of a built-in model's builder (numbers become ints)."""
+    params: dict[str, str | int] = {}
+    for p in param or ():
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {p!r} is not KEY=VALUE, e.g. --param layers=2")
+        params[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+    return params
+
+
 def emit(text: str, output: Path | None) -> None:
     """Write ``text`` to stdout, or to ``output`` all at once (see ``checked_output``)."""
     if output is None:
@@ -480,14 +491,7 @@ def zoo_save(
     def go() -> None:
         from onnxcost import zoo
 
-        params: dict[str, str | int] = {}
-        for p in param or ():
-            key, sep, value = p.partition("=")
-            if not sep or not key:
-                raise UsageError(f"--param {p!r} is not KEY=VALUE, e.g. --param layers=2")
-            params[key.strip()] = (
-                int(value) if value.strip().lstrip("-").isdigit() else value.strip()
-            )
+        params = parse_params(param)
         path = zoo.save(
             name,
             file,
@@ -501,6 +505,161 @@ def zoo_save(
         typer.echo(f"wrote {path}", err=True)
 
     run_guarded(debug, go)
+
+
+class LlmFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command("llm")
+def llm_cmd(
+    model: ModelArg,
+    prompt: Annotated[int, typer.Option("--prompt", help="Prompt length N in tokens.", min=1)],
+    generate: Annotated[
+        int,
+        typer.Option(
+            "--generate", help="Tokens M to generate (the first from the prefill).", min=1
+        ),
+    ],
+    batch: Annotated[int, typer.Option("--batch", help="Sequences generated at once.", min=1)] = 1,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="Built-in model parameter KEY=VALUE, e.g. kv_cache=true (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    dim: DimOpt = None,
+    batch_dim: Annotated[
+        str | None, typer.Option("--batch-dim", help="The batch dim's symbol.", show_default=False)
+    ] = None,
+    seq_dim: Annotated[
+        str | None,
+        typer.Option("--seq-dim", help="The new tokens' dim symbol.", show_default=False),
+    ] = None,
+    past_dim: Annotated[
+        str | None,
+        typer.Option("--past-dim", help="The cache length's dim symbol.", show_default=False),
+    ] = None,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    peak_tflops: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-tflops", help="Compute ceiling in TFLOP/s (with --bandwidth-gbs).", min=0
+        ),
+    ] = None,
+    bandwidth_gbs: Annotated[
+        float | None,
+        typer.Option("--bandwidth-gbs", help="Memory bandwidth ceiling in GB/s.", min=0),
+    ] = None,
+    bench: Annotated[
+        bool, typer.Option("--bench", help="Also run the generation loop in onnxruntime.")
+    ] = False,
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider", help="Execution provider for --bench and the cached calibration."
+        ),
+    ] = "cpu",
+    threads: GateThreadsOpt = None,
+    format: Annotated[LlmFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        LlmFormat.table
+    ),
+    output: OutputOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """A decoder with a KV cache: weights, cache, prefill, decode steps, generation, roofline."""
+
+    def go() -> None:
+        from onnxcost.llm import llm_report
+
+        params = parse_params(param)
+        _shapes, dims = parse_shape_flags(None, dim)
+        ceilings, source = _llm_ceilings(peak_tflops, bandwidth_gbs, provider, threads, model)
+        report = llm_report(
+            model,
+            prompt=prompt,
+            generate=generate,
+            batch=batch,
+            params=params,
+            dims=dims,
+            batch_dim=batch_dim,
+            seq_dim=seq_dim,
+            past_dim=past_dim,
+            convention=convention.value,
+            ceilings=ceilings,
+            ceilings_source=source,
+        )
+        if bench:
+            import dataclasses
+
+            from onnxcost.bench.llm_loop import run_llm_loop
+            from onnxcost.bench.providers import resolve_provider
+            from onnxcost.bench.session import SessionConfig
+            from onnxcost.model import build_builtin
+
+            runnable = (
+                build_builtin(model, weights=True, params=params) if params else None
+            ) or model
+            timing = run_llm_loop(
+                runnable,
+                report.layout,
+                prompt=prompt,
+                generate=generate,
+                batch=batch,
+                config=SessionConfig(resolve_provider(provider), intra_op_threads=threads),
+            )
+            report = dataclasses.replace(report, bench=timing)
+        if format is LlmFormat.json:
+            import json
+
+            emit(json.dumps(report.to_dict(), indent=2) + "\n", output)
+        elif format is LlmFormat.markdown:
+            from onnxcost.report.llm import to_markdown
+
+            emit(to_markdown(report), output)
+        else:
+            from onnxcost.report.llm import render
+
+            render_rich(lambda c: render(report, c), output)
+
+    run_guarded(debug, go)
+
+
+def _llm_ceilings(
+    peak_tflops: float | None,
+    bandwidth_gbs: float | None,
+    provider: str,
+    threads: int | None,
+    model: str,
+) -> tuple[Ceilings | None, str]:
+    """The roofline ceiling: the flags, else this provider's cached calibration, else none."""
+    if (peak_tflops is None) != (bandwidth_gbs is None):
+        raise UsageError("pass both --peak-tflops and --bandwidth-gbs, or neither")
+    from onnxcost.bench.roofline import Ceilings
+
+    if peak_tflops is not None and bandwidth_gbs is not None:
+        if peak_tflops <= 0 or bandwidth_gbs <= 0:
+            raise UsageError("--peak-tflops and --bandwidth-gbs must be above 0")
+        return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags"), "flags"
+    try:
+        from onnxcost.bench.providers import resolve_provider
+        from onnxcost.bench.roofline import cached_ceilings
+        from onnxcost.bench.session import SessionConfig
+        from onnxcost.llm import weights_dtype
+        from onnxcost.model import load_model
+
+        config = SessionConfig(resolve_provider(provider), intra_op_threads=threads)
+        hit = cached_ceilings(config, weights_dtype(load_model(model).proto))
+    except (OnnxcostError, OSError):
+        return None, ""
+    if hit is None:
+        return None, ""
+    return hit, f"calibration of {hit.provider} on {hit.device}, {hit.measured_at}"
 
 
 class CompareFormat(str, enum.Enum):
@@ -542,6 +701,7 @@ ConventionFlag = Annotated[
 
 
 if TYPE_CHECKING:
+    from onnxcost.bench.roofline import Ceilings
     from onnxcost.compare import BenchSettings
 
 

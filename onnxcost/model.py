@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,10 +223,13 @@ def _read_regular_file(path: Path, what: str) -> bytes:
             ) from e
 
 
-def build_builtin(name: str, *, weights: bool) -> onnx.ModelProto | None:
+def build_builtin(
+    name: str, *, weights: bool, params: Mapping[str, str | int] | None = None
+) -> onnx.ModelProto | None:
     """The built-in model ``name`` (a path that exists always wins), or None if there is none.
 
     Built without weights, its external-data locations are marked virtual: nothing to check.
+    ``params``: builder parameters (``zoo.build``'s), e.g. ``{"kv_cache": "true"}``.
     """
     if os.sep in name or name.endswith(".onnx"):
         return None
@@ -233,7 +237,7 @@ def build_builtin(name: str, *, weights: bool) -> onnx.ModelProto | None:
 
     if name not in zoo.MODELS:
         return None
-    proto = zoo.build(name, weights=weights)
+    proto = zoo.build(name, weights=weights, params=params)
     if not weights:
         for tensor in _external_tensors(proto):
             for entry in tensor.external_data:

@@ -1,0 +1,164 @@
+"""The generation loop of a decoder with a KV cache, run in onnxruntime (``llm --bench``).
+
+Prefill: the prompt's N tokens with an empty cache (past length 0). Then M - 1 decode steps:
+one token each (the argmax of the last logits), the previous step's ``present`` outputs fed
+back as the ``past`` inputs. Time to first token is the prefill's wall time; per-token decode
+latency is each step's; tokens/s = B x M / (prefill + every decode step). One untimed warm-up
+generation of two tokens runs first.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from onnxcost.bench._ort import ort_error_types, run_error
+from onnxcost.bench.session import SessionConfig, open_session, prepare_model
+from onnxcost.errors import BenchError
+from onnxcost.llm import CacheLayout, present_for
+from onnxcost.model import ModelSource
+from onnxcost.records import TensorRecord
+
+
+@dataclass(frozen=True, slots=True)
+class LoopTiming:
+    """Measured figures of one generation of M tokens for a batch of B prompts of N tokens."""
+
+    provider: str
+    batch: int
+    prompt: int
+    generate: int
+    ttft_ms: float
+    """Wall time of the prefill, which yields the first token."""
+    decode_ms: tuple[float, ...]
+    """Wall time of each of the M - 1 decode steps."""
+
+    @property
+    def decode_median_ms(self) -> float | None:
+        return statistics.median(self.decode_ms) if self.decode_ms else None
+
+    @property
+    def decode_p90_ms(self) -> float | None:
+        if not self.decode_ms:
+            return None
+        return float(np.percentile(np.array(self.decode_ms), 90))
+
+    @property
+    def total_ms(self) -> float:
+        return self.ttft_ms + sum(self.decode_ms)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """B x M generated tokens over the whole loop's time."""
+        return self.batch * self.generate / (self.total_ms / 1e3) if self.total_ms else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "ttft_ms": self.ttft_ms,
+            "decode_median_ms": self.decode_median_ms,
+            "decode_p90_ms": self.decode_p90_ms,
+            "decode_steps": len(self.decode_ms),
+            "total_ms": self.total_ms,
+            "tokens_per_s": self.tokens_per_s,
+        }
+
+
+_NP_TYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "int32": np.int32}
+
+
+def _resolve(
+    shape: tuple[int | str | None, ...] | None, sizes: Mapping[str, int], name: str
+) -> tuple[int, ...]:
+    if shape is None:
+        raise BenchError(f"input {name!r} has no declared shape; the loop cannot feed it")
+    out = []
+    for d in shape:
+        if isinstance(d, int) and d > 0:
+            out.append(d)
+        elif isinstance(d, str) and d in sizes:
+            out.append(sizes[d])
+        else:
+            raise BenchError(f"input {name!r}: cannot size its dim {d!r} for the loop")
+    return tuple(out)
+
+
+def _feeds(
+    inputs: tuple[TensorRecord, ...],
+    tokens: np.ndarray,
+    past: int,
+    cache: Mapping[str, np.ndarray],
+    batch: int,
+) -> dict[str, np.ndarray]:
+    """Every input for one step: the tokens, the cache, and masks or positions as HF sets them."""
+    seq = tokens.shape[1]
+    feeds: dict[str, np.ndarray] = {}
+    for t in inputs:
+        if t.name in cache:
+            feeds[t.name] = cache[t.name]
+        elif "mask" in t.name:
+            feeds[t.name] = np.ones((batch, past + seq), dtype=_NP_TYPES.get(t.dtype, np.int64))
+        elif "position" in t.name:
+            positions = np.arange(past, past + seq, dtype=np.int64)
+            feeds[t.name] = np.broadcast_to(positions, (batch, seq)).copy()
+        else:
+            feeds[t.name] = tokens.astype(_NP_TYPES.get(t.dtype, np.int64))
+    return feeds
+
+
+def run_llm_loop(
+    model: ModelSource,
+    layout: CacheLayout,
+    *,
+    prompt: int,
+    generate: int,
+    batch: int = 1,
+    config: SessionConfig | None = None,
+    seed: int = 0,
+) -> LoopTiming:
+    """Run prefill then M - 1 cached decode steps in onnxruntime and time each."""
+    config = config or SessionConfig()
+    prepared = prepare_model(model)
+    opened = open_session(prepared, config)
+    session = opened.session
+    pairs = present_for(layout)
+    inputs = tuple(t for t in prepared.inputs)
+    empty: dict[str, np.ndarray] = {}
+    for t in inputs:
+        if t.name in pairs:
+            shape = _resolve(t.shape, {layout.batch: batch, layout.past: 0}, t.name)
+            empty[t.name] = np.zeros(shape, dtype=_NP_TYPES.get(t.dtype, np.float32))
+    out_names = [o.name for o in session.get_outputs()]
+    logits_name = next((n for n in out_names if "logits" in n), out_names[0])
+    vocab_dim = next((o.shape for o in prepared.outputs if o.name == logits_name), None)
+    vocab = vocab_dim[-1] if vocab_dim and isinstance(vocab_dim[-1], int) else 2
+    rng = np.random.default_rng(seed)
+    prompt_ids = rng.integers(0, vocab, size=(batch, prompt), dtype=np.int64)
+
+    def generate_tokens(count: int) -> tuple[float, list[float]]:
+        cache, past, tokens = dict(empty), 0, prompt_ids
+        times: list[float] = []
+        for _ in range(count):
+            feeds = _feeds(inputs, tokens, past, cache, batch)
+            start = time.perf_counter_ns()
+            try:
+                outs = dict(zip(out_names, session.run(out_names, feeds), strict=True))
+            except ort_error_types() as e:
+                raise run_error(e, config.provider, prepared.display) from e
+            times.append((time.perf_counter_ns() - start) / 1e6)
+            past += tokens.shape[1]
+            cache = {p: outs[o] for p, o in pairs.items()}
+            tokens = np.asarray(outs[logits_name])[:, -1].argmax(axis=-1).reshape(batch, 1)
+        return times[0], times[1:]
+
+    generate_tokens(min(2, generate))  # warm-up, untimed
+    ttft, steps = generate_tokens(generate)
+    return LoopTiming(config.provider, batch, prompt, generate, ttft, tuple(steps))
+
+
+__all__ = ["LoopTiming", "run_llm_loop"]

@@ -1,0 +1,480 @@
+"""The LLM view of a decoder with a KV cache: weights, cache, prefill, decode, generation.
+
+For a prompt of N tokens, M generated tokens and batch B:
+
+- prefill: the analysis at past = 0, seq = N (it yields the first new token);
+- one decode step: seq = 1 at past = P, as an exact formula in batch and the past length
+  (``onnxcost.formulas``); the first step is at P = N, the last at P = N + M - 2;
+- generation = prefill(N) + the M - 1 decode steps at P = N, N + 1, ..., N + M - 2;
+- KV cache per token = the bytes of every past input for one position of one sequence
+  (layers x 2 x kv_heads x head_dim x bytes per element), and at N + M tokens that times
+  (N + M) x B;
+- arithmetic intensity = FLOPs / (bytes read + bytes written), of the prefill and of the
+  decode steps together; a phase is memory-bound when it is below the ridge point
+  peak FLOP/s / bandwidth of the given ceiling.
+
+The cache inputs are found by name: ``past_key_values.{i}.key/value`` (optimum), ``past*``,
+``cache*``; outputs ``present*`` (or ``cache*``). The batch, sequence and past dims are the
+inputs' symbolic dims: batch the one the cache shares with the other inputs, past the one only
+the cache has, seq the other inputs' remaining one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import onnx
+
+from onnxcost.errors import OnnxcostError, ShapeError, UsageError
+from onnxcost.formulas import Formula, model_symbols, symbolic_costs
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, build_builtin, load_model
+from onnxcost.tensors import tensor_bytes
+
+if TYPE_CHECKING:
+    from onnxcost.analyze import Analysis
+    from onnxcost.bench.roofline import Ceilings
+    from onnxcost.records import Convention
+
+SCHEMA = "onnxcost.llm/1"
+_FLAGS = "--batch-dim, --seq-dim and --past-dim"
+_PAST = re.compile(r"^(past|cache)", re.IGNORECASE)
+_PRESENT = re.compile(r"^(present|cache)", re.IGNORECASE)
+
+
+class DecoderError(ShapeError):
+    """The model is not a decoder with a KV cache onnxcost can tell apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLayout:
+    """Which inputs and outputs are the KV cache, and which symbolic dims are which."""
+
+    batch: str
+    seq: str
+    past: str
+    past_inputs: tuple[str, ...]
+    present_outputs: tuple[str, ...]
+
+
+def _input_dims(proto: onnx.ModelProto) -> dict[str, list[str | int]]:
+    inits = {t.name for t in proto.graph.initializer}
+    out: dict[str, list[str | int]] = {}
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        out[vi.name] = [
+            d.dim_param if d.HasField("dim_param") else d.dim_value
+            for d in vi.type.tensor_type.shape.dim
+        ]
+    return out
+
+
+def detect(
+    proto: onnx.ModelProto,
+    *,
+    batch_dim: str | None = None,
+    seq_dim: str | None = None,
+    past_dim: str | None = None,
+) -> CacheLayout:
+    """The cache layout of ``proto``; DecoderError naming the flags when it cannot be told."""
+    dims = _input_dims(proto)
+    past_inputs = tuple(n for n in dims if _PAST.match(n))
+    present = tuple(o.name for o in proto.graph.output if _PRESENT.match(o.name))
+    if not past_inputs or not present:
+        raise DecoderError(
+            "no KV cache found: `llm` needs inputs named past_key_values.{i}.key/value (or past*, "
+            "cache*) and outputs present.{i}.key/value (or present*); export the decoder with "
+            "its cache (optimum: --task text-generation-with-past)"
+        )
+    others = [n for n in dims if n not in past_inputs]
+    cache_syms = {d for n in past_inputs for d in dims[n] if isinstance(d, str) and d}
+    other_syms = {d for n in others for d in dims[n] if isinstance(d, str) and d}
+    names = set(cache_syms | other_syms)
+    for flag, given in (
+        ("--batch-dim", batch_dim),
+        ("--seq-dim", seq_dim),
+        ("--past-dim", past_dim),
+    ):
+        if given is not None and given not in names:
+            raise UsageError(
+                f"{flag} {given!r} is not a symbolic dim of the inputs; they are: "
+                f"{', '.join(sorted(names)) or '(none)'}"
+            )
+
+    def pick(given: str | None, candidates: set[str], role: str) -> str:
+        if given is not None:
+            return given
+        if len(candidates) != 1:
+            found = ", ".join(sorted(candidates)) or "none"
+            raise DecoderError(
+                f"cannot tell the {role} dim of this decoder (candidates: {found}); name the "
+                f"dims with {_FLAGS}"
+            )
+        return next(iter(candidates))
+
+    batch = pick(batch_dim, cache_syms & other_syms, "batch")
+    past = pick(past_dim, cache_syms - other_syms - {batch}, "past (cache length)")
+    seq = pick(seq_dim, other_syms - cache_syms - {batch, past}, "sequence")
+    if len({batch, seq, past}) != 3:
+        raise DecoderError(
+            f"the batch, sequence and past dims must differ (got {batch}, {seq}, {past}); "
+            f"name them with {_FLAGS}"
+        )
+    return CacheLayout(batch, seq, past, past_inputs, present)
+
+
+def cache_bytes_per_token(proto: onnx.ModelProto, layout: CacheLayout) -> int:
+    """Bytes of every past input for one position of one sequence (batch 1, past 1)."""
+    dims = _input_dims(proto)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input if vi.name in dims}
+    total = 0
+    for name in layout.past_inputs:
+        sizes = []
+        for d in dims[name]:
+            if d in (layout.batch, layout.past):
+                sizes.append(1)
+            elif isinstance(d, int) and d > 0:
+                sizes.append(d)
+            else:
+                raise DecoderError(
+                    f"cache input {name!r} has a dim {d!r} that is neither batch nor past; "
+                    f"name the dims with {_FLAGS}"
+                )
+        total += tensor_bytes(math.prod(sizes), types[name])
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCost:
+    """MACs, FLOPs and bytes of one phase (prefill, a decode step, the generation)."""
+
+    macs: int
+    flops: int
+    bytes_read: int
+    bytes_written: int
+
+    @property
+    def flops_per_byte(self) -> float:
+        moved = self.bytes_read + self.bytes_written
+        return self.flops / moved if moved else 0.0
+
+    def __add__(self, other: PhaseCost) -> PhaseCost:
+        return PhaseCost(
+            self.macs + other.macs,
+            self.flops + other.flops,
+            self.bytes_read + other.bytes_read,
+            self.bytes_written + other.bytes_written,
+        )
+
+    def as_dict(self, written: bool = True) -> dict[str, int]:
+        out = {"macs": self.macs, "flops": self.flops, "bytes_read": self.bytes_read}
+        if written:
+            out["bytes_written"] = self.bytes_written
+        return out
+
+
+_KEYS = ("macs", "flops", "bytes_read", "bytes_written")
+_MAX_CONCRETE_STEPS = 64
+"""Decode steps analysed one by one when a step has no exact formula."""
+
+
+@dataclass(frozen=True, slots=True)
+class Roofline:
+    """Each phase against a ceiling: memory-bound below the ridge (peak / bandwidth)."""
+
+    source: str
+    """'flags', or the cached calibration's provider and device."""
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        return self.peak_flops_per_s / self.bandwidth_bytes_per_s
+
+    def bound(self, phase: PhaseCost) -> str:
+        return "memory" if phase.flops_per_byte < self.ridge_flops_per_byte else "compute"
+
+    def floor_s(self, phase: PhaseCost) -> float:
+        """max(FLOPs / peak, bytes / bandwidth): the least time the phase can take."""
+        return max(
+            phase.flops / self.peak_flops_per_s,
+            (phase.bytes_read + phase.bytes_written) / self.bandwidth_bytes_per_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LlmReport:
+    """``onnxcost llm``: the static figures of one generation (and, with --bench, measured)."""
+
+    model: str
+    layout: CacheLayout
+    batch: int
+    prompt: int
+    generate: int
+    weights_bytes: int
+    kv_cache_bytes_per_token: int
+    prefill: PhaseCost
+    decode_formulas: dict[str, Formula | None]
+    """Keys macs, flops, bytes_read, bytes_written: one step (seq 1) in batch and past."""
+    decode_first: PhaseCost | None
+    """The step at past = N (None when M = 1: the prefill yields the only token)."""
+    decode_last: PhaseCost | None
+    """The step at past = N + M - 2."""
+    decode_total: PhaseCost
+    """The M - 1 decode steps together."""
+    roofline: Roofline | None
+    warnings: tuple[str, ...] = ()
+    bench: Any = None
+    """``onnxcost.bench.llm_loop.LoopTiming`` with --bench."""
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """The cache of the whole batch at N + M tokens."""
+        return self.kv_cache_bytes_per_token * (self.prompt + self.generate) * self.batch
+
+    @property
+    def generation(self) -> PhaseCost:
+        return self.prefill + self.decode_total
+
+    @property
+    def decode_flops_per_byte(self) -> float:
+        """Intensity of the decode steps together (of the first step when there are none)."""
+        if self.generate > 1:
+            return self.decode_total.flops_per_byte
+        return self.decode_first.flops_per_byte if self.decode_first is not None else 0.0
+
+    def decode_formula_text(self, key: str) -> str | None:
+        f = self.decode_formulas.get(key)
+        return None if f is None else f.python()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract ``onnxcost.llm/1``."""
+        data: dict[str, Any] = {
+            "schema": SCHEMA,
+            "model": self.model,
+            "batch": self.batch,
+            "prompt": self.prompt,
+            "generate": self.generate,
+            "symbols": {
+                "batch": self.layout.batch,
+                "seq": self.layout.seq,
+                "past": self.layout.past,
+            },
+            "weights_bytes": self.weights_bytes,
+            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "prefill": self.prefill.as_dict(),
+            "decode": {
+                "formulas": {k: self.decode_formula_text(k) for k in _KEYS[:3]},
+                "first": None if self.decode_first is None else self.decode_first.as_dict(False),
+                "last": None if self.decode_last is None else self.decode_last.as_dict(False),
+            },
+            "generation": self.generation.as_dict(False),
+            "roofline": {
+                "prefill_flops_per_byte": self.prefill.flops_per_byte,
+                "decode_flops_per_byte": self.decode_flops_per_byte,
+                **self._bounds(),
+            },
+            "warnings": list(self.warnings),
+        }
+        if self.bench is not None:
+            data["bench"] = self.bench.as_dict()
+        return data
+
+    def _bounds(self) -> dict[str, Any]:
+        r = self.roofline
+        if r is None:
+            return {"ceiling": None, "prefill_bound": None, "decode_bound": None}
+        decode = self.decode_total if self.generate > 1 else self.decode_first
+        return {
+            "ceiling": {
+                "source": r.source,
+                "peak_flops_per_s": r.peak_flops_per_s,
+                "bandwidth_bytes_per_s": r.bandwidth_bytes_per_s,
+                "ridge_flops_per_byte": r.ridge_flops_per_byte,
+            },
+            "prefill_bound": r.bound(self.prefill),
+            "decode_bound": None if decode is None else r.bound(decode),
+        }
+
+
+def _source_for(model: ModelSource, params: Mapping[str, str | int] | None) -> ModelSource:
+    """The model, or a built-in one built (without weights) with ``params``."""
+    if not params:
+        return model
+    if not isinstance(model, str):
+        raise UsageError("--param applies to built-in models only (onnxcost zoo list)")
+    proto = build_builtin(model, weights=False, params=params)
+    if proto is None:
+        raise UsageError(f"--param applies to built-in models only; {model!r} is not one")
+    return proto
+
+
+def _phase(a: Analysis) -> PhaseCost:
+    t = a.totals
+    return PhaseCost(t.macs, t.flops, t.bytes_read, t.bytes_written)
+
+
+def _at(formulas: Mapping[str, Formula | None], values: Mapping[str, int]) -> PhaseCost | None:
+    found = [formulas.get(k) for k in _KEYS]
+    if any(f is None for f in found):
+        return None
+    return PhaseCost(*(f.evaluate(values) for f in found if f is not None))
+
+
+def llm_report(
+    model: ModelSource,
+    *,
+    prompt: int,
+    generate: int,
+    batch: int = 1,
+    params: Mapping[str, str | int] | None = None,
+    dims: Mapping[str, int] | None = None,
+    batch_dim: str | None = None,
+    seq_dim: str | None = None,
+    past_dim: str | None = None,
+    convention: Convention = "onnxcost",
+    ceilings: Ceilings | None = None,
+    ceilings_source: str = "flags",
+) -> LlmReport:
+    """The static LLM figures of ``model`` (see the module docstring for each)."""
+    from onnxcost.analyze import analyze
+
+    if prompt < 1 or generate < 1 or batch < 1:
+        raise UsageError("--prompt, --generate and --batch must be 1 or more")
+    source = _source_for(model, params)
+    proto = load_model(source).proto
+    layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
+    fixed = dict(dims or {})
+    roles = {layout.batch, layout.seq, layout.past}
+    free = [s for s in model_symbols(proto, {}, fixed) if s not in roles]
+    if free:
+        raise UsageError(
+            f"the model has other symbolic dims ({', '.join(free)}); set them with --dim SYMBOL=N"
+        )
+    per_token = cache_bytes_per_token(proto, layout)
+    point = {layout.batch: batch, layout.seq: prompt, layout.past: 0}
+    prefill_a = analyze(source, dims={**fixed, **point}, convention=convention)
+    warnings = list(prefill_a.warnings)
+    step_dims = {**fixed, layout.seq: 1}
+    step_base = analyze(
+        source, dims={**step_dims, layout.batch: 1, layout.past: 1}, convention=convention
+    )
+    costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
+    warnings += costs.warnings
+    decode = dict(costs.totals)
+    steps = range(prompt, prompt + generate - 1)  # past = N .. N + M - 2
+
+    def step(past: int) -> PhaseCost:
+        values = {layout.batch: batch, layout.past: past}
+        found = _at(decode, values)
+        if found is None:  # no exact formula: the concrete analysis of that step
+            found = _phase(analyze(source, dims={**step_dims, **values}, convention=convention))
+        return found
+
+    exact = all(decode.get(k) is not None for k in _KEYS)
+    if not exact and len(steps) > _MAX_CONCRETE_STEPS:
+        raise OnnxcostError(
+            f"a decode step's cost is not a polynomial in the cache length (see the warnings of "
+            f"`onnxcost analyze --symbolic`), and {len(steps)} steps are too many to analyse one "
+            f"by one; pass --generate {_MAX_CONCRETE_STEPS + 1} or less"
+        )
+    total = PhaseCost(0, 0, 0, 0)
+    for past in steps:
+        total = total + step(past)
+    first = step(prompt) if generate > 1 else None
+    last = step(prompt + generate - 2) if generate > 1 else None
+    roofline = (
+        None
+        if ceilings is None
+        else Roofline(ceilings_source, ceilings.peak_flops_per_s, ceilings.bandwidth_bytes_per_s)
+    )
+    return LlmReport(
+        model=_display(model),
+        layout=layout,
+        batch=batch,
+        prompt=prompt,
+        generate=generate,
+        weights_bytes=prefill_a.totals.param_bytes,
+        kv_cache_bytes_per_token=per_token,
+        prefill=_phase(prefill_a),
+        decode_formulas=decode,
+        decode_first=first,
+        decode_last=last,
+        decode_total=total,
+        roofline=roofline,
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+def _display(model: ModelSource) -> str:
+    if isinstance(model, str | bytes):
+        return model if isinstance(model, str) else "<model bytes>"
+    if isinstance(model, onnx.ModelProto):
+        return "<in-memory model>"
+    return str(model)
+
+
+def weights_dtype(proto: onnx.ModelProto) -> str:
+    """'float16' when most weight elements are half precision, else 'float32' (for picking
+    the cached calibration of that type)."""
+    half = full = 0
+    for t in proto.graph.initializer:
+        n = math.prod(t.dims)
+        if t.data_type in (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16):
+            half += n
+        elif t.data_type == onnx.TensorProto.FLOAT:
+            full += n
+    return "float16" if half > full else "float32"
+
+
+def is_virtual(proto: onnx.ModelProto) -> bool:
+    """Whether the weights were never written (a built-in model without data)."""
+    return any(
+        e.key == "location" and e.value.startswith(VIRTUAL_LOCATION_PREFIX)
+        for t in proto.graph.initializer
+        for e in t.external_data
+    )
+
+
+def present_for(layout: CacheLayout) -> dict[str, str]:
+    """Past input -> the present output fed back into it on the next step.
+
+    Paired by the name after the prefix (``past_key_values.0.key`` <- ``present.0.key``,
+    ``past_0`` <- ``present_0``), else in order.
+    """
+
+    def tail(name: str, prefix: re.Pattern[str]) -> str:
+        rest = prefix.sub("", name)
+        return re.sub(r"^(_key_values)?[._]?", "", rest)
+
+    outs = {tail(o, _PRESENT): o for o in layout.present_outputs}
+    pairs = {p: outs.get(tail(p, _PAST), "") for p in layout.past_inputs}
+    if all(pairs.values()) and len(set(pairs.values())) == len(pairs):
+        return pairs
+    if len(layout.past_inputs) != len(layout.present_outputs):
+        raise DecoderError(
+            f"{len(layout.past_inputs)} cache inputs but {len(layout.present_outputs)} present "
+            f"outputs: cannot feed the cache back"
+        )
+    return dict(zip(layout.past_inputs, layout.present_outputs, strict=True))
+
+
+__all__ = [
+    "SCHEMA",
+    "CacheLayout",
+    "DecoderError",
+    "LlmReport",
+    "PhaseCost",
+    "Roofline",
+    "cache_bytes_per_token",
+    "detect",
+    "is_virtual",
+    "llm_report",
+    "present_for",
+    "weights_dtype",
+]

@@ -1,0 +1,109 @@
+"""``onnxcost llm`` as a terminal table or markdown: one row per figure, the same rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from onnxcost.llm import LlmReport, PhaseCost
+from onnxcost.report import units
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_LABELS = {"macs": "MACs", "flops": "FLOPs", "bytes_read": "bytes read"}
+
+
+def _phase(p: PhaseCost, written: bool = True) -> str:
+    text = f"MACs {units.count(p.macs)} | FLOPs {units.count(p.flops)} | read {units.nbytes(p.bytes_read)}"
+    return text + (f" | written {units.nbytes(p.bytes_written)}" if written else "")
+
+
+def rows(r: LlmReport) -> list[tuple[str, str]]:
+    """(figure, value) in reading order."""
+    n, m, b = r.prompt, r.generate, r.batch
+    out = [
+        (
+            "model",
+            f"{r.model} (batch dim {r.layout.batch!r}, new tokens {r.layout.seq!r}, "
+            f"cache length {r.layout.past!r})",
+        ),
+        ("weights", f"{units.nbytes(r.weights_bytes)} ({r.weights_bytes:,} B)"),
+        (
+            "KV cache per token",
+            f"{units.nbytes(r.kv_cache_bytes_per_token)} ({r.kv_cache_bytes_per_token:,} B)",
+        ),
+        (
+            f"KV cache at {n + m} tokens x batch {b}",
+            f"{units.nbytes(r.kv_cache_bytes)} ({r.kv_cache_bytes:,} B)",
+        ),
+        (f"prefill (seq {n}, past 0)", _phase(r.prefill)),
+        ("  intensity", f"{r.prefill.flops_per_byte:.2f} FLOP/B"),
+    ]
+    for i, key in enumerate(("macs", "flops", "bytes_read")):
+        text = r.decode_formula_text(key)
+        pretty = r.decode_formulas.get(key)
+        out.append(
+            (
+                "decode step (seq 1)" if i == 0 else "",
+                f"{_LABELS[key]} = {'none (see warnings)' if pretty is None or text is None else pretty.pretty()}",
+            )
+        )
+    if r.decode_first is not None and r.decode_last is not None:
+        out.append((f"  first step (past {n})", _phase(r.decode_first, False)))
+        out.append((f"  last step (past {n + m - 2})", _phase(r.decode_last, False)))
+        out.append(("  intensity (all steps)", f"{r.decode_flops_per_byte:.2f} FLOP/B"))
+    else:
+        out.append(("  steps", "none: the prefill yields the only token (--generate 1)"))
+    out.append((f"generation of {m} tokens", _phase(r.generation, False)))
+    if r.roofline is not None:
+        ro = r.roofline
+        decode = r.decode_total if m > 1 else r.decode_first
+        bounds = f"prefill {ro.bound(r.prefill)}-bound"
+        if decode is not None:
+            bounds += f", decode {ro.bound(decode)}-bound"
+        out.append(
+            (
+                "roofline",
+                f"ridge {ro.ridge_flops_per_byte:.1f} FLOP/B ({ro.source}: "
+                f"{ro.peak_flops_per_s / 1e12:,.4g} TFLOP/s, {ro.bandwidth_bytes_per_s / 1e9:,.1f} GB/s): "
+                f"{bounds}",
+            )
+        )
+    else:
+        out.append(
+            (
+                "roofline",
+                "no ceiling: pass --peak-tflops and --bandwidth-gbs, or run `onnxcost bench --calibrate`",
+            )
+        )
+    if r.bench is not None:
+        t = r.bench
+        median = "-" if t.decode_median_ms is None else f"{t.decode_median_ms:.3f} ms"
+        p90 = "-" if t.decode_p90_ms is None else f"{t.decode_p90_ms:.3f} ms"
+        out.append((f"measured ({t.provider})", f"time to first token {t.ttft_ms:.3f} ms"))
+        out.append(("", f"decode per token: median {median}, p90 {p90}"))
+        out.append(
+            ("", f"{t.tokens_per_s:,.1f} tokens/s ({b} x {m} tokens in {t.total_ms:.1f} ms)")
+        )
+    return out
+
+
+def render(r: LlmReport, console: Console) -> None:
+    from rich.table import Table
+
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    for label, value in rows(r):
+        t.add_row(label, value)
+    console.print(t)
+    for w in r.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+
+
+def to_markdown(r: LlmReport) -> str:
+    out = [f"# onnxcost llm: {r.model}", "", "| figure | value |", "|---|---|"]
+    out += [f"| {label.strip() or ' '} | {value.replace('|', '/')} |" for label, value in rows(r)]
+    if r.warnings:
+        out += ["", "## Warnings", ""] + [f"- {w}" for w in r.warnings]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,203 @@
+"""``onnxcost llm``: KV-cache detection, prefill / decode / generation costs, the loop in onnxruntime."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from onnxcost_testing import parse
+from typer.testing import CliRunner
+
+import onnxcost
+from onnxcost import zoo
+from onnxcost.cli import app
+from onnxcost.llm import DecoderError, detect, llm_report, present_for
+
+runner = CliRunner()
+
+TINY_GPT2 = {"layers": 2, "hidden": 32, "heads": 4, "vocab": 64, "max_positions": 32}
+# Per new token, width d = 32, vocab 64: per layer 32*96 (QKV) + 32*32 (proj) + 2*32*128 (MLP)
+# = 12,288, two layers 24,576, LM head 32*64 = 2,048: A = 26,624 MACs.
+# Attention per key: QK^T and AV, d each, two layers: C = 2 * 2 * 32 = 128 MACs.
+A, C = 26_624, 128
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("llm") / "gpt2_kv.onnx"
+    return zoo.save("gpt2", path, weights=False, params={**TINY_GPT2, "kv_cache": True})
+
+
+def test_prefill_decode_generation_by_hand(tiny: Path) -> None:
+    b, n, m = 2, 5, 4
+    r = llm_report(tiny, prompt=n, generate=m, batch=b)
+    # prefill, past 0: A*b*n + C*b*n*n = 26,624*10 + 128*2*25 = 266,240 + 6,400 = 272,640
+    assert r.prefill.macs == A * b * n + C * b * n * n == 272_640
+    # one decode step at past P: A*b + C*b*(P + 1)
+    f = r.decode_formulas["macs"]
+    assert f is not None
+    assert dict(f.terms) == {(1, 0): A + C, (1, 1): C}
+    # steps at P = 5, 6, 7: 53,248 + 256*6, + 256*7, + 256*8 = 54,784 + 55,040 + 55,296
+    assert r.decode_first is not None
+    assert r.decode_last is not None
+    assert r.decode_first.macs == A * b + C * b * (n + 1) == 54_784
+    assert r.decode_last.macs == A * b + C * b * (n + m - 1) == 55_296
+    assert r.generation.macs == 272_640 + 54_784 + 55_040 + 55_296 == 437_760
+    # cache: 2 layers x (K, V) x 4 heads x 8 x 4 bytes = 512 per token; 9 tokens x batch 2
+    assert r.kv_cache_bytes_per_token == 2 * 2 * 4 * 8 * 4 == 512
+    assert r.kv_cache_bytes == 512 * 9 * 2
+
+
+def test_generation_is_the_sum_of_concrete_steps(tiny: Path) -> None:
+    b, n, m = 3, 4, 5
+    r = llm_report(tiny, prompt=n, generate=m, batch=b)
+    steps = [onnxcost.analyze(tiny, dims={"batch": b, "seq": n, "past_seq": 0})]
+    steps += [
+        onnxcost.analyze(tiny, dims={"batch": b, "seq": 1, "past_seq": p})
+        for p in range(n, n + m - 1)
+    ]
+    for key in ("macs", "flops", "bytes_read"):
+        assert getattr(r.generation, key) == sum(getattr(s.totals, key) for s in steps), key
+    assert r.prefill.bytes_written == steps[0].totals.bytes_written
+
+
+def test_generate_one_has_no_decode_step(tiny: Path) -> None:
+    r = llm_report(tiny, prompt=3, generate=1)
+    assert r.decode_first is None
+    assert r.generation == r.prefill
+    assert r.to_dict()["decode"]["first"] is None
+
+
+def test_json_schema(tiny: Path) -> None:
+    r = runner.invoke(app, ["llm", str(tiny), "--prompt", "8", "--generate", "3", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    listed = {
+        "schema",
+        "model",
+        "batch",
+        "prompt",
+        "generate",
+        "symbols",
+        "weights_bytes",
+        "kv_cache_bytes_per_token",
+        "kv_cache_bytes",
+        "prefill",
+        "decode",
+        "generation",
+    }
+    assert listed <= set(d)
+    assert d["schema"] == "onnxcost.llm/1"
+    assert d["symbols"] == {"batch": "batch", "seq": "seq", "past": "past_seq"}
+    assert set(d["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
+    assert set(d["decode"]) == {"formulas", "first", "last"}
+    assert set(d["decode"]["formulas"]) == {"macs", "flops", "bytes_read"}
+    assert set(d["decode"]["last"]) == {"macs", "flops", "bytes_read"}
+    assert set(d["generation"]) == {"macs", "flops", "bytes_read"}
+    # the decode formula evaluates: A + C + C*P at batch 1, P = 10
+    assert eval(d["decode"]["formulas"]["macs"], {}, {"batch": 1, "past_seq": 10}) == (
+        A + C + C * 10
+    )
+
+
+def test_roofline_from_flags(tiny: Path) -> None:
+    args = ["llm", str(tiny), "--prompt", "16", "--generate", "4"]
+    r = runner.invoke(app, [*args, "--peak-tflops", "100", "--bandwidth-gbs", "1000", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    roof = json.loads(r.stdout)["roofline"]
+    # ridge = 100e12 / 1000e9 = 100 FLOP/B; decode of a 2-layer toy is far below it
+    assert roof["ceiling"]["ridge_flops_per_byte"] == pytest.approx(100.0)
+    assert roof["decode_bound"] == "memory"
+    r = runner.invoke(app, [*args, "--peak-tflops", "100"])
+    assert r.exit_code == 2
+    assert "--bandwidth-gbs" in r.output
+
+
+def test_table_and_markdown(tiny: Path) -> None:
+    args = ["llm", str(tiny), "--prompt", "16", "--generate", "4", "--batch", "2"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "KV cache per token" in r.output
+    assert "MACs = 26,752·batch + 128·batch·past_seq" in r.output
+    r = runner.invoke(app, [*args, "-f", "markdown"])
+    assert r.stdout.startswith("# onnxcost llm:")
+    assert "| KV cache at 20 tokens x batch 2 |" in r.stdout
+
+
+def test_built_in_name_with_params() -> None:
+    args = ["llm", "gpt2", "--prompt", "4", "--generate", "2", "-f", "json"]
+    params = [f"--param={k}={v}" for k, v in {**TINY_GPT2, "kv_cache": "true"}.items()]
+    r = runner.invoke(app, [*args, *params])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["kv_cache_bytes_per_token"] == 2 * 2 * 4 * 8 * 4
+
+
+# --- detection ---------------------------------------------------------------------------------
+
+OLD_STYLE = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[b,s] ids, float[2,b,4,p,8] past_0) => (float[b,s,4,8] y, float[2,b,4,t,8] present_0) {
+  present_0 = Identity (past_0)
+  y = Identity (ids)
+}"""
+
+
+def test_detects_old_style_names() -> None:
+    layout = detect(parse(OLD_STYLE))
+    assert (layout.batch, layout.seq, layout.past) == ("b", "s", "p")
+    assert present_for(layout) == {"past_0": "present_0"}
+
+
+def test_no_cache_is_one_line() -> None:
+    with pytest.raises(DecoderError, match="no KV cache found"):
+        detect(
+            parse(
+                '<ir_version: 8, opset_import: ["" : 17]>\ng (float[n] x) => (float[n] y) {\n y = Relu (x)\n}'
+            )
+        )
+
+
+AMBIGUOUS = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[b,s] ids, int64[b,q] extra, float[b,4,p,8] past_0_key) => (float[b,4,t,8] present_0_key) {
+  present_0_key = Identity (past_0_key)
+}"""
+
+
+def test_ambiguous_dims_name_the_flags(tmp_path: Path) -> None:
+    with pytest.raises(DecoderError, match="--batch-dim, --seq-dim and --past-dim"):
+        detect(parse(AMBIGUOUS))
+    layout = detect(parse(AMBIGUOUS), seq_dim="s")
+    assert (layout.batch, layout.seq, layout.past) == ("b", "s", "p")
+    path = tmp_path / "amb.onnx"
+    path.write_bytes(parse(AMBIGUOUS).SerializeToString())
+    r = runner.invoke(app, ["llm", str(path), "--prompt", "2", "--generate", "2"])
+    assert r.exit_code == 1
+    assert "--batch-dim, --seq-dim and --past-dim" in r.output
+    assert "Traceback" not in r.output
+    r = runner.invoke(app, ["llm", str(path), "--prompt", "2", "--generate", "2", "--seq-dim", "x"])
+    assert r.exit_code == 2
+
+
+def test_not_a_decoder_on_the_command_line(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["llm", "mlp", "--prompt", "2", "--generate", "2"])
+    assert r.exit_code == 1
+    assert "no KV cache found" in r.output
+
+
+# --- the loop in onnxruntime -------------------------------------------------------------------
+
+
+@pytest.mark.ort
+def test_bench_runs_the_loop_on_a_built_in_decoder() -> None:
+    pytest.importorskip("onnxruntime")
+    args = ["llm", "gpt2", "--prompt", "6", "--generate", "5", "--batch", "2", "--bench"]
+    params = [f"--param={k}={v}" for k, v in {**TINY_GPT2, "kv_cache": "true"}.items()]
+    r = runner.invoke(app, [*args, *params, "-f", "json", "--threads", "1"])
+    assert r.exit_code == 0, r.output
+    bench = json.loads(r.stdout)["bench"]
+    assert bench["provider"] == "CPUExecutionProvider"
+    assert bench["decode_steps"] == 4
+    assert bench["tokens_per_s"] > 0
+    assert bench["ttft_ms"] > 0

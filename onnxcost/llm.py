@@ -31,7 +31,7 @@ import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, build_builtin, load_model
+from onnxcost.model import ModelSource, build_builtin, load_model
 from onnxcost.tensors import tensor_bytes
 
 if TYPE_CHECKING:
@@ -432,15 +432,6 @@ def weights_dtype(proto: onnx.ModelProto) -> str:
     return "float16" if half > full else "float32"
 
 
-def is_virtual(proto: onnx.ModelProto) -> bool:
-    """Whether the weights were never written (a built-in model without data)."""
-    return any(
-        e.key == "location" and e.value.startswith(VIRTUAL_LOCATION_PREFIX)
-        for t in proto.graph.initializer
-        for e in t.external_data
-    )
-
-
 def present_for(layout: CacheLayout) -> dict[str, str]:
     """Past input -> the present output fed back into it on the next step.
 
@@ -473,7 +464,6 @@ __all__ = [
     "Roofline",
     "cache_bytes_per_token",
     "detect",
-    "is_virtual",
     "llm_report",
     "present_for",
     "weights_dtype",

@@ -4,7 +4,7 @@ ONNX: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearConv, QLin
 ConvInteger, MatMulInteger. com.microsoft: the same Q/DQ and QLinearConv, MatMulNBits,
 MatMulBnb4, DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm, QLinearAdd/Mul, QLinearSigmoid,
 QLinearLeakyRelu, QLinearSoftmax, QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool,
-GatherBlockQuantized.
+QLinearWhere, GatherBlockQuantized.
 
 Counting rules shared by every formula here:
 
@@ -342,6 +342,17 @@ def qlinear_binary(ctx: OpContext) -> Cost:
     """
     y = math.prod(broadcast_shape(ctx.shape(0), ctx.shape(3)))
     return Cost(flops=(2 * DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * y)
+
+
+@register("QLinearWhere", domain=MS, quant_inputs=(2, 3, 5, 6, 7, 8))
+def qlinear_where(ctx: OpContext) -> Cost:
+    """FLOPs = 7 x numel(Z): select (1), dequantize (2) and requantize (4) to Z's scale.
+
+    NB: numel(Z) is the broadcast of condition, X and Y; onnxruntime requantizes through
+    lookup tables; the count is the arithmetic as written.
+    """
+    z = math.prod(broadcast_shape(ctx.shape(0), ctx.shape(1), ctx.shape(4)))
+    return Cost(flops=(1 + DEQUANTIZE_FLOPS + QUANTIZE_FLOPS) * z)
 
 
 @register("QLinearSigmoid", domain=MS, quant_inputs=(1, 2, 3, 4))

@@ -22,6 +22,9 @@ from onnxcost.errors import OnnxcostError, UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from onnxcost.analyze import Analysis
+    from onnxcost.bench.result import BenchResult
+
 app = typer.Typer(
     name="onnxcost",
     help="What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured latency.",
@@ -52,6 +55,7 @@ class ReportFormat(str, enum.Enum):
     csv = "csv"
     markdown = "markdown"
     html = "html"
+    netron = "netron"
 
 
 class SortBy(str, enum.Enum):
@@ -99,7 +103,8 @@ ReportFormatOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format; html is one self-contained page (needs: pip install 'onnxcost[html]').",
+        help="Output format; html: one self-contained page (pip install 'onnxcost[html]'); "
+        "netron: metrics for Netron to show beside the model (a .json file).",
     ),
 ]
 OutputOpt = Annotated[
@@ -256,6 +261,32 @@ def emit_page(render: Callable[[], str], output: Path | None) -> None:
     emit(render(), output)
 
 
+def emit_netron(
+    model: str,
+    result: Analysis,
+    output: Path | None,
+    bench: BenchResult | None = None,
+) -> None:
+    """Write Netron's attachment for ``model``; say how many nodes it cannot carry."""
+    from onnxcost.model import load_model
+    from onnxcost.report.netron import attachment, node_names
+
+    if output is not None and output.suffix.lower() != ".json":
+        raise UsageError(
+            f"--format netron: Netron opens an attachment only from a .json file; "
+            f"name it {output.with_suffix('.json')}"
+        )
+    proto = load_model(model).proto
+    att = attachment(result, node_names(proto), graph_name=proto.graph.name, bench=bench)
+    emit(att.to_json(), output)
+    if att.left_out:
+        typer.echo(
+            f"onnxcost: note: {att.left_out} nodes have no name of their own in the file (empty "
+            f"or shared with another node): Netron cannot show their metrics",
+            err=True,
+        )
+
+
 def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
     """Draw with rich on the terminal, or as plain text into ``output``."""
     from rich.console import Console
@@ -336,6 +367,9 @@ def analyze(
 
             emit_page(lambda: analysis_html(result, selected), out)
             return
+        if format is ReportFormat.netron:
+            emit_netron(model, result, out)
+            return
         if format in (ReportFormat.json, ReportFormat.csv):
             cut = selected if not top else selected[:top]
         else:
@@ -368,6 +402,41 @@ def analyze(
                 lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth),
                 out,
             )
+
+    run_guarded(debug, go)
+
+
+@app.command()
+def annotate(
+    model: ModelArg,
+    out: Annotated[
+        Path,
+        typer.Argument(
+            help="The annotated copy to write (.onnx); never the input.", show_default=False
+        ),
+    ],
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUT if it is an existing model.")
+    ] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Write a copy of MODEL with inferred shapes in value_info and costs in metadata_props."""
+
+    def go() -> None:
+        from onnxcost.annotate import annotated, write
+        from onnxcost.outputs import check_output
+
+        target = check_output(out, inputs=[model], force=force, writes_model=True, flag="OUT")
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        proto, _result = annotated(
+            model, input_shapes=shapes, dims=dims, convention=convention.value
+        )
+        check_output(target, inputs=[model], force=force, writes_model=True, flag="OUT")
+        write(proto, model, target)
+        typer.echo(f"wrote {out}", err=True)
 
     run_guarded(debug, go)
 
@@ -1138,6 +1207,11 @@ def bench(
             from onnxcost.report.html import bench_html
 
             emit_page(lambda: bench_html(result), out)
+        elif format is ReportFormat.netron:
+            from onnxcost.analyze import analyze as run_analysis
+
+            static = run_analysis(model, input_shapes=shapes, dims=dims)
+            emit_netron(model, static, out, bench=result)
         elif format is ReportFormat.json:
             from onnxcost.report.safe_text import to_json
 

@@ -1,0 +1,129 @@
+"""A copy of a model carrying what onnxcost found: shapes in ``value_info``, costs in metadata.
+
+For viewers that read the model alone (Netron shows a node's ``metadata_props`` and the
+shapes in ``value_info`` on every edge): each main-graph tensor a node writes gets its
+inferred element type and shape, each node ``onnxcost.macs``, ``onnxcost.flops``,
+``onnxcost.params``, ``onnxcost.bytes_read``, ``onnxcost.bytes_written`` and
+``onnxcost.status``, and the model the same totals. Nothing else changes: names, weights
+(external data keeps its locations) and opsets stay as they are. The input is never written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import helper
+
+from onnxcost.analyze import Analysis, analyze
+from onnxcost.errors import OutputError
+from onnxcost.graph import build
+from onnxcost.model import ModelSource, build_builtin, load_model
+from onnxcost.records import Convention
+from onnxcost.shapes import infer
+
+PREFIX = "onnxcost."
+
+
+def _set_props(entries: Any, values: Mapping[str, str]) -> None:
+    """Replace the ``onnxcost.*`` entries of a ``metadata_props`` field with ``values``."""
+    keep = [(e.key, e.value) for e in entries if not e.key.startswith(PREFIX)]
+    del entries[:]
+    for key, value in [*keep, *values.items()]:
+        entry = entries.add()
+        entry.key, entry.value = key, value
+
+
+def annotated(
+    source: ModelSource,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+) -> tuple[onnx.ModelProto, Analysis]:
+    """The annotated copy of ``source`` and the analysis it carries.
+
+    A built-in model's name builds it with its (random) weights, as ``zoo save`` does.
+    """
+    builtin = (
+        build_builtin(os.fspath(source), weights=True)
+        if isinstance(source, str | os.PathLike) and not Path(os.fspath(source)).exists()
+        else None
+    )
+    model = builtin if builtin is not None else load_model(source).proto
+    # A path is analysed as a path: its external data is then found beside it.
+    result = analyze(
+        model if builtin is not None else source,
+        input_shapes=input_shapes,
+        dims=dims,
+        convention=convention,
+    )
+    # The analysis names its records as build(name_unnamed=True) names the nodes: do the same
+    # on a copy, whose i-th node then carries the record name of the model's i-th node.
+    named = onnx.ModelProto()
+    named.CopyFrom(model)
+    shapes = infer(named, input_shapes, dims, build(named.graph, name_unnamed=True))
+    records = {r.name: r for r in result.nodes if r.graph == ""}
+    declared = {vi.name for vi in model.graph.input} | {vi.name for vi in model.graph.output}
+    declared |= {t.name for t in model.graph.initializer}
+    del model.graph.value_info[:]
+    for node, twin in zip(model.graph.node, named.graph.node, strict=True):
+        rec = records.get(twin.name)
+        if rec is not None:
+            _set_props(
+                node.metadata_props,
+                {
+                    f"{PREFIX}macs": str(rec.macs),
+                    f"{PREFIX}flops": str(rec.flops),
+                    f"{PREFIX}params": str(rec.params),
+                    f"{PREFIX}bytes_read": str(rec.bytes_read),
+                    f"{PREFIX}bytes_written": str(rec.bytes_written),
+                    f"{PREFIX}status": rec.status,
+                },
+            )
+        for out in node.output:
+            info = shapes.types.get(out)
+            if out and out not in declared and info is not None and info.elem_type:
+                model.graph.value_info.append(
+                    helper.make_tensor_value_info(
+                        out, info.elem_type, None if info.shape is None else list(info.shape)
+                    )
+                )
+    t = result.totals
+    _set_props(
+        model.metadata_props,
+        {
+            f"{PREFIX}convention": result.convention,
+            f"{PREFIX}macs": str(t.macs),
+            f"{PREFIX}flops": str(t.flops),
+            f"{PREFIX}params": str(t.params),
+            f"{PREFIX}bytes_read": str(t.bytes_read),
+            f"{PREFIX}bytes_written": str(t.bytes_written),
+            f"{PREFIX}peak_activation_bytes": str(t.peak_activation_bytes),
+        },
+    )
+    return model, result
+
+
+def write(model: onnx.ModelProto, source: ModelSource, out: Path) -> None:
+    """Save ``model`` to ``out`` (already checked with ``outputs.check_output``) through a
+    temporary file renamed into place. External data stays where it is, named relative to the
+    model's folder: ``out`` must then be in the folder of ``source``."""
+    from onnxcost.outputs import replacing
+
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    if external and isinstance(source, str | os.PathLike):
+        here = Path(os.fspath(source)).resolve().parent
+        if out.resolve().parent != here:
+            raise OutputError(
+                f"{os.fspath(source)} keeps its weights in external data files named relative "
+                f"to its folder: write the annotated copy into {here} too"
+            )
+    with replacing(out) as tmp:
+        tmp.write_bytes(model.SerializeToString())
+
+
+__all__ = ["PREFIX", "annotated", "write"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from test_hostile_strings import chain
 from typer.testing import CliRunner
 
 import onnxcost
@@ -49,17 +49,9 @@ def test_resnet18_every_node_once_with_numbers() -> None:
 
 
 def _named(*names: str) -> onnx.ModelProto:
-    nodes, prev = [], "x"
-    for i, name in enumerate(names):
-        nodes.append(helper.make_node("Relu", [prev], [f"t{i}"], name=name))
-        prev = f"t{i}"
-    graph = helper.make_graph(
-        nodes,
-        "main\nsecond line",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4])],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = chain("Relu", names)
+    model.graph.name = "main\nsecond line"
+    return model
 
 
 def test_names_netron_cannot_tell_apart_are_left_out() -> None:

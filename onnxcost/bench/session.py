@@ -177,7 +177,7 @@ def prepare_model(source: ModelSource) -> OrtModel:
     builtin = None
     if isinstance(source, str) and not os.path.exists(source):
         builtin = build_builtin(source, weights=True)
-    loaded = load_model(builtin if builtin is not None else source)
+    loaded = load_model(builtin if builtin is not None else source, weights=True)
     proto = loaded.proto
     if _virtual(proto):
         raise ModelLoadError(

@@ -1,24 +1,32 @@
-"""Benchmark of the analyzer (issue: onnxcost analyze), not a timed test.
+"""Benchmark of the analyzer (issues: onnxcost analyze; 16), not a timed test.
 
 Builds a 32-layer LLaMA-style decoder (8B-shaped: hidden 4096, 32 heads, 8 KV heads,
 intermediate 14336, vocab 128256; fp16) whose weights are external data in a sparse file,
-then measures:
+and the built-in GPT-2 small with its weights inline (``onnxcost zoo save gpt2``), then
+measures:
 
 1. in-process: ``onnxcost.analyze(path)`` against the floor ``onnx.load(path,
    load_external_data=False)`` + ``onnx.shape_inference.infer_shapes(..., data_prop=True)``,
    alternating runs, ratio of medians; and the same ratio at 8, 16 and 32 layers, to show
    how it grows with node count;
 2. end to end: wall time and peak RSS of the ``onnxcost analyze`` command on the 8B model;
-3. with ``--phases``: where ``analyze`` spends its time on the 8B model (load, graph
+3. inline weights: ``onnxcost analyze gpt2.onnx`` against a bare ``onnx.load`` of the same
+   file, each a fresh process, alternating runs: median wall time and peak RSS of each;
+4. start-up: ``onnxcost --version``, and ``onnxcost analyze`` of a small model (models/
+   mlp_torch_script.onnx) against a bare process that loads it and runs ONNX shape
+   inference, fresh processes, alternating runs, medians;
+5. with ``--phases``: where ``analyze`` spends its time on the 8B model (load, graph
    index with naming, shapes, and the rest: costs, summaries, peak memory), as shares of the whole.
 
-Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR] [--phases]
+Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR] [--phases] [--skip-inline]
+(writing gpt2.onnx, about 500 MB, takes half a minute and 2 GB of memory once per --out).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import resource
 import statistics
 import subprocess
@@ -35,6 +43,8 @@ from onnxcost.graph import build
 from onnxcost.model import load_model
 from onnxcost.shapes import infer
 
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_MODEL = ROOT / "models" / "mlp_torch_script.onnx"
 LLAMA_8B = {"hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336, "vocab": 128256}
 
 
@@ -80,6 +90,88 @@ def end_to_end(path: Path, runs: int) -> tuple[float, int]:
     return statistics.median(walls), peak
 
 
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+"""Fresh processes cache compiled modules, as an installed package has them: without, each
+start compiles onnxcost's sources again (0.1 to 0.2 s here)."""
+
+
+def _run(command: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of ``command`` run in a fresh process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ENV)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(command)} failed (exit {proc.returncode})")
+    return wall, usage.ru_maxrss
+
+
+def alternating(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:
+    """Median wall seconds and median peak RSS (MiB) of each command, the commands run in
+    turn ``runs`` times, each in a fresh process (one warm-up round first, not counted)."""
+    for command in commands.values():
+        _run(command)
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    rss: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(runs):
+        for key, command in commands.items():
+            wall, kib = _run(command)
+            walls[key].append(wall)
+            rss[key].append(kib / 1024)
+    return {k: (statistics.median(walls[k]), statistics.median(rss[k])) for k in commands}
+
+
+def _python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def _onnxcost(*args: str) -> list[str]:
+    return [sys.executable, "-m", "onnxcost", *args]
+
+
+def inline_case(path: Path, runs: int) -> None:
+    """GPT-2 small with inline weights: analyze against a bare onnx.load of the file."""
+    if not path.exists():
+        t = time.perf_counter()
+        zoo.save("gpt2", path)
+        print(f"wrote {path} in {time.perf_counter() - t:.0f} s")
+    result = alternating(
+        {
+            "onnx.load": _python(f"import onnx; onnx.load({str(path)!r})"),
+            "analyze": _onnxcost("analyze", str(path), "--top", "10"),
+        },
+        runs,
+    )
+    (lw, lr), (aw, ar) = result["onnx.load"], result["analyze"]
+    print(
+        f"inline weights, {path.name} ({path.stat().st_size / 1e6:.0f} MB): "
+        f"bare onnx.load {lw:.2f} s, {lr:.0f} MiB; onnxcost analyze {aw:.2f} s, {ar:.0f} MiB; "
+        f"time ratio {aw / lw:.2f}"
+    )
+
+
+def startup(runs: int) -> None:
+    """Start-up: --version, and analyze of a small model against load + shape inference."""
+    model = str(SMALL_MODEL)
+    result = alternating(
+        {
+            "version": _onnxcost("--version"),
+            "bare": _python(
+                f"import onnx; m = onnx.load({model!r}); onnx.shape_inference.infer_shapes(m)"
+            ),
+            "analyze": _onnxcost("analyze", model),
+        },
+        runs,
+    )
+    bare, ours = result["bare"][0], result["analyze"][0]
+    print(
+        f"start-up: onnxcost --version {result['version'][0]:.2f} s; onnxcost analyze "
+        f"{SMALL_MODEL.name} {ours:.2f} s against bare load + shape inference {bare:.2f} s: "
+        f"ratio {ours / bare:.2f}"
+    )
+
+
 def phases(path: Path, runs: int) -> dict[str, float]:
     """Median seconds of each stage of ``analyze``, the stages run as ``analyze`` runs them
     (collector paused), and of a whole ``analyze`` in the same runs; 'rest' is the remainder."""
@@ -112,6 +204,7 @@ def main() -> None:
         "--out", type=Path, default=None, help="where to write the models (default: a temp dir)"
     )
     ap.add_argument("--phases", action="store_true", help="also split analyze's time by stage")
+    ap.add_argument("--skip-inline", action="store_true", help="leave out the GPT-2 inline case")
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="onnxcost-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -143,6 +236,9 @@ def main() -> None:
     print(
         f"onnxcost analyze {path8b.name}: median wall {wall:.2f} s, peak RSS {rss_kib / 1024:.0f} MiB"
     )
+    startup(args.runs)
+    if not args.skip_inline:
+        inline_case(out / "gpt2.onnx", args.runs)
 
 
 if __name__ == "__main__":

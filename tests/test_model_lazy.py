@@ -15,6 +15,7 @@ import onnxcost
 from onnxcost import model, shapes, wire
 from onnxcost.errors import ModelLoadError
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, load_model
+from onnxcost.wire import _encode_varint as _varint
 
 ROOT = Path(__file__).resolve().parent.parent
 INLINE = VIRTUAL_LOCATION_PREFIX + "inline"
@@ -176,15 +177,6 @@ def test_fields_in_any_order(lazy: None) -> None:
     assert _inline(t)
     assert (t.name, tuple(t.dims)) == ("w", (64, 64))
     assert onnxcost.analyze(data).totals.macs == 64 * 64  # [1,64] x [64,64]
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def test_unpacked_typed_data(lazy: None) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import onnx.inliner
 
+from onnxcost.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext
 from onnxcost.costs._registry import Cost, OpSpec
@@ -24,6 +25,7 @@ from onnxcost.graph import GraphView, build
 from onnxcost.model import ModelSource, load_model
 from onnxcost.records import (
     Convention,
+    DtypeSummary,
     ModelInfo,
     NodeRecord,
     OpTypeSummary,
@@ -73,6 +75,8 @@ class Analysis:
     convention: Convention = "onnxcost"
     _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     symbolic: SymbolicCosts | None = None
+    by_dtype: tuple[DtypeSummary, ...] = ()
+    """Costs by the element types the arithmetic runs in (``arithmetic``), most MACs first."""
     """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
 
     @property
@@ -153,6 +157,7 @@ class Analysis:
             "totals": asdict(self.totals),
             "nodes": [_node_dict(n) for n in self.nodes],
             "by_op_type": [asdict(s) for s in self.by_op_type],
+            "by_dtype": [asdict(s) for s in self.by_dtype],
             "unsupported": list(self.unsupported),
             "warnings": list(self.warnings),
         }
@@ -214,6 +219,10 @@ class _Walk:
     """The main graph's outputs: a weight there counts where it is computed."""
     records: list[NodeRecord | None] = field(default_factory=list)
     counted: list[bool] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    """Per record, the element types its arithmetic runs in (``arithmetic.label``)."""
+    dequantized_from: dict[str, str] = field(default_factory=dict)
+    """DequantizeLinear output -> its input, for the nodes walked so far."""
     warnings: list[str] = field(default_factory=list)
     unsupported: Counter[str] = field(default_factory=Counter)
     unknown: int = 0
@@ -450,6 +459,12 @@ def _record(
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
+    spec = _spec_of(w, node.domain, node.op_type)[2]
+    w.labels.append(
+        label(node.proto, node.inputs, node.outputs, spec, w.shapes.types, w.dequantized_from)
+    )
+    if node.op_type in DEQUANTIZE and node.inputs and node.outputs and node.inputs[0]:
+        w.dequantized_from[node.outputs[0]] = node.inputs[0]
     rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
@@ -552,6 +567,7 @@ def _walk_subgraph(
     if probe:
         del w.records[n_records:]
         del w.counted[n_records:]
+        del w.labels[n_records:]
         del w.warnings[n_warnings:]
         w.weights.restore(saved)
         w.unknown, w.unsupported = unknown, unsupported
@@ -720,6 +736,7 @@ def _analyze(
         totals=result_totals,
         nodes=records,
         by_op_type=_by_op_type(records, counted),
+        by_dtype=by_dtype(records, counted, walk.labels),
         unsupported=tuple(sorted(walk.unsupported)),
         warnings=tuple(dict.fromkeys(walk.warnings)),
         convention=convention,

@@ -84,6 +84,20 @@ class OpTypeSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class DtypeSummary:
+    """Costs of the nodes whose arithmetic runs in one element type (``arithmetic.label``):
+    ``float32``, ``uint8 x int8``, ``float32 x int4``..."""
+
+    dtype: str
+    count: int
+    macs: int
+    flops: int
+    params: int
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass(frozen=True, slots=True)
 class ScopeSummary:
     scope: str
     count: int

@@ -16,6 +16,7 @@ from onnxcost.report.columns import (
     NODE_COLUMNS,
     SCOPE_COLUMNS,
     Column,
+    dtype_columns,
     op_type_columns,
     with_cumulative,
 )
@@ -86,6 +87,8 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
     out += _md_table(
         op_type_columns(t.flops, t.macs), [r for r, _c in with_cumulative(a.by_op_type, t.flops)]
     )
+    if a.by_dtype:
+        out += ["", "## By arithmetic type", "", *_md_table(dtype_columns(t.macs), a.by_dtype)]
     if depth is not None:
         out += ["", f"## Scopes (depth {depth})", "", *_md_table(SCOPE_COLUMNS, a.by_scope(depth))]
     else:

@@ -60,6 +60,24 @@ def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Column]:
     )
 
 
+def dtype_columns(total_macs: int) -> Sequence[Column]:
+    """The ``by_dtype`` table: costs by the element types the arithmetic runs in."""
+    return (
+        _t("arithmetic in", lambda r: r.dtype),
+        _c("nodes", "count", str),
+        _c("MACs", "macs"),
+        Column(
+            "MACs %",
+            lambda r: r.macs / total_macs if total_macs else 0.0,
+            lambda r: units.percent(r.macs, total_macs),
+        ),
+        _c("FLOPs", "flops"),
+        _c("params", "params"),
+        _c("read", "bytes_read", units.nbytes),
+        _c("written", "bytes_written", units.nbytes),
+    )
+
+
 SCOPE_COLUMNS: Sequence[Column] = (
     _t("scope", lambda r: r.scope),
     _c("nodes", "count", str),

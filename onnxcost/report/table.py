@@ -16,6 +16,7 @@ from onnxcost.report.columns import (
     NODE_COLUMNS,
     SCOPE_COLUMNS,
     Column,
+    dtype_columns,
     op_type_columns,
     with_cumulative,
 )
@@ -138,6 +139,8 @@ def render(
     render_totals(a, console)
     render_formulas(a, console)
     render_by_op_type(a, console)
+    if a.by_dtype:
+        console.print(_table("By arithmetic type", dtype_columns(a.totals.macs), a.by_dtype))
     if depth is not None:
         console.print(_table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth)))
     else:

@@ -168,9 +168,9 @@ def test_shape_rule_matches_onnxruntime(case: str) -> None:
     assert node.status == "ok", node.note
 
 
-@pytest.mark.ort
-@pytest.mark.parametrize("fmt", ["QOperator", "QDQ"])
-def test_quantized_resnet20_keeps_the_float_macs(fmt: str, tmp_path: Path) -> None:
+def _quantized(fmt: str, tmp_path: Path) -> Path:
+    """models/resnet20_torch_dynamo.onnx quantized by onnxruntime's quantize_static in
+    ``fmt`` (QOperator or QDQ), calibrated on two random inputs."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
 
     class Random(CalibrationDataReader):  # type: ignore[misc]
@@ -187,13 +187,23 @@ def test_quantized_resnet20_keeps_the_float_macs(fmt: str, tmp_path: Path) -> No
     quantize_static(
         MODELS / "resnet20_torch_dynamo.onnx", out, Random(), quant_format=QuantFormat[fmt]
     )
-    a = onnxcost.analyze(out)
+    return out
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("fmt", ["QOperator", "QDQ"])
+def test_quantized_resnet20_keeps_the_float_macs(fmt: str, tmp_path: Path) -> None:
+    a = onnxcost.analyze(_quantized(fmt, tmp_path))
     # the fp32 model's 40,813,184 MACs (README, Built-in and shipped models)
     assert a.totals.macs == onnxcost.analyze(MODELS / "resnet20_torch_dynamo.onnx").totals.macs
     assert a.totals.macs == 40_813_184
     assert {n.status for n in a.nodes} <= {"ok", "zero"}
     # the weights stay 271,690 params, now int8 (conv, gemm) and int32 (biases)
     assert a.totals.params == 271_690
+    # and every MAC (21 convolutions, 1 Gemm) runs int8 x int8, the quantizer's default types,
+    # in both formats (QDQ: read through the DequantizeLinear in front of each operand)
+    top = a.by_dtype[0]
+    assert (top.dtype, top.macs) == ("int8 x int8", 40_813_184)
 
 
 def test_qlinear_where_flops() -> None:

@@ -34,6 +34,7 @@ from onnxcost.records import (
     Status,
     TensorRecord,
     Totals,
+    summed,
 )
 from onnxcost.shape_rules import has_rule
 from onnxcost.shapes import ShapeResult, infer
@@ -113,18 +114,7 @@ class Analysis:
         for rec, counted in zip(self.nodes, self._counted, strict=True):
             if counted:
                 groups.setdefault(scope_of(rec, depth), []).append(rec)
-        return tuple(
-            ScopeSummary(
-                scope=s,
-                count=len(recs),
-                macs=sum(r.macs for r in recs),
-                flops=sum(r.flops for r in recs),
-                params=sum(r.params for r in recs),
-                bytes_read=sum(r.bytes_read for r in recs),
-                bytes_written=sum(r.bytes_written for r in recs),
-            )
-            for s, recs in groups.items()
-        )
+        return tuple(ScopeSummary(scope=s, **summed(recs)) for s, recs in groups.items())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract ``onnxcost.analysis/1``; keys are stable, new ones may be added."""
@@ -824,7 +814,16 @@ def _by_op_type(
             row[4] += rec.bytes_read
             row[5] += rec.bytes_written
     rows = [
-        OpTypeSummary(op, dom, c, macs, flops, params, br, bw)
+        OpTypeSummary(
+            op_type=op,
+            domain=dom,
+            count=c,
+            macs=macs,
+            flops=flops,
+            params=params,
+            bytes_read=br,
+            bytes_written=bw,
+        )
         for (dom, op), (c, macs, flops, params, br, bw) in acc.items()
         if c
     ]

@@ -21,7 +21,7 @@ import onnx
 from onnx import TensorProto
 
 from onnxcost.costs._registry import OpSpec
-from onnxcost.records import DtypeSummary, NodeRecord
+from onnxcost.records import DtypeSummary, NodeRecord, summed
 from onnxcost.tensors import TensorInfo, dtype_name
 
 DEQUANTIZE = frozenset({"DequantizeLinear"})
@@ -92,18 +92,11 @@ def by_dtype(
 ) -> tuple[DtypeSummary, ...]:
     """MACs, FLOPs, params and bytes of the counted nodes by arithmetic type, most MACs first
     (then most FLOPs, then bytes)."""
-    acc: dict[str, list[int]] = {}
+    groups: dict[str, list[NodeRecord]] = {}
     for rec, flag, key in zip(records, counted, labels, strict=True):
-        if not flag:
-            continue
-        row = acc.setdefault(key, [0] * 6)
-        row[0] += 1
-        row[1] += rec.macs
-        row[2] += rec.flops
-        row[3] += rec.params
-        row[4] += rec.bytes_read
-        row[5] += rec.bytes_written
-    rows = [DtypeSummary(key, *values) for key, values in acc.items()]
+        if flag:
+            groups.setdefault(key, []).append(rec)
+    rows = [DtypeSummary(dtype=key, **summed(recs)) for key, recs in groups.items()]
     rows.sort(key=lambda s: (-s.macs, -s.flops, -(s.bytes_read + s.bytes_written), s.dtype))
     return tuple(rows)
 

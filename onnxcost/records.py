@@ -3,6 +3,7 @@ are properties."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,10 +72,10 @@ class Totals:
     """Quantization scales and zero points, apart from params (their bytes are in param_bytes)."""
 
 
-@dataclass(frozen=True, slots=True)
-class OpTypeSummary:
-    op_type: str
-    domain: str
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostSums:
+    """Summed costs of a group of nodes (``summed``)."""
+
     count: int
     macs: int
     flops: int
@@ -83,29 +84,23 @@ class OpTypeSummary:
     bytes_written: int
 
 
-@dataclass(frozen=True, slots=True)
-class DtypeSummary:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpTypeSummary(CostSums):
+    op_type: str
+    domain: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DtypeSummary(CostSums):
     """Costs of the nodes whose arithmetic runs in one element type (``arithmetic.label``):
     ``float32``, ``uint8 x int8``, ``float32 x int4``..."""
 
     dtype: str
-    count: int
-    macs: int
-    flops: int
-    params: int
-    bytes_read: int
-    bytes_written: int
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeSummary:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScopeSummary(CostSums):
     scope: str
-    count: int
-    macs: int
-    flops: int
-    params: int
-    bytes_read: int
-    bytes_written: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +115,16 @@ class ModelInfo:
     model_bytes: int
     """Size of the .onnx file plus its external data files (0 for in-memory models)."""
     params_by_dtype: dict[str, int]
+
+
+def summed(records: Iterable[NodeRecord]) -> dict[str, int]:
+    """The ``CostSums`` fields of ``records``: their count and their summed costs."""
+    out = dict.fromkeys(("count", "macs", "flops", "params", "bytes_read", "bytes_written"), 0)
+    for r in records:
+        out["count"] += 1
+        out["macs"] += r.macs
+        out["flops"] += r.flops
+        out["params"] += r.params
+        out["bytes_read"] += r.bytes_read
+        out["bytes_written"] += r.bytes_written
+    return out

@@ -53,7 +53,7 @@ def annotated(
         if isinstance(source, str | os.PathLike) and not Path(os.fspath(source)).exists()
         else None
     )
-    model = builtin if builtin is not None else load_model(source).proto
+    model = builtin if builtin is not None else load_model(source, weights=True).proto
     # A path is analysed as a path: its external data is then found beside it.
     result = analyze(
         model if builtin is not None else source,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import onnx
 import pytest
 from onnxcost_testing import parse
 from typer.testing import CliRunner
@@ -201,3 +202,45 @@ def test_bench_runs_the_loop_on_a_built_in_decoder() -> None:
     assert bench["decode_steps"] == 4
     assert bench["tokens_per_s"] > 0
     assert bench["ttft_ms"] > 0
+
+
+# --- what torch really writes: the decoders in models/ ------------------------------------------
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+DECODERS = ["decoder_kv_torch_dynamo.onnx", "decoder_kv_torch_script.onnx"]
+# scripts/export_torch.py's decoder: vocab 32, d = 8 (2 heads of 4), 2 layers. Per new token
+# per layer 8*24 (QKV) + 8*8 (proj) + 8*32 + 32*8 (MLP) = 768, two layers 1,536, LM head
+# 8*32 = 256: A = 1,792 MACs. Attention per key: 2 layers x (QK^T + AV) x 8 = C = 32 MACs.
+A_EXPORT, C_EXPORT = 1_792, 32
+
+
+@pytest.mark.parametrize("file", DECODERS)
+def test_exported_decoder_costs_by_hand(file: str) -> None:
+    path = MODELS_DIR / file
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    ops = {n.op_type for n in model.graph.node}
+    assert {"Where", "Concat"} <= ops  # the causal mask, and past keys joined to the new ones
+    concat_inputs = {i for n in model.graph.node if n.op_type == "Concat" for i in n.input}
+    assert "past_key_values.0.key" in concat_inputs
+    r = llm_report(path, prompt=8, generate=4)
+    # prefill at b=1, N=8, past 0: A*8 + C*8*8 = 14,336 + 2,048 = 16,384
+    assert r.prefill.macs == A_EXPORT * 8 + C_EXPORT * 64 == 16_384
+    f = r.decode_formulas["macs"]
+    assert f is not None
+    # a step at past P: A*b + C*b*(P + 1) = 1,824*b + 32*b*P
+    assert dict(f.terms) == {(1, 0): A_EXPORT + C_EXPORT, (1, 1): C_EXPORT}
+    # 2 layers x (K, V) x 2 heads x 4 x 4 bytes = 128 per token
+    assert r.kv_cache_bytes_per_token == 2 * 2 * 2 * 4 * 4 == 128
+    assert not r.warnings
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("file", DECODERS)
+def test_bench_runs_the_loop_on_the_exported_decoder(file: str) -> None:
+    pytest.importorskip("onnxruntime")
+    args = ["llm", str(MODELS_DIR / file), "--prompt", "6", "--generate", "8", "--bench"]
+    r = runner.invoke(app, [*args, "--threads", "1"])
+    assert r.exit_code == 0, r.output
+    assert "tokens/s" in r.output
+    assert "time to first token" in r.output

@@ -73,6 +73,8 @@ SHIPPED = {
     "encoder_keras.onnx": ("encoder", "keras"),
 }
 TORCH_FILES = [f for f, (_, fw) in SHIPPED.items() if fw == "torch"]
+# The GPT-2-style decoders with a KV cache (models/README.md), tested in tests/test_llm.py.
+DECODERS = ("decoder_kv_torch_dynamo.onnx", "decoder_kv_torch_script.onnx")
 
 
 def keras_file(torch_file: str) -> str:
@@ -109,7 +111,9 @@ def run(file: str, x: np.ndarray) -> np.ndarray:
 
 def test_models_dir_holds_exactly_the_shipped_files() -> None:
     on_disk = sorted(p.name for p in MODELS_DIR.glob("*.onnx"))
-    assert on_disk == sorted(SHIPPED), "add new files to SHIPPED here and to models/README.md"
+    assert on_disk == sorted({*SHIPPED, *DECODERS}), (
+        "add new files to SHIPPED here and to models/README.md"
+    )
     assert (MODELS_DIR / "README.md").is_file()
 
 

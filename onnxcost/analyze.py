@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import onnx
-import onnx.inliner
 
 from onnxcost.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext
-from onnxcost.costs._registry import Cost, OpSpec
+from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import GraphView, build
-from onnxcost.model import ModelSource, load_model
+from onnxcost.graph import GraphView
+from onnxcost.model import ModelSource
+from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import (
     Convention,
     DtypeSummary,
@@ -75,6 +75,10 @@ class Analysis:
     warnings: tuple[str, ...]
     convention: Convention = "onnxcost"
     _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
+    prepared: PreparedModel | None = field(default=None, repr=False, compare=False)
+    """The prepared model analysed, when ``analyze`` was given one (``compare`` reads its
+    graph); None when it was given a path, bytes or a ModelProto, whose preparation the
+    analysis consumed."""
     symbolic: SymbolicCosts | None = None
     by_dtype: tuple[DtypeSummary, ...] = ()
     """Costs by the element types the arithmetic runs in (``arithmetic``), most MACs first."""
@@ -207,6 +211,7 @@ class _Walk:
     """Which tensors are weights, and the stored weights counted so far."""
     graph_outputs: frozenset[str] = frozenset()
     """The main graph's outputs: a weight there counts where it is computed."""
+    registry: Registry = REGISTRY
     records: list[NodeRecord | None] = field(default_factory=list)
     counted: list[bool] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
@@ -254,7 +259,7 @@ def _spec_of(w: _Walk, node_domain: str, op_type: str) -> tuple[str, int, OpSpec
     if found is None:
         domain = normalize_domain(node_domain)
         opset = _opset_of(w.opsets, domain)
-        found = w.specs[key] = (domain, opset, REGISTRY.lookup(domain, op_type, opset))
+        found = w.specs[key] = (domain, opset, w.registry.lookup(domain, op_type, opset))
     return found
 
 
@@ -635,41 +640,52 @@ def _check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
 
 
 def analyze(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
     symbolic: bool = False,
+    registry: Registry = REGISTRY,
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
-    ``model``: a path, the bytes of a model, an ``onnx.ModelProto`` (never modified), or the
-    name of a built-in model (``onnxcost zoo list``). ``input_shapes`` fixes input shapes,
-    ``dims`` sets symbolic dims by name; unset symbolic dims become 1 with a warning.
-    ``symbolic``: also give every cost as an exact formula in the unset symbolic dims
-    (``Analysis.formulas``, ``Analysis.at``; see onnxcost/formulas.py), the counts at 1.
+    ``model``: a path, the bytes of a model, an ``onnx.ModelProto`` (never modified), the
+    name of a built-in model (``onnxcost zoo list``), or a ``PreparedModel``
+    (``onnxcost.prepare``: prepare once, analyse as often as needed; it is not modified).
+    ``input_shapes`` fixes input shapes, ``dims`` sets symbolic dims by name; unset symbolic
+    dims become 1 with a warning. ``symbolic``: also give every cost as an exact formula in the
+    unset symbolic dims (``Analysis.formulas``, ``Analysis.at``; see onnxcost/formulas.py),
+    the counts at 1. ``registry``: the cost formulas, by default the built-in ones; for one
+    run with one op's formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
     """
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
     if symbolic:
+        if registry is not REGISTRY:
+            raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
         from onnxcost.formulas import symbolic_analysis
 
-        return symbolic_analysis(model, input_shapes=input_shapes, dims=dims, convention=convention)
-    return _analyze(model, input_shapes, dims, convention)
+        source = model.working_copy() if isinstance(model, PreparedModel) else model
+        return symbolic_analysis(
+            source, input_shapes=input_shapes, dims=dims, convention=convention
+        )
+    return _analyze(model, input_shapes, dims, convention, registry)
 
 
 def _analyze(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     input_shapes: Mapping[str, Sequence[int]] | None,
     dims: Mapping[str, int] | None,
     convention: Convention,
+    registry: Registry,
 ) -> Analysis:
-    loaded = load_model(model)
-    proto = loaded.proto
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
-    view = build(proto.graph, name_unnamed=True)
+    given = model if isinstance(model, PreparedModel) else None
+    prepared = prepare(model)
+    # Shape inference writes into the model it is given: a prepared model the caller holds
+    # is analysed through a copy; one prepared here is used up.
+    proto = prepared.working_copy() if given is not None else prepared.proto
+    view = prepared.view
     _check_domains(proto, view)
     shapes = infer(proto, input_shapes, dims, view)
     view = replace(view, types=shapes.types)
@@ -682,6 +698,7 @@ def _analyze(
         convention,
         weights,
         frozenset(vi.name for vi in proto.graph.output),
+        registry,
         warnings=list(shapes.warnings),
     )
     total_macs = total_flops = 0
@@ -719,7 +736,10 @@ def _analyze(
     )
     return Analysis(
         model=_model_info(
-            str(loaded.path) if loaded.path else None, proto, loaded.model_bytes, params_by_dtype
+            str(prepared.path) if prepared.path else None,
+            proto,
+            prepared.model_bytes,
+            params_by_dtype,
         ),
         inputs=_io_records(proto.graph.input, {t.name for t in proto.graph.initializer}, shapes),
         outputs=_io_records(proto.graph.output, set(), shapes),
@@ -731,6 +751,7 @@ def _analyze(
         warnings=tuple(dict.fromkeys(walk.warnings)),
         convention=convention,
         _counted=counted,
+        prepared=given,
     )
 
 

@@ -968,9 +968,12 @@ def check_cmd(
                 "no budget given: pass at least one of --max-macs, --max-flops, --max-params, "
                 "--max-param-bytes, --max-peak-activation, --max-latency-ms"
             )
+        from onnxcost.prepare import prepare
+
         settings = _bench_settings(bench, provider, runs, warmup, threads)
         shapes, dims = parse_shape_flags(input_shape, dim)
-        result = run(model, input_shapes=shapes, dims=dims, convention=convention.value)
+        prepared = prepare(model, weights=settings is not None)  # one model analysed and run
+        result = run(prepared, input_shapes=shapes, dims=dims, convention=convention.value)
         latency = None
         if settings is not None:
             import dataclasses
@@ -978,7 +981,7 @@ def check_cmd(
             from onnxcost.compare import measure
 
             unprofiled = dataclasses.replace(settings, profile=False)
-            latency = measure(model, unprofiled, shapes, dims, result).latency_ms["median"]
+            latency = measure(prepared, unprofiled, shapes, dims, result).latency_ms["median"]
         checks = b.check(result.totals, tuple(budgets), latency_ms=latency)
         return b.ok_line(model, checks), tuple(c.line() for c in checks if c.exceeded)
 

@@ -47,9 +47,12 @@ def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, 
                     yield from iter_graphs(g, f"{sub_scope}[{i}]")
 
 
-def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
-    """Give every node (subgraphs included) a unique, stable name: ``<op_type>_<index>`` if empty."""
+def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> bool:
+    """Give every node (subgraphs included) a unique, stable name: ``<op_type>_<index>`` if empty.
+
+    Returns whether any node's name changed."""
     taken = set() if taken is None else taken
+    changed = False
     for i, node in enumerate(graph.node):
         current = node.name
         base = current or f"{node.op_type}_{i}"
@@ -59,14 +62,16 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str] | None = None) -> None:
         taken.add(name)
         if name != current:
             node.name = name
+            changed = True
         if not _may_carry_graphs(node.op_type, node.domain):
             continue
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
-                name_nodes(a.g, taken)
+                changed = name_nodes(a.g, taken) or changed
             elif a.type == onnx.AttributeProto.GRAPHS:
                 for g in a.graphs:
-                    name_nodes(g, taken)
+                    changed = name_nodes(g, taken) or changed
+    return changed
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,8 @@ class GraphView:
     outer_reads: Mapping[int, tuple[str, ...]] = field(repr=False)
     """Index in ``order`` -> tensors its subgraphs read from this graph (If/Loop/Scan)."""
     types: Mapping[str, TensorInfo] = field(repr=False)
+    renamed: bool = False
+    """Whether ``build(name_unnamed=True)`` changed any node's name (subgraphs included)."""
 
     @cached_property
     def edges(self) -> dict[tuple[str, str], tuple[str, ...]]:
@@ -167,8 +174,9 @@ def build(
         for i, (op, domain) in enumerate(zip(op_types, domains, strict=True))
         if _may_carry_graphs(op, domain) and _has_graphs(nodes[i])
     ]
+    renamed = False
     if name_unnamed and (carriers or "" in names or len(set(names)) != len(names)):
-        name_nodes(graph)
+        renamed = name_nodes(graph)
         names = [node.name for node in nodes]
     # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
     inputs = [tuple(node.input[:]) for node in nodes]
@@ -232,6 +240,7 @@ def build(
         last_use=last_use,
         outer_reads=outer_reads,
         types={} if types is None else types,
+        renamed=renamed,
     )
 
 

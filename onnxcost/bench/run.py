@@ -85,6 +85,7 @@ from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
 from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S, QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
 from onnxcost.model import ModelSource
+from onnxcost.prepare import PreparedModel
 from onnxcost.records import NodeRecord, TensorRecord, Totals
 
 PROFILE_WARMUP_MAX = 10
@@ -470,7 +471,7 @@ def _max_batch(
 
 
 def run_bench(
-    model_source: ModelSource,
+    model_source: ModelSource | PreparedModel,
     *,
     provider: str = CPU,
     provider_options: Mapping[str, object] | Sequence[str] | None = None,
@@ -515,7 +516,10 @@ def run_bench(
     replays a CUDA graph (static shapes). ``batches`` sweeps batch sizes (``batch_dim`` names
     the batch dim); ``max_batch`` searches up to that batch in subprocesses. ``calibrate``
     measures (or reads cached) ceilings for the roofline. ``analysis`` reuses an analysis of
-    the same model with the same shapes. ``progress`` receives ``BenchProgress`` events.
+    the same model with the same shapes: pass ``model_source`` as the ``PreparedModel`` it
+    analysed (``onnxcost.prepare``), so node names match by construction. Without it, the
+    analysis is made of the prepared model onnxruntime runs. ``progress`` receives
+    ``BenchProgress`` events.
 
     Raises ProviderError (provider missing or dropped), ModelLoadError (onnxruntime cannot load
     the model), BenchError (inputs, out of memory, runtime failure), UsageError (bad arguments).
@@ -551,8 +555,9 @@ def run_bench(
     if analysis is None:
         from onnxcost.analyze import analyze
 
+        assert model.prepared is not None  # prepare_model keeps it
         analysis = analyze(
-            model_source, input_shapes=_merge_shapes(input_shapes, arrays), dims=dims
+            model.prepared, input_shapes=_merge_shapes(input_shapes, arrays), dims=dims
         )
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)

@@ -1,10 +1,10 @@
 """Sessions: the model as onnxruntime gets it, session options, and the call the timed loop makes.
 
 Node names must be the same in onnxruntime's profile as in the analysis, or the per-node join
-fails. The analyzer names unnamed nodes ``<op_type>_<index>`` (``onnxcost.graph.name_nodes``,
-after inlining local functions); onnxruntime would name them otherwise, so a model with an
-unnamed or duplicate node name (or local functions) is renamed the same way and handed to
-onnxruntime as bytes, with its external data read from the model's folder.
+fails. Both come from one ``PreparedModel`` (``onnxcost.prepare``): the analysis costs it, and
+onnxruntime gets its file when preparing renamed nothing, else its bytes (local functions
+inlined, unnamed or duplicate nodes named ``<op_type>_<index>``), with external data read
+from the model's folder.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,8 +28,8 @@ from onnxcost.bench.providers import (
     provider_dropped,
 )
 from onnxcost.errors import ModelLoadError, ProviderError, UsageError
-from onnxcost.graph import iter_graphs, name_nodes
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, build_builtin, load_model
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import TensorRecord
 from onnxcost.shapes import shape_of
 from onnxcost.tensors import dtype_name
@@ -131,6 +131,9 @@ class OrtModel:
     """Declared graph inputs (initializers excluded), symbolic dims kept as str."""
     outputs: tuple[TensorRecord, ...]
     renamed: bool
+    prepared: PreparedModel | None = field(default=None, repr=False, compare=False)
+    """The prepared model this is (``prepare_model``): analyse it, and the analysis' node
+    names are the ones onnxruntime profiles."""
 
     @property
     def source(self) -> str | bytes:
@@ -148,10 +151,6 @@ class OrtModel:
         if not os.path.exists(target):
             Path(target).write_bytes(self.data)
         return target
-
-
-def _node_names(model: onnx.ModelProto) -> list[str]:
-    return [n.name for _, g in iter_graphs(model.graph) for n in g.node]
 
 
 def _records(values: Sequence[onnx.ValueInfoProto], skip: set[str]) -> tuple[TensorRecord, ...]:
@@ -172,40 +171,37 @@ def _virtual(model: onnx.ModelProto) -> bool:
     )
 
 
-def prepare_model(source: ModelSource) -> OrtModel:
-    """Load ``source`` (path, bytes, ModelProto or built-in model name) for onnxruntime."""
-    builtin = None
-    if isinstance(source, str) and not os.path.exists(source):
-        builtin = build_builtin(source, weights=True)
-    loaded = load_model(builtin if builtin is not None else source, weights=True)
-    proto = loaded.proto
+def prepare_model(source: ModelSource | PreparedModel) -> OrtModel:
+    """``source`` (path, bytes, ModelProto, built-in model name or PreparedModel) for onnxruntime.
+
+    A built-in model is built with its weights. The graph onnxruntime gets is the prepared
+    model's, the one the analysis costs (``analyze(prepared)``): its file when preparing
+    renamed nothing, else its bytes, so kernel names match the analysis' by construction.
+    """
+    prepared = prepare(source, weights=True)
+    proto = prepared.proto
     if _virtual(proto):
         raise ModelLoadError(
             "this model was built without weight data, so onnxruntime cannot run it; bench a model file instead"
         )
-    before = _node_names(proto)
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
-    name_nodes(proto.graph)
-    renamed = _node_names(proto) != before
     initializers = {t.name for t in proto.graph.initializer}
     inputs = _records(proto.graph.input, initializers)
     outputs = _records(proto.graph.output, set())
-    path = str(loaded.path) if loaded.path is not None else None
-    display = path or (source if isinstance(source, str) else "<in-memory model>")
+    path = str(prepared.path) if prepared.path is not None else None
     has_external = any(
         t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer
     )
-    folder = str(loaded.path.parent) if loaded.path is not None and has_external else None
-    if path is not None and not renamed:
-        return OrtModel(display, path, None, folder, inputs, outputs, False)
+    folder = str(prepared.path.parent) if prepared.path is not None and has_external else None
+    model = OrtModel(prepared.display, path, None, folder, inputs, outputs, False, prepared)
+    if path is not None and not prepared.renamed:
+        return model
     if proto.ByteSize() > _PROTO_LIMIT:
         if path is None:
             raise ModelLoadError(
                 "the model is over 2 GiB in memory; save it with external data and bench the file"
             )
-        return OrtModel(display, path, None, folder, inputs, outputs, False)
-    return OrtModel(display, path, proto.SerializeToString(), folder, inputs, outputs, renamed)
+        return model
+    return replace(model, data=proto.SerializeToString(), renamed=prepared.renamed)
 
 
 _LEVELS = {

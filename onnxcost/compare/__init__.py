@@ -10,7 +10,7 @@ is aligned with the first, the baseline.
 from __future__ import annotations
 
 from onnxcost.compare.alignment import BAND, align
-from onnxcost.compare.entry import compare, measure
+from onnxcost.compare.entry import Compared, compare, compare_analysed, measure
 from onnxcost.compare.layers import FAMILY_OF
 from onnxcost.compare.records import (
     SCHEMA,
@@ -36,6 +36,7 @@ __all__ = [
     "Alignment",
     "BenchSettings",
     "BenchSummary",
+    "Compared",
     "ComparedModel",
     "Comparison",
     "ComputeNode",
@@ -46,5 +47,6 @@ __all__ = [
     "TimeRow",
     "align",
     "compare",
+    "compare_analysed",
     "measure",
 ]

@@ -23,13 +23,22 @@ from onnxcost.compare.records import (
     TimeRow,
 )
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.model import ModelSource, load_model
+from onnxcost.model import ModelSource
+from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import Convention
+
+Compared = ModelSource | PreparedModel | Analysis
+"""What ``compare`` takes for each model: a source or prepared model to analyse, or an analysis."""
+
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
-def _describe_source(source: ModelSource) -> str:
+def _describe_source(source: Compared) -> str:
+    if isinstance(source, PreparedModel):
+        return source.display
+    if isinstance(source, Analysis):
+        return f"an analysis of {source.model.path or 'an in-memory model'}"
     if isinstance(source, onnx.ModelProto):
         return "an in-memory ModelProto"
     if isinstance(source, bytes | bytearray):
@@ -78,13 +87,27 @@ def _labels(n: int, labels: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def _which(i: int, label: str, source: ModelSource) -> str:
+def _which(i: int, label: str, source: Compared) -> str:
     ordinal = _ORDINALS[i] if i < len(_ORDINALS) else f"#{i + 1}"
     return f"model {label} ({ordinal}, {_describe_source(source)})"
 
 
+def _prepared(item: Compared, weights: bool) -> PreparedModel:
+    """The prepared model behind ``item``: prepared here, given, or the one an analysis read."""
+    if not isinstance(item, Analysis):
+        return prepare(item, weights=weights)
+    if item.prepared is not None:
+        return item.prepared
+    if item.model.path is not None:
+        return prepare(item.model.path, weights=weights)
+    raise UsageError(
+        "an analysis of bytes, a ModelProto or a built-in model does not keep its model; "
+        "analyse a prepared model to compare it: analyze(onnxcost.prepare.prepare(source))"
+    )
+
+
 def compare(
-    models: Sequence[ModelSource],
+    models: Sequence[Compared],
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
@@ -92,39 +115,46 @@ def compare(
     labels: Sequence[str] | None = None,
     bench: BenchSettings | None = None,
 ) -> Comparison:
-    """Compare ``models`` (paths, bytes, ModelProtos or built-in names); the first is the baseline.
+    """Compare ``models``; the first is the baseline.
 
-    ``input_shapes`` and ``dims`` apply to every model that has that input or symbol.
-    ``labels`` name the models in the report (default A, B, C...). ``bench`` also measures
-    every model with onnxruntime under the same settings, one after the other.
+    Each model is a path, bytes, a ModelProto, a built-in name or a ``PreparedModel``, which
+    compare analyses (``input_shapes`` and ``dims`` apply to every model that has that input
+    or symbol); or an ``Analysis`` a caller already has, compared as it is (run, then compare:
+    ``compare([analyze(prepare(a)), analyze(prepare(b))])``). ``labels`` name the models in
+    the report (default A, B, C...). ``bench`` also measures every model with onnxruntime
+    under the same settings, one after the other.
     """
     if len(models) < 2:
         raise UsageError(f"compare needs at least two models, got {len(models)}")
     names = _labels(len(models), labels)
-    graphs, paths = [], []
-    for i, source in enumerate(models):
+    prepared = []
+    for i, item in enumerate(models):
+        if isinstance(item, Analysis) and item.convention != convention:
+            raise UsageError(
+                f"{_which(i, names[i], item)} counts FLOPs by the {item.convention!r} "
+                f"convention; pass convention={item.convention!r} or analyse it again"
+            )
         try:
-            loaded = load_model(source)
+            prepared.append(_prepared(item, weights=bench is not None))
         except OnnxcostError as e:
-            raise type(e)(f"{_which(i, names[i], source)}: {e}") from e
-        graphs.append(graph_of(loaded.proto))
-        paths.append(
-            str(loaded.path)
-            if loaded.path is not None
-            else (str(source) if isinstance(source, str) else None)
-        )
+            raise type(e)(f"{_which(i, names[i], item)}: {e}") from e
+    graphs = [graph_of(p) for p in prepared]
     flags = _split_flags(graphs, names, input_shapes or {}, dims or {})
     compared = []
-    for i, source in enumerate(models):
+    for i, (item, model) in enumerate(zip(models, prepared, strict=True)):
         shapes, model_dims = flags[i]
         try:
-            result = analyze(source, input_shapes=shapes, dims=model_dims, convention=convention)
+            result = (
+                item
+                if isinstance(item, Analysis)
+                else analyze(model, input_shapes=shapes, dims=model_dims, convention=convention)
+            )
         except OnnxcostError as e:
-            raise type(e)(f"{_which(i, names[i], source)}: {e}") from e
+            raise type(e)(f"{_which(i, names[i], item)}: {e}") from e
         compared.append(
             ComparedModel(
                 label=names[i],
-                path=paths[i],
+                path=str(model.path) if model.path is not None else model.builtin,
                 analysis=result,
                 compute=compute_nodes(result, graphs[i]),
                 facts=facts_of(result, graphs[i]),
@@ -132,14 +162,19 @@ def compare(
         )
     if bench is not None:
         measured = []
-        for i, (source, m) in enumerate(zip(models, compared, strict=True)):
+        for i, (model, m) in enumerate(zip(prepared, compared, strict=True)):
             shapes, model_dims = flags[i]
             try:
-                summary = measure(source, bench, shapes, model_dims, m.analysis)
+                summary = measure(model, bench, shapes, model_dims, m.analysis)
             except OnnxcostError as e:
-                raise type(e)(f"{_which(i, names[i], source)}: {e}") from e
+                raise type(e)(f"{_which(i, names[i], models[i])}: {e}") from e
             measured.append(replace(m, bench=summary))
         compared = measured
+    return compare_analysed(compared, convention)
+
+
+def compare_analysed(compared: Sequence[ComparedModel], convention: Convention) -> Comparison:
+    """The comparison of models already analysed (and measured): alignment, tables, findings."""
     base = compared[0]
     alignments = tuple(align_models(base, c) for c in compared[1:])
     only = [o for c in compared[1:] for o in only_in(base, c)]
@@ -157,7 +192,7 @@ def compare(
 
 
 def measure(
-    source: ModelSource,
+    source: ModelSource | PreparedModel,
     settings: BenchSettings,
     shapes: Mapping[str, Sequence[int]],
     dims: Mapping[str, int],

@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import onnx
-import onnx.inliner
 
 from onnxcost.analyze import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
-from onnxcost.graph import name_nodes
+from onnxcost.prepare import PreparedModel
 from onnxcost.records import NodeRecord, ShapeOut
 
 # Op family of every compute op; nodes of other types with MACs > 0 form a family of their own.
@@ -69,10 +68,9 @@ def _all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     return out
 
 
-def graph_of(proto: onnx.ModelProto) -> ModelGraph:
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
-    name_nodes(proto.graph)
+def graph_of(prepared: PreparedModel) -> ModelGraph:
+    """The prepared model's graph (functions inlined, nodes named as the analysis names them)."""
+    proto = prepared.proto
     nodes = _all_nodes(proto.graph)
     weights = {t.name for t in proto.graph.initializer}
     for node in nodes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from onnxcost.costs._context import OpContext
 from onnxcost.errors import RegistryError
@@ -121,6 +121,29 @@ class Registry:
 
     def known(self, domain: str, op_type: str) -> bool:
         return (normalize_domain(domain), op_type) in self._specs
+
+    def with_formula(self, op_type: str, formula: Formula, *, domain: str = "") -> Registry:
+        """A copy in which ``formula`` costs ``op_type`` at every opset; this registry is
+        unchanged. For one run: ``analyze(model, registry=REGISTRY.with_formula("Relu", f))``.
+
+        The op keeps its entry's input roles (meta, statistics, quantization inputs); an op
+        with no entry gets one for every opset with none.
+        """
+        copy = Registry()
+        copy._specs = {key: list(specs) for key, specs in self._specs.items()}
+        key = (normalize_domain(domain), op_type)
+        summary = _summary(formula)
+        current = copy._specs.get(key)
+        if current:
+            copy._specs[key] = [
+                replace(s, formula=formula, summary=summary or s.summary, zero=False)
+                for s in current
+            ]
+        else:
+            copy._specs[key] = [
+                OpSpec(key[0], op_type, 1, OPSET_MAX, formula, summary, module=formula.__module__)
+            ]
+        return copy
 
 
 REGISTRY = Registry()

@@ -1,0 +1,96 @@
+"""One prepared model: loaded once, a built-in name built once, local functions inlined, nodes
+named, the main graph indexed.
+
+Every command starts from a ``PreparedModel``: ``analyze`` costs it, ``bench`` hands the same
+named graph to onnxruntime (so the profile's node names are the analysis' by construction),
+``compare`` and ``check`` analyse it and read its graph. Preparing is the expensive part of
+reading a model; hand the result on rather than the path::
+
+    prepared = prepare("model.onnx")
+    a = analyze(prepared, dims={"batch": 1})
+    b = analyze(prepared, dims={"batch": 8})
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+import onnx.inliner
+
+from onnxcost.graph import GraphView, build
+from onnxcost.model import LoadedModel, ModelSource, build_builtin, load_model
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model ready for every command. Read-only by contract: ``analyze`` works on a copy of
+    ``proto`` (shape inference writes into the model it is given), never on this one."""
+
+    proto: onnx.ModelProto
+    """The loaded model with local functions inlined and every node named (a private copy:
+    the caller's ModelProto is never modified)."""
+    view: GraphView
+    """The main graph indexed in topological order (``onnxcost.graph.build``)."""
+    path: Path | None
+    """The file it was read from; None for bytes, a ModelProto or a built-in model."""
+    model_bytes: int
+    """File size plus external data files' sizes (0 for a built-in model)."""
+    display: str
+    """How to name it to the user: the path, the built-in name, or '<in-memory model>'."""
+    builtin: str | None
+    """The built-in model's name, when it is one."""
+    renamed: bool
+    """Whether inlining or naming changed the node names the source has: onnxruntime must then
+    be given this model's bytes, not the file, for its node names to be the analysis'."""
+
+    def working_copy(self) -> onnx.ModelProto:
+        """A copy of ``proto`` that may be modified (shape inference does)."""
+        copy = onnx.ModelProto()
+        copy.CopyFrom(self.proto)
+        return copy
+
+
+def prepare(source: ModelSource | PreparedModel, *, weights: bool = False) -> PreparedModel:
+    """Load ``source`` (a path, bytes, a ModelProto, or a built-in model's name) and prepare it.
+
+    ``weights``: keep the weight data (onnxruntime needs it; counting does not, so by default
+    a built-in model's weights are declared, not built, and a large file's inline weights are
+    not read: ``load_model``). A ``PreparedModel`` is returned as it is. Raises ModelLoadError or GraphError with a line that says what to do.
+    """
+    if isinstance(source, PreparedModel):
+        return source
+    builtin = None
+    if isinstance(source, str | os.PathLike) and not os.path.exists(source):
+        proto = build_builtin(os.fspath(source), weights=weights)
+        if proto is not None:
+            builtin = os.fspath(source)
+            loaded = LoadedModel(proto, None, 0)
+    if builtin is None:
+        loaded = load_model(source, weights=weights)
+    proto = loaded.proto
+    inlined = bool(proto.functions)
+    if inlined:
+        proto = onnx.inliner.inline_local_functions(proto)
+    view = build(proto.graph, name_unnamed=True)
+    path = loaded.path
+    if path is not None:
+        display = str(path)
+    elif builtin is not None:
+        display = builtin
+    else:
+        display = source if isinstance(source, str) else "<in-memory model>"
+    return PreparedModel(
+        proto=proto,
+        view=view,
+        path=path,
+        model_bytes=loaded.model_bytes,
+        display=display,
+        builtin=builtin,
+        renamed=inlined or view.renamed,
+    )
+
+
+__all__ = ["PreparedModel", "prepare"]

@@ -639,6 +639,7 @@ def llm_cmd(
         LlmFormat.table
     ),
     output: OutputOpt = None,
+    force: ForceOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """A decoder with a KV cache: weights, cache, prefill, decode steps, generation, roofline."""
@@ -646,6 +647,7 @@ def llm_cmd(
     def go() -> None:
         from onnxcost.llm import llm_report
 
+        out = checked_output(output, [model], force)
         params = parse_params(param)
         _shapes, dims = parse_shape_flags(None, dim)
         ceilings, source = _llm_ceilings(peak_tflops, bandwidth_gbs, provider, threads, model)
@@ -686,15 +688,15 @@ def llm_cmd(
         if format is LlmFormat.json:
             import json
 
-            emit(json.dumps(report.to_dict(), indent=2) + "\n", output)
+            emit(json.dumps(report.to_dict(), indent=2) + "\n", out)
         elif format is LlmFormat.markdown:
             from onnxcost.report.llm import to_markdown
 
-            emit(to_markdown(report), output)
+            emit(to_markdown(report), out)
         else:
             from onnxcost.report.llm import render
 
-            render_rich(lambda c: render(report, c), output)
+            render_rich(lambda c: render(report, c), out)
 
     run_guarded(debug, go)
 

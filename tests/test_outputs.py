@@ -73,6 +73,18 @@ def test_bench_refuses_output_and_trace_before_any_work(model: Path) -> None:
     assert _digest(model) == before
 
 
+def test_llm_refuses_to_write_over_its_input(tmp_path: Path) -> None:
+    decoder = tmp_path / "decoder.onnx"
+    shutil.copy(MODELS / "decoder_kv_torch_dynamo.onnx", decoder)
+    before = _digest(decoder)
+    r = runner.invoke(
+        app, ["llm", str(decoder), "--prompt", "8", "--generate", "4", "-o", str(decoder)]
+    )
+    assert r.exit_code == 1, r.output
+    assert "is the input model" in r.output
+    assert _digest(decoder) == before
+
+
 def test_external_data_of_the_input_is_protected(tmp_path: Path) -> None:
     path = zoo.save("mlp", tmp_path / "m.onnx", weights=False)
     data = tmp_path / "m.weights"

@@ -22,7 +22,9 @@ and the verification points: 12 for GPT-2 in (batch, seq).
 
 from __future__ import annotations
 
+import ast
 import math
+import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,11 +65,17 @@ class Formula:
     (1 unless the cost is integer-valued with fractional coefficients, e.g. n(n-1)/2).
 
     ``terms``: (exponent of each symbol, coefficient), in ascending total degree.
+
+    ``clamped``: the cost is max(0, polynomial): a count such as numel - 1 that is 0, not -1,
+    where a dim is 0. ``parts``: clamped formulas added with a multiplicity, for a total that
+    sums such nodes: polynomial + m1*max(0, p1) + ...
     """
 
     symbols: tuple[str, ...]
     terms: tuple[tuple[tuple[int, ...], int], ...]
     denominator: int = 1
+    clamped: bool = False
+    parts: tuple[tuple[int, Formula], ...] = ()
 
     def __call__(self, **values: int) -> int:
         return self.evaluate(values)
@@ -81,7 +89,10 @@ class Formula:
         total = 0
         for exps, c in self.terms:
             total += c * math.prod([int(v) ** e for v, e in zip(x, exps, strict=True)])
-        return total // self.denominator
+        value = total // self.denominator
+        if self.clamped:
+            value = max(0, value)
+        return value + sum(m * part.evaluate(values) for m, part in self.parts)
 
     @property
     def degree(self) -> int:
@@ -97,7 +108,8 @@ class Formula:
             return s if e == 1 else f"{s}**{e}"
 
         text = self._join(lambda c: str(c), lambda e: self._monomial(e, power, "*"), "*")
-        return text if self.denominator == 1 else f"({text}) // {self.denominator}"
+        text = text if self.denominator == 1 else f"({text}) // {self.denominator}"
+        return self._wrap(text, [(m, p.python()) for m, p in self.parts], "*")
 
     def pretty(self) -> str:
         """For people: ``52,753,152·batch·seq + 3,072·batch·seq²``."""
@@ -106,7 +118,19 @@ class Formula:
             return s if e == 1 else s + str(e).translate(_SUPERSCRIPT)
 
         text = self._join(lambda c: f"{c:,}", lambda e: self._monomial(e, power, "·"), "·")
-        return text if self.denominator == 1 else f"({text}) / {self.denominator:,}"
+        text = text if self.denominator == 1 else f"({text}) / {self.denominator:,}"
+        return self._wrap(text, [(m, p.pretty()) for m, p in self.parts], "·")
+
+    def _wrap(self, text: str, parts: list[tuple[int, str]], sep: str) -> str:
+        if self.clamped:
+            text = f"max(0, {text})"
+        if not parts:
+            return text
+        added = " + ".join(
+            part if m == 1 else f"{m:,}{sep}{part}" if sep == "·" else f"{m}{sep}{part}"
+            for m, part in parts
+        )
+        return added if text == "0" else f"{text} + {added}"
 
     def _join(
         self, number: Callable[[int], str], monomial: Callable[[tuple[int, ...]], str], sep: str
@@ -204,15 +228,83 @@ def model_symbols(
 ) -> tuple[str, ...]:
     """The dim_params of the graph inputs, in order of first use, less those fixed by
     ``dims`` or by an ``input_shapes`` entry."""
-    inits = {t.name for t in proto.graph.initializer}
     out: dict[str, None] = {}
-    for vi in proto.graph.input:
-        if vi.name in inits or vi.name in input_shapes:
+    for param in _dim_params(proto, input_shapes):
+        if param in dims:
             continue
-        for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and d.dim_param and d.dim_param not in dims:
-                out[d.dim_param] = None
+        if param.isidentifier():
+            out[param] = None
+        else:  # a derived dim such as 'past_seq + seq': the names in it are symbols
+            out.update(dict.fromkeys(n for n in _expression_names(param) or () if n not in dims))
     return tuple(out)
+
+
+def _dim_params(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    inits = {t.name for t in proto.graph.initializer}
+    return [
+        d.dim_param
+        for vi in proto.graph.input
+        if vi.name not in inits and vi.name not in input_shapes
+        for d in vi.type.tensor_type.shape.dim
+        if d.HasField("dim_param") and d.dim_param
+    ]
+
+
+_OPS: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+def _expression_names(text: str) -> list[str] | None:
+    """The names in a derived dim (``past_sequence_length + sequence_length``, optimum's
+    attention_mask), or None when ``text`` is not integer arithmetic (+ - * //) of names."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _OPS:
+                return None
+        elif isinstance(node, ast.Constant):
+            if not isinstance(node.value, int):
+                return None
+        elif not isinstance(node, ast.Expression | ast.Load | ast.operator):
+            return None  # calls, attributes, comparisons: not a dim
+    return names
+
+
+def _evaluate(node: ast.expr, values: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Name):
+        return values[node.id]
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    assert isinstance(node, ast.BinOp)
+    return _OPS[type(node.op)](_evaluate(node.left, values), _evaluate(node.right, values))
+
+
+def with_derived(
+    proto: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+) -> dict[str, int]:
+    """``dims`` plus the value of every derived input dim whose names they all bind: an
+    optimum decoder's attention_mask [batch, 'past_sequence_length + sequence_length'] gets
+    the sum, not the default 1."""
+    out = dict(dims)
+    for param in _dim_params(proto, input_shapes):
+        if param in out or param.isidentifier():
+            continue
+        names = _expression_names(param)
+        if names is not None and all(n in dims for n in names):
+            out[param] = _evaluate(ast.parse(param, mode="eval").body, dims)
+    return out
 
 
 def _light_copy(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -351,7 +443,9 @@ def _interpolate(
     return grid, denominator, columns
 
 
-def _formula(symbols: tuple[str, ...], coefficients: np.ndarray, denominator: int) -> Formula:
+def _formula(
+    symbols: tuple[str, ...], coefficients: np.ndarray, denominator: int, clamped: bool = False
+) -> Formula:
     terms = [
         (tuple(int(e) for e in exps), int(coefficients[exps]))
         for exps in np.ndindex(*coefficients.shape)
@@ -363,6 +457,7 @@ def _formula(symbols: tuple[str, ...], coefficients: np.ndarray, denominator: in
         symbols,
         tuple((e, c // common) for e, c in terms),
         denominator // common,
+        clamped,
     )
 
 
@@ -393,7 +488,7 @@ def symbolic_analysis(
     dims = dict(dims or {})
     loaded = load_model(model)
     symbols = model_symbols(loaded.proto, input_shapes or {}, dims)
-    at_one = {**dims, **dict.fromkeys(symbols, 1)}
+    at_one = with_derived(loaded.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
     # A built-in model is built once, not once per analysis.
     source = (
         model if loaded.path is not None or isinstance(model, onnx.ModelProto) else loaded.proto
@@ -432,9 +527,8 @@ def symbolic_costs(
     source: ModelSource = loaded.path if loaded.path is not None else _light_copy(loaded.proto)
 
     def run(values: dict[str, int]) -> Analysis:
-        return analyze(
-            source, input_shapes=input_shapes, dims={**dims, **values}, convention=convention
-        )
+        point = with_derived(loaded.proto, input_shapes, {**dims, **values})
+        return analyze(source, input_shapes=input_shapes, dims=point, convention=convention)
 
     names = tuple(n.name for n in base.nodes)
     sampler = _Sampler(run, symbols, names)
@@ -476,10 +570,14 @@ def symbolic_costs(
         for _ in range(verify if k else 0)
     ]
     base_unknown = sampler(start)
+    fitted = (coefficients, denominator, columns)
     for point in checks:
-        _verify(sampler, point, (coefficients, denominator, columns), bad, reasons, "")
+        _verify(sampler, point, fitted, bad, reasons, "")
     zero_allowed: dict[str, bool] = {}
     warnings: list[str] = []
+    clamp = np.zeros(n_costs, dtype=bool)
+    """Node costs that are max(0, polynomial): negative at a 0 where the analysis gives 0."""
+    zeros: list[tuple[int, ...]] = []
     for i, sym in enumerate(symbols):
         point = tuple(0 if j == i else v for j, v in enumerate(checks[0] if checks else start))
         sample = sampler(point)
@@ -490,27 +588,39 @@ def symbolic_costs(
         )
         zero_allowed[sym] = allowed
         if allowed:
-            _verify(
-                sampler, point, (coefficients, denominator, columns), bad, reasons, f" at {sym}=0"
-            )
+            zeros.append(point)
+            _verify(sampler, point, fitted, bad, reasons, f" at {sym}=0", clamp)
         else:
             warnings.append(
                 f"{sym}=0 is not a valid point of this model (shapes break there); the "
                 f"formulas hold for {sym} >= 1"
             )
 
-    made: dict[int, Formula] = {}
+    made: dict[tuple[int, bool], Formula] = {}
 
     def formula(q: int) -> Formula | None:
         if bad[q]:
             return None
-        c = columns.of[q]
-        if c not in made:
-            made[c] = _formula(symbols, coefficients[..., c], denominator)
-        return made[c]
+        key = (columns.of[q], bool(clamp[q]))
+        if key not in made:
+            made[key] = _formula(symbols, coefficients[..., key[0]], denominator, key[1])
+        return made[key]
 
-    totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
     offset = len(TOTAL_KEYS)
+    totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
+    for t, key in enumerate(TOTAL_KEYS[: len(NODE_KEYS)]):
+        nodes_of_key = range(offset + t, n_costs, len(NODE_KEYS))
+        if totals[key] is None and reasons.get(t, "").endswith("=0") and clamp[nodes_of_key].any():
+            totals[key] = _with_clamped_parts(
+                sampler,
+                zeros,
+                t,
+                [q for q in nodes_of_key if clamp[q] and not bad[q]],
+                formula,
+                fitted,
+            )
+            if totals[key] is not None:
+                del reasons[t]
     nodes = tuple(
         {key: formula(offset + 4 * k_node + q) for q, key in enumerate(NODE_KEYS)}
         for k_node in range(len(names))
@@ -533,14 +643,55 @@ def _verify(
     bad: np.ndarray,
     reasons: dict[int, str],
     where: str,
+    clamp: np.ndarray | None = None,
 ) -> None:
+    """Mark the costs whose formula misses the analysis at ``point``; with ``clamp`` (a point
+    with a 0), a node cost the analysis gives as 0 where its polynomial is negative is
+    max(0, polynomial) instead."""
     coefficients, denominator, columns = fitted
     actual = sampler.need(point)
     predicted = _evaluate_all(coefficients, denominator, point)
     for q, (c, want) in enumerate(zip(columns.of, actual, strict=True)):
-        if predicted[c] != want and not bad[q]:
-            bad[q] = True
-            reasons[q] = "piecewise or not a polynomial" + where
+        got = predicted[c]
+        if clamp is not None and clamp[q]:
+            got = max(0, got)
+        if got == want or bad[q]:
+            continue
+        if clamp is not None and want == 0 and got < 0 and q >= len(TOTAL_KEYS):
+            clamp[q] = True
+            continue
+        bad[q] = True
+        reasons[q] = "piecewise or not a polynomial" + where
+
+
+def _with_clamped_parts(
+    sampler: _Sampler,
+    zeros: Sequence[tuple[int, ...]],
+    total: int,
+    clamped: Sequence[int],
+    formula: Callable[[int], Formula | None],
+    fitted: tuple[np.ndarray, int, _Columns],
+) -> Formula | None:
+    """Total ``total`` as (its polynomial less the clamped nodes') + each clamped node's
+    max(0, polynomial), if that matches the analysis at every point with a 0."""
+    coefficients, denominator, columns = fitted
+    base = coefficients[..., columns.of[total]].copy()
+    groups: dict[int, list[int]] = {}
+    for q in clamped:
+        groups.setdefault(columns.of[q], []).append(q)
+    parts: list[tuple[int, Formula]] = []
+    for c, members in groups.items():
+        base = base - len(members) * coefficients[..., c]
+        part = formula(members[0])
+        if part is None:
+            return None
+        parts.append((len(members), part))
+    whole = replace(_formula(sampler.symbols, base, denominator), parts=tuple(parts))
+    for point in zeros:
+        values = dict(zip(sampler.symbols, point, strict=True))
+        if whole.evaluate(values) != sampler.need(point)[total]:
+            return None
+    return whole
 
 
 def _bad_warnings(reasons: Mapping[int, str], names: Sequence[str]) -> list[str]:
@@ -570,4 +721,5 @@ __all__ = [
     "model_symbols",
     "symbolic_analysis",
     "symbolic_costs",
+    "with_derived",
 ]

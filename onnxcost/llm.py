@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.formulas import Formula, model_symbols, symbolic_costs
+from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
 from onnxcost.model import ModelSource, build_builtin, load_model
 from onnxcost.tensors import tensor_bytes
 
@@ -91,8 +91,11 @@ def detect(
             "its cache (optimum: --task text-generation-with-past)"
         )
     others = [n for n in dims if n not in past_inputs]
-    cache_syms = {d for n in past_inputs for d in dims[n] if isinstance(d, str) and d}
-    other_syms = {d for n in others for d in dims[n] if isinstance(d, str) and d}
+    # Derived dims ('past_sequence_length + sequence_length') are computed, not chosen.
+    cache_syms = {
+        d for n in past_inputs for d in dims[n] if isinstance(d, str) and d.isidentifier()
+    }
+    other_syms = {d for n in others for d in dims[n] if isinstance(d, str) and d.isidentifier()}
     names = set(cache_syms | other_syms)
     for flag, given in (
         ("--batch-dim", batch_dim),
@@ -357,13 +360,15 @@ def llm_report(
             f"the model has other symbolic dims ({', '.join(free)}); set them with --dim SYMBOL=N"
         )
     per_token = cache_bytes_per_token(proto, layout)
-    point = {layout.batch: batch, layout.seq: prompt, layout.past: 0}
-    prefill_a = analyze(source, dims={**fixed, **point}, convention=convention)
+
+    def at(values: Mapping[str, int]) -> Analysis:
+        point = with_derived(proto, {}, {**fixed, **values})
+        return analyze(source, dims=point, convention=convention)
+
+    prefill_a = at({layout.batch: batch, layout.seq: prompt, layout.past: 0})
     warnings = list(prefill_a.warnings)
     step_dims = {**fixed, layout.seq: 1}
-    step_base = analyze(
-        source, dims={**step_dims, layout.batch: 1, layout.past: 1}, convention=convention
-    )
+    step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
     warnings += costs.warnings
     decode = dict(costs.totals)

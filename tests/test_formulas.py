@@ -166,6 +166,23 @@ def test_piecewise_cost_is_null_with_a_warning() -> None:
     assert data["formulas"]["flops"] is None
 
 
+def test_a_count_that_stops_at_zero_is_clamped() -> None:
+    # ReduceSum of [batch, 8] to a scalar: 8*batch - 1 adds for batch >= 1, none at batch 0.
+    text = """
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,8] x) => (float y) {
+      y = ReduceSum <keepdims=0> (x)
+    }"""
+    a = onnxcost.analyze(parse(text), symbolic=True)
+    f = a.formulas["flops"]
+    assert f is not None
+    assert f.python() == "max(0, -1 + 8*batch)"
+    assert f.pretty() == "max(0, -1 + 8·batch)"
+    assert (f(batch=0), f(batch=3)) == (0, 23)
+    assert eval(f.python(), {"max": max}, {"batch": 0}) == 0
+    assert not a.warnings
+
+
 def test_at_needs_symbolic() -> None:
     with pytest.raises(UsageError, match="symbolic=True"):
         onnxcost.analyze(parse(KV_ATTENTION)).at(batch=1)

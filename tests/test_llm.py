@@ -244,3 +244,44 @@ def test_bench_runs_the_loop_on_the_exported_decoder(file: str) -> None:
     assert r.exit_code == 0, r.output
     assert "tokens/s" in r.output
     assert "time to first token" in r.output
+
+
+def _with_optimum_mask(path: Path, out: Path) -> Path:
+    """The decoder with optimum's attention_mask [batch, 'past_seq + seq'], summed into an
+    extra output so that a cost depends on it."""
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(path), load_external_data=False)
+    model.graph.input.append(
+        helper.make_tensor_value_info(
+            "attention_mask", TensorProto.INT64, ["batch", "past_seq + seq"]
+        )
+    )
+    model.graph.node.extend(
+        [
+            helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
+            helper.make_node("ReduceSum", ["mask_f"], ["mask_sum"], keepdims=0),
+        ]
+    )
+    model.graph.output.append(helper.make_tensor_value_info("mask_sum", TensorProto.FLOAT, []))
+    out.write_bytes(model.SerializeToString())
+    return out
+
+
+def test_derived_mask_dim_follows_past_and_seq(tmp_path: Path) -> None:
+    path = _with_optimum_mask(MODELS_DIR / DECODERS[1], tmp_path / "masked.onnx")
+    a = onnxcost.analyze(path, symbolic=True)
+    assert a.symbols == ("batch", "seq", "past_seq")
+    reduce = next(k for k, n in enumerate(a.nodes) if n.op_type == "ReduceSum")
+    assert a.symbolic is not None
+    f = a.symbolic.nodes[reduce]["flops"]
+    assert f is not None
+    # ReduceSum of the [b, P + s] mask to a scalar: b*(P + s) - 1 adds, 0 (not -1) when empty
+    assert f.python() == "max(0, -1 + batch*seq + batch*past_seq)"
+    point = {"batch": 3, "seq": 2, "past_seq": 5}
+    concrete = onnxcost.analyze(path, dims={**point, "past_seq + seq": 7})
+    assert f.evaluate(point) == concrete.nodes[reduce].flops
+    assert concrete.nodes[reduce].input_shapes[0] == (3, 7)
+    r = llm_report(path, prompt=4, generate=3)
+    assert r.layout.seq == "seq"
+    assert r.prefill.macs == A_EXPORT * 4 + C_EXPORT * 16

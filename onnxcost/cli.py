@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -29,7 +29,7 @@ app = typer.Typer(
     name="onnxcost",
     help="What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured latency.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 zoo_app = typer.Typer(
@@ -84,6 +84,7 @@ InputShapeOpt = Annotated[
     typer.Option(
         "--input-shape",
         "-s",
+        metavar="NAME=DIMS",
         help="Fix an input's shape: NAME=1x3x224x224 (repeatable).",
         show_default=False,
     ),
@@ -93,6 +94,7 @@ DimOpt = Annotated[
     typer.Option(
         "--dim",
         "-d",
+        metavar="SYMBOL=N",
         help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable).",
         show_default=False,
     ),
@@ -103,7 +105,7 @@ ReportFormatOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format; html: one self-contained page (pip install 'onnxcost[html]'); "
+        help="Output format; html: one self-contained page (pip install 'onnxcost\\[html]'); "
         "netron: metrics for Netron to show beside the model (a .json file).",
     ),
 ]
@@ -122,6 +124,14 @@ ForceOpt = Annotated[
     ),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Keep every table column, however wide (by default tables fit the terminal, "
+        "or COLUMNS, or 120 when piped, by dropping the least telling columns).",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -287,19 +297,35 @@ def emit_netron(
         )
 
 
-def render_rich(draw: Callable[[Console], None], output: Path | None) -> None:
-    """Draw with rich on the terminal, or as plain text into ``output``."""
+WIDE = 10_000
+"""Console width with --wide: every column kept, lines as long as the table."""
+
+
+def report_width(wide: bool = False) -> int | None:
+    """The width a report is laid out for: a terminal's own (None), else ``COLUMNS`` when set,
+    else 120; with ``wide``, no limit."""
+    if wide:
+        return WIDE
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else 120
+
+
+def render_rich(
+    draw: Callable[[Console], None], output: Path | None, *, wide: bool = False
+) -> None:
+    """Draw with rich on the terminal (see ``report_width``), or as plain text into ``output``
+    (200 columns, or no limit with ``wide``)."""
     from rich.console import Console
 
     if output is None:
-        # A pipe or CI log gets a wide, plain table instead of rich's 80-column default.
-        width = None if sys.stdout.isatty() else 160
-        draw(_console(width))
+        draw(_console(report_width(wide)))
         return
     import io
 
     buffer = io.StringIO()
-    draw(Console(file=buffer, width=200, no_color=True, highlight=False))
+    draw(Console(file=buffer, width=WIDE if wide else 200, no_color=True, highlight=False))
     emit(buffer.getvalue(), output)
 
 
@@ -346,6 +372,7 @@ def analyze(
             help="Also give every cost as an exact formula in the unset symbolic dims.",
         ),
     ] = False,
+    wide: WideOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
@@ -401,6 +428,7 @@ def analyze(
             render_rich(
                 lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth),
                 out,
+                wide=wide,
             )
 
     run_guarded(debug, go)
@@ -849,6 +877,7 @@ def compare_cmd(
     warmup: GateWarmupOpt = None,
     threads: GateThreadsOpt = None,
     force: ForceOpt = False,
+    wide: WideOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Compare models side by side: totals, op types, aligned layers, and what differs, in words."""
@@ -888,7 +917,7 @@ def compare_cmd(
         else:
             from onnxcost.report.compare import render
 
-            render_rich(lambda c: render(result, c), out)
+            render_rich(lambda c: render(result, c), out, wide=wide)
         return () if fail_if_worse is None else result.worse_than(fail_if_worse)
 
     worse = run_guarded(debug, go)
@@ -1160,6 +1189,7 @@ def bench(
     ] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     force: ForceOpt = False,
+    wide: WideOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Measure latency, throughput and (with --profile) per-node time with onnxruntime."""
@@ -1232,7 +1262,7 @@ def bench(
         else:
             from onnxcost.report.bench import render_table
 
-            render_rich(lambda c: render_table(result, c, top=top or None), out)
+            render_rich(lambda c: render_table(result, c, top=top or None), out, wide=wide)
 
     run_guarded(debug, go)
 
@@ -1274,8 +1304,32 @@ def providers(format: FormatOpt = Format.table, debug: DebugOpt = False) -> None
     run_guarded(debug, go)
 
 
+# What --help shows for a value in place of typer's <type> labels (choices stay as they are).
+_METAVARS = {
+    "<int>": "N", "<int range>": "N", "<float>": "X", "<float range>": "X",
+    "<str>": "TEXT", "<list[str]>": "TEXT", "<path>": "PATH",
+}  # fmt: skip
+
+
+def plain_help(command: Any) -> Any:
+    """``command`` (``typer.main.get_command(app)``) with help free of type labels: a flag shows
+    nothing after its name, a value its metavar (N, TEXT, ... unless given; choices as they
+    are), an argument its name only. Returns ``command``."""
+    ctx = typer.Context(command)
+    for param in command.get_params(ctx):
+        kind = getattr(param, "param_type_name", "")
+        if kind == "option" and param.metavar is None:
+            shown = "" if param.is_flag else str(param.display_type_rich(ctx) or "")
+            param.metavar = _METAVARS.get(shown, shown)
+        elif kind == "argument":
+            setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010
+    for sub in getattr(command, "commands", {}).values():
+        plain_help(sub)
+    return command
+
+
 def main() -> None:
-    app()
+    plain_help(typer.main.get_command(app))()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import MaxBatch
 from onnxcost.bench.timing import THROUGHPUT_METHOD
 from onnxcost.report import units
+from onnxcost.report.fit import drop_order, fitted
 from onnxcost.report.safe_text import csv_writer, md, plain
 from onnxcost.report.safe_text import text as _text
 
@@ -348,17 +349,21 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-def _rich(grid: _Grid) -> Table:
-    t = Table(
-        title=_text(grid.title), box=box.SIMPLE_HEAD, title_justify="left", title_style="bold"
+# Columns a narrow terminal keeps: what names a row, and its time.
+_KEPT = ("node", "op type", "median ms", "%", "batch", "ok", "metric")
+
+
+def _rich(grid: _Grid, width: int | None = None) -> Table:
+    """The grid fitted to ``width`` (``report.fit``): rightmost columns dropped first."""
+    return fitted(
+        _text(grid.title),
+        grid.headers,
+        grid.numeric,
+        [[plain(cell) for cell in row] for row in grid.rows],
+        width,
+        drop=drop_order(grid.headers, _KEPT),
+        trim=[i for i, n in enumerate(grid.numeric) if not n],
     )
-    for header, numeric in zip(grid.headers, grid.numeric, strict=True):
-        t.add_column(
-            _text(header), justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
-        )
-    for row in grid.rows:
-        t.add_row(*map(_text, row))
-    return t
 
 
 def _md(grid: _Grid) -> list[str]:
@@ -378,16 +383,16 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
     console.print(_kv_table("Benchmark", _summary_rows(result)))
     console.print(_kv_table("Timing", _latency_rows(result)))
     if result.memory.use is not None:
-        console.print(_rich(_memory_grid(result.memory.use)))
+        console.print(_rich(_memory_grid(result.memory.use), console.width))
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
-        console.print(_rich(nodes))
+        console.print(_rich(nodes, console.width))
         if more:
             console.print(f"  ... {more} more rows (pass top=None for all)")
         if prof.suspect_nodes:
             console.print(_text(f"  {_suspect_note(prof)}", style="yellow"))
-        console.print(_rich(_op_grid(prof)))
+        console.print(_rich(_op_grid(prof), console.width))
         console.print(_text(f"  {_profile_line(prof)}"))
         if prof.untimed_nodes:
             console.print(
@@ -400,9 +405,9 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
         if prof.trace_path:
             console.print(_text(f"  trace: {prof.trace_path} (open in https://ui.perfetto.dev)"))
     if result.sweep:
-        console.print(_rich(_sweep_grid(result)))
+        console.print(_rich(_sweep_grid(result), console.width))
     if result.max_batch is not None:
-        console.print(_rich(_probe_grid(result.max_batch)))
+        console.print(_rich(_probe_grid(result.max_batch), console.width))
         console.print(_text(f"  {_max_batch_line(result.max_batch)}"))
     for w in result.warnings:
         console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))

@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
 from onnxcost.report import units
+from onnxcost.report.fit import drop_order, fitted
 from onnxcost.report.safe_text import md, plain, text
 
 
@@ -265,12 +264,19 @@ def render(c: Comparison, console: Console) -> None:
     for line in lines[1:]:
         console.print(text(line))
     for s in sections(c):
-        t = Table(title=text(s.title, style="bold"), box=box.SIMPLE_HEAD, title_justify="left")
-        for h, num in zip(s.headers, s.numeric, strict=True):
-            t.add_column(text(h), justify="right" if num else "left", overflow="fold")
-        for row in s.rows:
-            t.add_row(*(text(cell) for cell in row))
-        console.print(t)
+        # A narrow console drops the rightmost columns first, never what names a row.
+        keep = [h for h in s.headers if h.endswith("node (op)") or h.startswith("MACs (")]
+        console.print(
+            fitted(
+                text(s.title, style="bold"),
+                s.headers,
+                s.numeric,
+                [[plain(cell) for cell in row] for row in s.rows],
+                console.width,
+                drop=drop_order(s.headers, keep),
+                trim=[i for i, n in enumerate(s.numeric) if not n],
+            )
+        )
     console.print(Text("Findings", style="bold"))
     for f in c.findings:
         console.print(text(f"  - {plain(f)}"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +19,15 @@ from onnxcost.report.columns import (
     op_type_columns,
     with_cumulative,
 )
+from onnxcost.report.fit import fitted
 from onnxcost.report.safe_text import plain, text
+
+# Which columns go first when a table is too wide, and which text may be cut in the middle.
+DROP_FIRST = (
+    "in shapes", "cum. %", "written", "read", "status", "out shapes", "params", "count",
+    "nodes", "FLOPs %",
+)  # fmt: skip
+TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes")
 
 
 def _table(
@@ -28,18 +35,25 @@ def _table(
     columns: Sequence[Column],
     rows: Sequence[object],
     extra: Sequence[tuple[str, list[str]]] = (),
+    *,
+    width: int | None = None,
 ) -> Table:
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", title_style="bold")
-    for c in columns:
-        if c.numeric:
-            t.add_column(c.header, justify="right", no_wrap=True)
-        else:
-            t.add_column(c.header, overflow="fold")
-    for header, _values in extra:
-        t.add_column(header, justify="right", no_wrap=True)
-    for i, r in enumerate(rows):
-        t.add_row(*(text(c.human(r)) for c in columns), *(values[i] for _h, values in extra))
-    return t
+    """Rows of ``columns`` (and ``extra`` columns of ready text) fitted to ``width``."""
+    headers = [c.header for c in columns] + [h for h, _v in extra]
+    numeric = [c.numeric for c in columns] + [True for _e in extra]
+    cells = [
+        [plain(c.human(r)) for c in columns] + [values[i] for _h, values in extra]
+        for i, r in enumerate(rows)
+    ]
+    return fitted(
+        title,
+        headers,
+        numeric,
+        cells,
+        width,
+        drop=[headers.index(h) for h in DROP_FIRST if h in headers],
+        trim=[headers.index(h) for h in TRIMMED if h in headers],
+    )
 
 
 def render_header(a: Analysis, console: Console) -> None:
@@ -121,6 +135,7 @@ def render_by_op_type(a: Analysis, console: Console) -> None:
             op_type_columns(a.totals.flops, a.totals.macs),
             [r for r, _c in rows],
             [("cum. %", [f"{100 * c:.2f}%" if a.totals.flops else "-" for _r, c in rows])],
+            width=console.width,
         )
     )
 
@@ -142,9 +157,13 @@ def render(
     if a.by_dtype:
         console.print(_table("By arithmetic type", dtype_columns(a.totals.macs), a.by_dtype))
     if depth is not None:
-        console.print(_table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth)))
+        console.print(
+            _table(
+                f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth), width=console.width
+            )
+        )
     else:
-        console.print(_table("Nodes", NODE_COLUMNS, nodes))
+        console.print(_table("Nodes", NODE_COLUMNS, nodes, width=console.width))
         if hidden:
             console.print(
                 f"  ... {hidden} more nodes not shown (--top 0 shows all, --sort-by flops ranks them)"

@@ -1,0 +1,152 @@
+"""Tables at any terminal width: identifying columns kept, every row on one line."""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from onnxcost.cli import app, main
+from onnxcost.report.fit import layout, middle_trim, table_width
+
+runner = CliRunner()
+RESNET18_OPS = {"Conv", "BatchNormalization", "Relu", "MaxPool", "Add", "GlobalAveragePool", "Gemm", "Flatten"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("width", "expected"),
+    [
+        (27, "/layer1/layer1.0/conv1/Conv"),  # fits as it is
+        (20, "/layer1/…/conv1/Conv"),  # first part, then the last two
+        (19, "…/conv1/Conv"),  # only one last part fits after /layer1/…/: keep two instead
+        (8, "…/Conv"),
+    ],
+)
+def test_middle_trim_keeps_the_ends_of_a_path(width: int, expected: str) -> None:
+    assert middle_trim("/layer1/layer1.0/conv1/Conv", width) == expected
+
+
+def test_middle_trim_without_slashes_keeps_both_ends() -> None:
+    # 10 characters: 5 from the front, the ellipsis, 4 from the back.
+    assert middle_trim("abcdefghijklmnopqrstuvwxyz", 10) == "abcde…wxyz"
+
+
+def test_layout_drops_listed_columns_first_then_trims() -> None:
+    headers = ["name", "op", "MACs", "read"]
+    rows = [["/a/very/long/scope/name/Conv", "Conv", "118 M", "3.06 MiB"]]
+    # Natural widths 28, 4, 5, 8: 45 + 3 * 4 + 1 = 58 characters.
+    assert table_width([28, 4, 5, 8]) == 58
+    assert layout(headers, rows, 58, drop=[3], trim=[0]).shown == (0, 1, 2, 3)
+    fit = layout(headers, rows, 50, drop=[3], trim=[0])
+    # Without "read": 28 + 4 + 5 + 3 * 3 + 1 = 47 <= 50, nothing trimmed.
+    assert fit.shown == (0, 1, 2)
+    assert fit.limits == {}
+    fit = layout(headers, rows, 40, drop=[3], trim=[0])
+    # 40 - (4 + 5 + 10) = 21 left for the name.
+    assert fit.limits == {0: 21}
+
+
+def _table_rows(out: str, title: str) -> tuple[str, list[str]]:
+    """The header line and the body rows of the table titled ``title``."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    rule = next(i for i in range(start, len(lines)) if "───" in lines[i])
+    body = []
+    for line in lines[rule + 1 :]:
+        if not line.strip():
+            break
+        body.append(line)
+    return lines[rule - 1], body
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_analyze_fits_the_width(width: int) -> None:
+    result = runner.invoke(app, ["analyze", "resnet18", "--top", "8"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert max(len(line) for line in out.splitlines()) <= width
+    header, rows = _table_rows(out, "Summary by op type")
+    assert "op type" in header
+    assert len(rows) == len(RESNET18_OPS)  # one line per op type, none wrapped
+    header, rows = _table_rows(out, "Nodes")
+    assert header.split()[:2] == ["name", "op"]
+    assert len(rows) == 8
+    for row in rows:
+        assert row.split()[1] in RESNET18_OPS
+
+
+def test_eighty_columns_trim_names_in_the_middle() -> None:
+    result = runner.invoke(app, ["analyze", "resnet18", "--top", "0"], env={"COLUMNS": "60"})
+    _header, rows = _table_rows(result.stdout, "Nodes")
+    names = [row.split()[0] for row in rows]
+    assert len(rows) == 69
+    assert any("…" in n for n in names)
+    assert "/fc/Gemm" in names
+
+
+def test_wide_keeps_every_column() -> None:
+    result = runner.invoke(
+        app, ["analyze", "resnet18", "--top", "3", "--wide"], env={"COLUMNS": "80"}
+    )
+    header, _rows = _table_rows(result.stdout, "Nodes")
+    assert header.split() == ["name", "op", "in", "shapes", "out", "shapes", "params", "MACs", "FLOPs", "read", "written", "status"]  # fmt: skip
+
+
+def test_pipe_without_columns_is_120(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = runner.invoke(app, ["analyze", "resnet18", "--top", "0"])
+    assert max(len(line) for line in result.stdout.splitlines()) <= 120
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_compare_fits_the_width(width: int) -> None:
+    result = runner.invoke(app, ["compare", "resnet18", "resnet50"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= width
+    header, rows = _table_rows(result.stdout, "By op type")
+    assert header.split()[:2] == ["op", "type"]
+    assert [r.split()[0] for r in rows][:2] == ["Conv", "BatchNormalization"]
+
+
+@pytest.fixture(scope="module")
+def bench_result() -> object:
+    from onnxcost.bench import run_bench
+
+    return run_bench("resnet20_cifar", runs=2, warmup=0, min_seconds=0.0, profile=True)
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_bench_fits_the_width(width: int, bench_result: Any) -> None:
+    from onnxcost.report.bench import render_table
+
+    r = bench_result
+    buf = io.StringIO()
+    render_table(r, Console(file=buf, width=width, highlight=False), top=10)
+    out = buf.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= width
+    header, rows = _table_rows(out, "Per node")
+    assert header.split()[:3] == ["node", "op", "type"]
+    assert len(rows) == 10
+
+
+@pytest.mark.parametrize("args", [["--help"], ["analyze", "--help"], ["bench", "--help"], ["zoo", "save", "--help"]])  # fmt: skip
+def test_help_has_no_type_labels(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # main() as the installed command runs it (the labels are removed there, not in `app`).
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr(sys, "argv", ["onnxcost", *args])
+    with pytest.raises(SystemExit) as done:
+        main()
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "Usage" in out
+    for noise in ("<bool>", "<str>", "<int", "<list", "<float", "<path"):
+        assert noise not in out, noise
+    if args == ["--help"]:
+        assert "--install-completion" in out

@@ -77,8 +77,7 @@ def layout(
     """Fit a table into ``width`` (None: no limit). ``drop``: columns that may go, the first to
     go first; ``trim``: text columns that may be cut in the middle, the widest cut first."""
     natural = [
-        max([len(h), *(len(r[i]) for r in rows)]) if rows else len(h)
-        for i, h in enumerate(headers)
+        max([len(h), *(len(r[i]) for r in rows)]) if rows else len(h) for i, h in enumerate(headers)
     ]
     shown = list(range(len(headers)))
     limits: dict[int, int] = {}

@@ -158,9 +158,7 @@ def render(
         console.print(_table("By arithmetic type", dtype_columns(a.totals.macs), a.by_dtype))
     if depth is not None:
         console.print(
-            _table(
-                f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth), width=console.width
-            )
+            _table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth), width=console.width)
         )
     else:
         console.print(_table("Nodes", NODE_COLUMNS, nodes, width=console.width))

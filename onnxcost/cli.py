@@ -345,13 +345,19 @@ def analyze(
     top: Annotated[
         int | None,
         typer.Option(
-            help="Show the N costliest/first nodes (0: all). Default: all up to 50 nodes, else 30.",
+            help="List the N costliest nodes (by --sort-by, default FLOPs; 0: all). Default: "
+            "table and markdown all up to 50 nodes, else 30; json, csv and html all.",
             min=0,
         ),
     ] = None,
     sort_by: Annotated[
-        SortBy, typer.Option("--sort-by", help="Order of the node list.")
-    ] = SortBy.order,
+        SortBy | None,
+        typer.Option(
+            "--sort-by",
+            help="Order of the node list. Default: graph order, or FLOPs when nodes are cut.",
+            show_default=False,
+        ),
+    ] = None,
     op_type: Annotated[
         str | None,
         typer.Option(
@@ -379,40 +385,38 @@ def analyze(
 
     def go() -> None:
         from onnxcost.analyze import analyze as run
-        from onnxcost.report.select import op_type_miss, select_nodes
+        from onnxcost.report.select import op_type_miss, select
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
         result = run(
             model, input_shapes=shapes, dims=dims, convention=convention.value, symbolic=symbolic
         )
-        selected = select_nodes(result.nodes, sort_by=sort_by.value, op_type=op_type)
-        if op_type and not selected:
-            typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)
-        if format is ReportFormat.html:
-            from onnxcost.report.html import analysis_html
-
-            emit_page(lambda: analysis_html(result, selected), out)
-            return
         if format is ReportFormat.netron:
             emit_netron(model, result, out)
             return
-        if format in (ReportFormat.json, ReportFormat.csv):
-            cut = selected if not top else selected[:top]
-        else:
-            limit = top if top is not None else (0 if len(selected) <= 50 else 30)
-            if top is None and limit and sort_by is SortBy.order:
-                selected = select_nodes(selected, sort_by="flops")
-            cut = selected[:limit] if limit else selected
-        if format is ReportFormat.json:
+        # One selection for every format: the same nodes in the same order.
+        chosen = select(
+            result.nodes,
+            sort_by=None if sort_by is None else sort_by.value,
+            top=top,
+            op_type=op_type,
+            screen=format in (ReportFormat.table, ReportFormat.markdown),
+        )
+        if op_type and not chosen.matched:
+            typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)
+        cut = chosen.nodes
+        if format is ReportFormat.html:
+            from onnxcost.report.html import analysis_html
+
+            emit_page(lambda: analysis_html(result, cut), out)
+        elif format is ReportFormat.json:
             from onnxcost.report.safe_text import to_json
 
             data = result.to_dict()
-            data["nodes"] = (
-                [n for n in data["nodes"] if n["name"] in {c.name for c in cut}]
-                if len(cut) != len(result.nodes)
-                else data["nodes"]
-            )
+            if cut != result.nodes:
+                position = {id(n): k for k, n in enumerate(result.nodes)}
+                data["nodes"] = [data["nodes"][position[id(n)]] for n in cut]
             emit(to_json(data) + "\n", out)
         elif format is ReportFormat.csv:
             from onnxcost.report.as_text import to_csv
@@ -426,7 +430,7 @@ def analyze(
             from onnxcost.report.table import render
 
             render_rich(
-                lambda c: render(result, c, cut, hidden=len(selected) - len(cut), depth=depth),
+                lambda c: render(result, c, cut, hidden=chosen.hidden, depth=depth),
                 out,
                 wide=wide,
             )

@@ -389,7 +389,7 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
         nodes, more = _node_grid(prof, top)
         console.print(_rich(nodes, console.width))
         if more:
-            console.print(f"  ... {more} more rows (pass top=None for all)")
+            console.print(f"  ... {more} more rows (--top 0 shows all)")
         if prof.suspect_nodes:
             console.print(_text(f"  {_suspect_note(prof)}", style="yellow"))
         console.print(_rich(_op_grid(prof), console.width))

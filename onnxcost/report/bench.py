@@ -195,30 +195,31 @@ def _memory_grid(use: MemoryUse) -> _Grid:
     """Estimate vs measured memory, with the ratio measured / estimate."""
     weights, activations = use.weights_estimate_bytes, use.activations_estimate_bytes
     figures = [
-        ("weights (host RSS over session creation)", weights, use.weights_measured_bytes),
-        (
-            "run peak (host RSS over the runs) vs peak activations",
-            activations,
-            use.run_peak_measured_bytes,
-        ),
+        ("weights", weights, use.weights_measured_bytes),
+        ("run peak", activations, use.run_peak_measured_bytes),
     ]
     if use.device_weights_measured_bytes is not None:
-        figures.append(("weights on the device (NVML)", weights, use.device_weights_measured_bytes))
+        figures.append(("weights, device", weights, use.device_weights_measured_bytes))
     if use.device_run_peak_measured_bytes is not None:
-        figures.append(
-            ("run peak on the device (NVML)", activations, use.device_run_peak_measured_bytes)
-        )
+        figures.append(("run peak, device", activations, use.device_run_peak_measured_bytes))
     rows = [
         [label, units.nbytes(estimate), _bytes(measured), _ratio(_div(measured, estimate))]
         for label, estimate, measured in figures
     ]
-    rows.append(["arena / planned activations", "-", "not exposed by onnxruntime", "-"])
+    rows.append(["arena plan", "-", "not exposed", "-"])
     return _Grid(
         "Memory: estimate (analysis) vs measured (onnxruntime)",
-        ("", "estimate", "measured", "measured / estimate"),
+        ("", "estimate", "measured", "ratio"),
         (False, True, True, True),
         rows,
     )
+
+
+MEMORY_NOTE = (
+    "weights: param bytes vs host RSS growth over session creation; run peak: peak "
+    "activations vs peak RSS over the runs minus the RSS after creation; device rows: NVML; "
+    "ratio: measured / estimate; onnxruntime's Python API does not expose its arena plan"
+)
 
 
 def _bytes(v: int | None) -> str:
@@ -384,6 +385,7 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
     console.print(_kv_table("Timing", _latency_rows(result)))
     if result.memory.use is not None:
         console.print(_rich(_memory_grid(result.memory.use), console.width))
+        console.print(_text(f"  {MEMORY_NOTE}"))
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
@@ -423,7 +425,7 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
     )
     lines = [f"## Benchmark: {md(result.model)}", *_md(summary)]
     if result.memory.use is not None:
-        lines += _md(_memory_grid(result.memory.use))
+        lines += [*_md(_memory_grid(result.memory.use)), "", md(_sentence(MEMORY_NOTE))]
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)

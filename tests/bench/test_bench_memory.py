@@ -78,9 +78,9 @@ def test_the_report_shows_estimate_measured_and_ratio() -> None:
     use = MemoryUse(2 * 2**20, 2**20, 3 * 2**20, 2**19, memory.HWM_RESET)
     md = to_markdown(bench_result((), memory=Memory(None, None, use)))
     # weights 2 MiB estimated, 3 MiB measured: 1.50x; run peak 0.5 MiB against 1 MiB: 0.50x.
-    assert "| weights (host RSS over session creation) | 2.00 MiB | 3.00 MiB | 1.50x |" in md
-    assert "| 1.00 MiB | 512.00 KiB | 0.50x |" in md
-    assert "not exposed by onnxruntime" in md
+    assert "| weights | 2.00 MiB | 3.00 MiB | 1.50x |" in md
+    assert "| run peak | 1.00 MiB | 512.00 KiB | 0.50x |" in md
+    assert "| arena plan | - | not exposed | - |" in md
 
 
 @pytest.mark.ort

@@ -1,0 +1,83 @@
+"""Is the profiled top 10 stable? Profile a model several times and compare the slowest nodes.
+
+    python scripts/bench_stability.py [MODEL] --repeats 5 --profile-runs 50 [--threads N]
+
+Each repeat is a full ``run_bench(MODEL, profile=True)`` with ``--profile-runs`` profiled runs
+(node times are medians over them). The script prints each repeat's top 10 by median and
+then, against the first repeat: how many repeats have the same top-10 set, the same order,
+and Kendall's tau of the order (1.0: identical; pairs of nodes ranked the other way round
+lower it by 2 / (10 x 9 / 2) each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Sequence
+
+from onnxcost.bench import run_bench
+
+
+def kendall_tau(a: Sequence[str], b: Sequence[str]) -> float:
+    """Kendall's tau between two orderings of the same items: (concordant - discordant) / pairs."""
+    pos = {name: i for i, name in enumerate(b)}
+    pairs = list(itertools.combinations(a, 2))
+    agree = sum(1 if pos[x] < pos[y] else -1 for x, y in pairs)
+    return agree / len(pairs) if pairs else 1.0
+
+
+def top(
+    model: str, profile_runs: int, n: int, threads: int | None
+) -> list[tuple[str, float, float, float]]:
+    """(label, median ms, p10 ms, p90 ms) of the ``n`` slowest rows of one profiled bench."""
+    r = run_bench(
+        model,
+        profile=True,
+        profile_runs=profile_runs,
+        threads=threads,
+        warmup=5,
+        runs=10,
+        min_seconds=0.0,
+    )
+    assert r.profile is not None
+    rows = sorted(r.profile.nodes, key=lambda x: -x.median_us)[:n]
+    return [
+        (
+            row.sources[0] if row.sources else row.name,
+            row.median_us / 1e3,
+            row.spread.p10_us / 1e3,
+            row.spread.p90_us / 1e3,
+        )
+        for row in rows
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", default="resnet18")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--profile-runs", type=int, default=50)
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    orders: list[list[str]] = []
+    for i in range(args.repeats):
+        rows = top(args.model, args.profile_runs, args.top, args.threads)
+        orders.append([label for label, *_ in rows])
+        print(f"repeat {i + 1}:")
+        for rank, (label, med, p10, p90) in enumerate(rows, 1):
+            print(f"  {rank:2d}. {label:<40} {med:7.3f} ms  (p10-p90 {p10:.3f}-{p90:.3f})")
+    first = orders[0]
+    same_set = sum(set(o) == set(first) for o in orders)
+    same_order = sum(o == first for o in orders)
+    taus = [kendall_tau(first, o) for o in orders[1:] if set(o) == set(first)]
+    print(
+        f"{args.model}, --profile-runs {args.profile_runs}, --threads {args.threads or 'default'}, "
+        f"{args.repeats} repeats: same top-{args.top} "
+        f"set {same_set}/{args.repeats}, same order {same_order}/{args.repeats}, Kendall tau vs "
+        f"the first: {', '.join(f'{t:.2f}' for t in taus) or '-'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

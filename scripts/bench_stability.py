@@ -6,7 +6,9 @@ Each repeat is a full ``run_bench(MODEL, profile=True)`` with ``--profile-runs``
 (node times are medians over them). The script prints each repeat's top 10 by median and
 then, against the first repeat: how many repeats have the same top-10 set, the same order,
 and Kendall's tau of the order (1.0: identical; pairs of nodes ranked the other way round
-lower it by 2 / (10 x 9 / 2) each).
+lower it by 2 / (10 x 9 / 2) each). The same for the ranking by p10 (each node's 10th
+percentile over the runs), which a busy machine disturbs far less than the median: a node
+is slowed by other processes in some runs, never sped up.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ def kendall_tau(a: Sequence[str], b: Sequence[str]) -> float:
     return agree / len(pairs) if pairs else 1.0
 
 
-def top(
-    model: str, profile_runs: int, n: int, threads: int | None
-) -> list[tuple[str, float, float, float]]:
-    """(label, median ms, p10 ms, p90 ms) of the ``n`` slowest rows of one profiled bench."""
+Row = tuple[str, float, float, float]
+
+
+def profiled(model: str, profile_runs: int, threads: int | None) -> list[Row]:
+    """(label, median ms, p10 ms, p90 ms) of every row of one profiled bench."""
     r = run_bench(
         model,
         profile=True,
@@ -40,7 +43,6 @@ def top(
         min_seconds=0.0,
     )
     assert r.profile is not None
-    rows = sorted(r.profile.nodes, key=lambda x: -x.median_us)[:n]
     return [
         (
             row.sources[0] if row.sources else row.name,
@@ -48,8 +50,22 @@ def top(
             row.spread.p10_us / 1e3,
             row.spread.p90_us / 1e3,
         )
-        for row in rows
+        for row in r.profile.nodes
     ]
+
+
+def summary(what: str, orders: list[list[str]]) -> str:
+    """Same set, same order and Kendall's tau of each repeat's top list against the first."""
+    first = orders[0]
+    same_set = sum(set(o) == set(first) for o in orders)
+    same_order = sum(o == first for o in orders)
+    taus = [kendall_tau(first, o) for o in orders[1:] if set(o) == set(first)]
+    n = len(orders)
+    return (
+        f"by {what}: same top-{len(first)} set {same_set}/{n}, same order {same_order}/{n}, "
+        f"Kendall tau vs the first (where the set is the same): "
+        f"{', '.join(f'{t:.2f}' for t in taus) or '-'}"
+    )
 
 
 def main() -> None:
@@ -60,23 +76,22 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
-    orders: list[list[str]] = []
+    by_median: list[list[str]] = []
+    by_p10: list[list[str]] = []
     for i in range(args.repeats):
-        rows = top(args.model, args.profile_runs, args.top, args.threads)
-        orders.append([label for label, *_ in rows])
+        rows = profiled(args.model, args.profile_runs, args.threads)
+        slowest = sorted(rows, key=lambda r: -r[1])[: args.top]
+        by_median.append([label for label, *_ in slowest])
+        by_p10.append([r[0] for r in sorted(rows, key=lambda r: -r[2])[: args.top]])
         print(f"repeat {i + 1}:")
-        for rank, (label, med, p10, p90) in enumerate(rows, 1):
+        for rank, (label, med, p10, p90) in enumerate(slowest, 1):
             print(f"  {rank:2d}. {label:<40} {med:7.3f} ms  (p10-p90 {p10:.3f}-{p90:.3f})")
-    first = orders[0]
-    same_set = sum(set(o) == set(first) for o in orders)
-    same_order = sum(o == first for o in orders)
-    taus = [kendall_tau(first, o) for o in orders[1:] if set(o) == set(first)]
     print(
         f"{args.model}, --profile-runs {args.profile_runs}, --threads {args.threads or 'default'}, "
-        f"{args.repeats} repeats: same top-{args.top} "
-        f"set {same_set}/{args.repeats}, same order {same_order}/{args.repeats}, Kendall tau vs "
-        f"the first: {', '.join(f'{t:.2f}' for t in taus) or '-'}"
+        f"{args.repeats} repeats"
     )
+    print("  " + summary("median", by_median))
+    print("  " + summary("p10", by_p10))
 
 
 if __name__ == "__main__":

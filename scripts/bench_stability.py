@@ -54,6 +54,16 @@ def profiled(model: str, profile_runs: int, threads: int | None) -> list[Row]:
     ]
 
 
+def stable_prefix(orders: list[list[str]]) -> int:
+    """The largest k for which every repeat has the same top-k set."""
+    k = 0
+    while k < min(map(len, orders)) and all(
+        set(o[: k + 1]) == set(orders[0][: k + 1]) for o in orders
+    ):
+        k += 1
+    return k
+
+
 def summary(what: str, orders: list[list[str]]) -> str:
     """Same set, same order and Kendall's tau of each repeat's top list against the first."""
     first = orders[0]
@@ -64,7 +74,8 @@ def summary(what: str, orders: list[list[str]]) -> str:
     return (
         f"by {what}: same top-{len(first)} set {same_set}/{n}, same order {same_order}/{n}, "
         f"Kendall tau vs the first (where the set is the same): "
-        f"{', '.join(f'{t:.2f}' for t in taus) or '-'}"
+        f"{', '.join(f'{t:.2f}' for t in taus) or '-'}; the top-k set is the same in every "
+        f"repeat up to k = {stable_prefix(orders)}"
     )
 
 

@@ -285,3 +285,41 @@ def test_derived_mask_dim_follows_past_and_seq(tmp_path: Path) -> None:
     r = llm_report(path, prompt=4, generate=3)
     assert r.layout.seq == "seq"
     assert r.prefill.macs == A_EXPORT * 4 + C_EXPORT * 16
+
+
+# --- the built-in decoders at their published sizes ---------------------------------------------
+
+
+def test_gpt2_small_decode_step_by_hand() -> None:
+    r = llm_report("gpt2", prompt=4, generate=3, params={"kv_cache": "true"})
+    # Per token, 12 layers of 768*2304 (QKV) + 768*768 (proj) + 2*768*3072 (MLP) = 7,077,888
+    # MACs, 84,934,656 for 12 layers, + tied LM head 768*50,257 = 38,597,376: a = 123,532,032.
+    # Per cached position: 12 layers x (QK^T + AV) x 768 = c = 18,432.
+    # A step at past P: a*b + c*b*(P + 1) = 123,550,464*b + 18,432*b*P.
+    f = r.decode_formulas["macs"]
+    assert f is not None
+    assert dict(f.terms) == {(1, 0): 123_532_032 + 18_432, (1, 1): 18_432}
+    # prefill, b=1, N=4: a*4 + c*16 = 494,128,128 + 294,912
+    assert r.prefill.macs == 123_532_032 * 4 + 18_432 * 16 == 494_423_040
+    # generation: prefill + steps at P = 4 and 5: a*2 + c*(5 + 6)
+    assert r.generation.macs == 494_423_040 + 123_532_032 * 2 + 18_432 * 11
+    # 12 layers x 2 x 768 x 4 bytes
+    assert r.kv_cache_bytes_per_token == 73_728
+
+
+@pytest.mark.slow
+def test_llama3_8b_cache_through_llm() -> None:
+    params = {
+        "kv_cache": "true",
+        "kv_heads": 8,
+        "intermediate": 14336,
+        "vocab": 128256,
+        "rope_theta": 500000,
+    }
+    r = llm_report("llama", prompt=16, generate=4, params=params)
+    # fp32 by default: 32 layers x 2 x 8 KV heads x 128 x 4 bytes = 262,144 (131,072 in fp16)
+    assert r.kv_cache_bytes_per_token == 32 * 2 * 8 * 128 * 4 == 262_144
+    f = r.decode_formulas["macs"]
+    assert f is not None
+    # attention per cached position: 32 layers x (QK^T + AV) x 32 heads x 128 = 262,144
+    assert dict(f.terms)[(1, 1)] == 32 * 2 * 4096 == 262_144

@@ -682,7 +682,7 @@ def llm_cmd(
         out = checked_output(output, [model], force)
         params = parse_params(param)
         _shapes, dims = parse_shape_flags(None, dim)
-        ceilings, source = _llm_ceilings(peak_tflops, bandwidth_gbs, provider, threads, model)
+        ceilings = _llm_ceilings(peak_tflops, bandwidth_gbs)
         report = llm_report(
             model,
             prompt=prompt,
@@ -695,7 +695,7 @@ def llm_cmd(
             past_dim=past_dim,
             convention=convention.value,
             ceilings=ceilings,
-            ceilings_source=source,
+            calibrated=lambda dtype: _cached_ceilings(provider, threads, dtype),
         )
         if bench:
             import dataclasses
@@ -733,35 +733,32 @@ def llm_cmd(
     run_guarded(debug, go)
 
 
-def _llm_ceilings(
-    peak_tflops: float | None,
-    bandwidth_gbs: float | None,
-    provider: str,
-    threads: int | None,
-    model: str,
-) -> tuple[Ceilings | None, str]:
-    """The roofline ceiling: the flags, else this provider's cached calibration, else none."""
+def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> Ceilings | None:
+    """The roofline ceiling from --peak-tflops and --bandwidth-gbs (both or neither)."""
     if (peak_tflops is None) != (bandwidth_gbs is None):
         raise UsageError("pass both --peak-tflops and --bandwidth-gbs, or neither")
+    if peak_tflops is None or bandwidth_gbs is None:
+        return None
+    if peak_tflops <= 0 or bandwidth_gbs <= 0:
+        raise UsageError("--peak-tflops and --bandwidth-gbs must be above 0")
     from onnxcost.bench.roofline import Ceilings
 
-    if peak_tflops is not None and bandwidth_gbs is not None:
-        if peak_tflops <= 0 or bandwidth_gbs <= 0:
-            raise UsageError("--peak-tflops and --bandwidth-gbs must be above 0")
-        return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags"), "flags"
+    return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags")
+
+
+def _cached_ceilings(provider: str, threads: int | None, dtype: str) -> tuple[Ceilings, str] | None:
+    """This provider's cached ``bench --calibrate`` figures for ``dtype``, if any."""
     try:
         from onnxcost.bench.providers import resolve_provider
         from onnxcost.bench.roofline import cached_ceilings
         from onnxcost.bench.session import SessionConfig
-        from onnxcost.llm import weights_dtype
-        from onnxcost.model import load_model
 
         config = SessionConfig(resolve_provider(provider), intra_op_threads=threads)
-        hit = cached_ceilings(config, weights_dtype(load_model(model).proto))
+        hit = cached_ceilings(config, dtype)
     except (OnnxcostError, OSError):
-        return None, ""
+        return None
     if hit is None:
-        return None, ""
+        return None
     return hit, f"calibration of {hit.provider} on {hit.device}, {hit.measured_at}"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -343,8 +343,12 @@ def llm_report(
     convention: Convention = "onnxcost",
     ceilings: Ceilings | None = None,
     ceilings_source: str = "flags",
+    calibrated: Callable[[str], tuple[Ceilings, str] | None] | None = None,
 ) -> LlmReport:
-    """The static LLM figures of ``model`` (see the module docstring for each)."""
+    """The static LLM figures of ``model`` (see the module docstring for each).
+
+    ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
+    cached calibration for the weights' dtype, 'float32' or 'float16') and its source."""
     from onnxcost.analyze import analyze
 
     if prompt < 1 or generate < 1 or batch < 1:
@@ -393,6 +397,10 @@ def llm_report(
         total = total + step(past)
     first = step(prompt) if generate > 1 else None
     last = step(prompt + generate - 2) if generate > 1 else None
+    if ceilings is None and calibrated is not None:
+        found_ceiling = calibrated(weights_dtype(proto))
+        if found_ceiling is not None:
+            ceilings, ceilings_source = found_ceiling
     roofline = (
         None
         if ceilings is None

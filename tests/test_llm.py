@@ -323,3 +323,21 @@ def test_llama3_8b_cache_through_llm() -> None:
     assert f is not None
     # attention per cached position: 32 layers x (QK^T + AV) x 32 heads x 128 = 262,144
     assert dict(f.terms)[(1, 1)] == 32 * 2 * 4096 == 262_144
+
+
+def test_roofline_from_the_cached_calibration(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnxcost.bench.roofline import Ceilings, store_ceilings
+    from onnxcost.bench.session import SessionConfig
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    # ridge = 1e12 / 1e9 = 1,000 FLOP/B: every phase of the toy is memory-bound
+    ceiling = Ceilings(1e12, 1e9, "CPUExecutionProvider", "test cpu", "float32", "", "then")
+    assert store_ceilings(SessionConfig(), ceiling) is None
+    r = runner.invoke(app, ["llm", str(tiny), "--prompt", "4", "--generate", "2", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    roof = json.loads(r.stdout)["roofline"]
+    assert roof["ceiling"]["source"].startswith("calibration of CPUExecutionProvider")
+    assert roof["ceiling"]["ridge_flops_per_byte"] == pytest.approx(1000.0)
+    assert (roof["prefill_bound"], roof["decode_bound"]) == ("memory", "memory")

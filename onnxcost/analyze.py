@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -35,6 +35,7 @@ from onnxcost.records import (
     TensorRecord,
     Totals,
     summed,
+    to_jsonable,
 )
 from onnxcost.shape_rules import has_rule
 from onnxcost.shapes import ShapeResult, infer
@@ -61,6 +62,20 @@ _NON_WEIGHT_TYPES = frozenset(
 )
 
 
+_JSON_FIELDS = (
+    "model",
+    "inputs",
+    "outputs",
+    "totals",
+    "nodes",
+    "by_op_type",
+    "by_dtype",
+    "unsupported",
+    "warnings",
+)
+"""The fields of ``Analysis`` in its JSON, in order (after ``schema`` and ``convention``)."""
+
+
 @dataclass(frozen=True)
 class Analysis:
     """The result of ``analyze``: totals, one record per node, and summaries."""
@@ -80,9 +95,9 @@ class Analysis:
     graph); None when it was given a path, bytes or a ModelProto, whose preparation the
     analysis consumed."""
     symbolic: SymbolicCosts | None = None
+    """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
     by_dtype: tuple[DtypeSummary, ...] = ()
     """Costs by the element types the arithmetic runs in (``arithmetic``), most MACs first."""
-    """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -135,25 +150,7 @@ class Analysis:
         return {
             "schema": SCHEMA,
             "convention": self.convention,
-            "model": {
-                "path": self.model.path,
-                "ir_version": self.model.ir_version,
-                "opsets": self.model.opsets,
-                "producer": self.model.producer,
-                "producer_version": self.model.producer_version,
-                "graph_name": self.model.graph_name,
-                "node_count": self.model.node_count,
-                "model_bytes": self.model.model_bytes,
-                "params_by_dtype": self.model.params_by_dtype,
-            },
-            "inputs": [_tensor_dict(t) for t in self.inputs],
-            "outputs": [_tensor_dict(t) for t in self.outputs],
-            "totals": asdict(self.totals),
-            "nodes": [_node_dict(n) for n in self.nodes],
-            "by_op_type": [asdict(s) for s in self.by_op_type],
-            "by_dtype": [asdict(s) for s in self.by_dtype],
-            "unsupported": list(self.unsupported),
-            "warnings": list(self.warnings),
+            **{key: to_jsonable(getattr(self, key)) for key in _JSON_FIELDS},
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -165,7 +162,7 @@ class Analysis:
             import pandas as pd
         except ImportError as e:
             raise UsageError("to_dataframe() needs pandas: pip install pandas") from e
-        return pd.DataFrame([_node_dict(n) for n in self.nodes])
+        return pd.DataFrame([to_jsonable(n) for n in self.nodes])
 
 
 def scope_of(rec: NodeRecord, depth: int) -> str:
@@ -176,28 +173,6 @@ def scope_of(rec: NodeRecord, depth: int) -> str:
     scoped = [*prefix, *parts]
     joined = "/".join(scoped[:depth])
     return "/" + joined if rec.name.startswith("/") and not prefix else joined
-
-
-def _tensor_dict(t: TensorRecord) -> dict[str, Any]:
-    return {"name": t.name, "dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
-
-
-def _node_dict(n: NodeRecord) -> dict[str, Any]:
-    return {
-        "name": n.name,
-        "op_type": n.op_type,
-        "domain": n.domain,
-        "status": n.status,
-        "macs": n.macs,
-        "flops": n.flops,
-        "params": n.params,
-        "bytes_read": n.bytes_read,
-        "bytes_written": n.bytes_written,
-        "input_shapes": [None if s is None else list(s) for s in n.input_shapes],
-        "output_shapes": [None if s is None else list(s) for s in n.output_shapes],
-        "graph": n.graph,
-        "note": n.note,
-    }
 
 
 @dataclass

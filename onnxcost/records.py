@@ -3,9 +3,10 @@ are properties."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Literal
 
 Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
@@ -41,8 +42,8 @@ class NodeRecord:
     bytes_written: int
     input_shapes: tuple[ShapeOut, ...]
     output_shapes: tuple[ShapeOut, ...]
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
+    inputs: tuple[str, ...] = field(metadata={"json": False})
+    outputs: tuple[str, ...] = field(metadata={"json": False})
     graph: str = ""
     """Scope of the subgraph the node lives in ('' for the main graph, 'If_3/then_branch' ...)."""
     note: str = ""
@@ -128,3 +129,41 @@ def summed(records: Iterable[NodeRecord]) -> dict[str, int]:
         out["bytes_read"] += r.bytes_read
         out["bytes_written"] += r.bytes_written
     return out
+
+
+NOT_IN_JSON = {"json": False}
+"""Field metadata: the field is left out of the record's JSON."""
+
+
+def json_key(name: str) -> dict[str, str]:
+    """Field metadata: the field's key in the record's JSON, where it differs from its name."""
+    return {"json_key": name}
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as JSON-ready data, the one serializer of every result record.
+
+    A dataclass becomes a dict of its fields in declaration order: a field whose metadata is
+    NOT_IN_JSON is left out, ``json_key(...)`` renames one. Tuples, lists and sets become
+    lists, mappings dicts (keys as they are), an infinite float the string "inf" (or "-inf",
+    which JSON cannot write as a number); str, int, float, bool and None stay as they are.
+    """
+    if isinstance(value, str | int | bool) or value is None:
+        return value
+    if isinstance(value, float):
+        return (
+            value if math.isfinite(value) or math.isnan(value) else ("inf" if value > 0 else "-inf")
+        )
+    if is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.metadata.get("json_key", f.name): to_jsonable(getattr(value, f.name))
+            for f in fields(value)
+            if f.metadata.get("json", True)
+        }
+    if isinstance(value, Mapping):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple | list | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    raise TypeError(
+        f"{type(value).__name__} has no JSON form: make it a dataclass or a plain value"
+    )

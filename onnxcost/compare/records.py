@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from onnxcost.analyze import Analysis
-from onnxcost.records import Convention, ShapeOut, TensorRecord
+from onnxcost.records import NOT_IN_JSON, Convention, ShapeOut, json_key, to_jsonable
 
 SCHEMA = "onnxcost.compare/1"
 
@@ -32,7 +32,7 @@ class ComputeNode:
     name: str
     op_type: str
     domain: str
-    family: str
+    family: str = field(metadata=NOT_IN_JSON)
     macs: int
     input_shape: ShapeOut
     weight_shape: ShapeOut
@@ -40,7 +40,7 @@ class ComputeNode:
     output_shape: ShapeOut
     bias: Literal["", "inline", "add"]
     """Where the bias goes: '' none, 'inline' an input of the node, 'add' a following Add."""
-    attrs: Mapping[str, AttrValue]
+    attrs: Mapping[str, AttrValue] = field(metadata=json_key("attributes"))
     """Attributes with the schema's defaults filled in (and Conv's implied ones)."""
 
     @property
@@ -49,19 +49,7 @@ class ComputeNode:
         return op + "+Add" if self.bias == "add" else op
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "op_type": self.op_type,
-            "domain": self.domain,
-            "macs": self.macs,
-            "input_shape": _shape_list(self.input_shape),
-            "weight_shape": _shape_list(self.weight_shape),
-            "output_shape": _shape_list(self.output_shape),
-            "bias": self.bias,
-            "attributes": {
-                k: list(v) if isinstance(v, tuple) else v for k, v in self.attrs.items()
-            },
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +110,9 @@ class OnlyIn:
 class MetricRow:
     """One metric for every model, with its difference in % from the first (None: no base)."""
 
-    key: str
+    key: str = field(metadata=json_key("metric"))
     label: str
-    kind: Literal["count", "bytes", "ms", "rate"]
+    kind: Literal["count", "bytes", "ms", "rate"] = field(metadata=NOT_IN_JSON)
     values: tuple[float | None, ...]
 
     @property
@@ -177,7 +165,9 @@ class BenchSummary:
     throughput_per_s: float
     runs: int
     noisy: bool
-    time_by_op_type_us: Mapping[str, tuple[int, float]] = field(default_factory=dict)
+    time_by_op_type_us: Mapping[str, tuple[int, float]] = field(
+        default_factory=dict, metadata=NOT_IN_JSON
+    )
     """Kernel op type -> (kernels, mean time per run in us); empty without a profile."""
     warnings: tuple[str, ...] = ()
 
@@ -260,59 +250,31 @@ class Comparison:
             "convention": self.convention,
             "models": [_model_dict(m) for m in self.models],
             "totals_diff": [
-                {
-                    "metric": r.key,
-                    "label": r.label,
-                    "values": list(r.values),
-                    "diff_percent": [_json_float(p) for p in r.diff_percent],
-                }
-                for r in self.totals
+                to_jsonable(r) | {"diff_percent": to_jsonable(r.diff_percent)} for r in self.totals
             ],
-            "by_op_type": [
-                {
-                    "op_type": r.op_type,
-                    "domain": r.domain,
-                    "count": list(r.count),
-                    "macs": list(r.macs),
-                    "flops": list(r.flops),
-                }
-                for r in self.by_op_type
-            ],
+            "by_op_type": to_jsonable(self.by_op_type),
             "alignment": [
                 {
                     "baseline": al.baseline,
                     "candidate": al.candidate,
                     "kind": p.kind,
-                    "a": [n.to_dict() for n in p.a],
-                    "b": [n.to_dict() for n in p.b],
+                    "a": to_jsonable(p.a),
+                    "b": to_jsonable(p.b),
                     "macs_a": p.macs_a,
                     "macs_b": p.macs_b,
-                    "differences": list(p.differences),
+                    "differences": to_jsonable(p.differences),
                 }
                 for al in self.alignments
                 for p in al.pairs
             ],
-            "only_in": [asdict(o) | {"nodes": list(o.nodes)} for o in self.only_in],
+            "only_in": to_jsonable(self.only_in),
             "findings": list(self.findings),
             "inputs_differ": self.inputs_differ,
-            **(
-                {
-                    "bench_by_op_type": [
-                        {"op_type": r.op_type, "count": list(r.count), "mean_us": list(r.mean_us)}
-                        for r in self.time_by_op_type
-                    ]
-                }
-                if benched
-                else {}
-            ),
+            **({"bench_by_op_type": to_jsonable(self.time_by_op_type)} if benched else {}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
-
-
-def _json_float(v: float | None) -> float | str | None:
-    return "inf" if v == float("inf") else v
 
 
 def _model_dict(m: ComparedModel) -> dict[str, Any]:
@@ -320,32 +282,17 @@ def _model_dict(m: ComparedModel) -> dict[str, Any]:
     out: dict[str, Any] = {
         "label": m.label,
         "path": m.path,
-        "inputs": [_tensor_dict(t) for t in a.inputs],
-        "outputs": [_tensor_dict(t) for t in a.outputs],
-        "totals": asdict(a.totals),
+        "inputs": to_jsonable(a.inputs),
+        "outputs": to_jsonable(a.outputs),
+        "totals": to_jsonable(a.totals),
         "node_count": a.model.node_count,
         "compute_nodes": len(m.compute),
         "op_counts": dict(m.facts.op_counts),
         "warnings": list(a.warnings),
     }
     if m.bench is not None:
-        out["bench"] = {
-            "provider": m.bench.provider,
-            "latency_ms": dict(m.bench.latency_ms),
-            "throughput_per_s": m.bench.throughput_per_s,
-            "runs": m.bench.runs,
-            "noisy": m.bench.noisy,
-            "warnings": list(m.bench.warnings),
-        }
+        out["bench"] = to_jsonable(m.bench)
     return out
-
-
-def _tensor_dict(t: TensorRecord) -> dict[str, Any]:
-    return {"name": t.name, "dtype": t.dtype, "shape": _shape_list(t.shape)}
-
-
-def _shape_list(s: ShapeOut) -> list[int | str | None] | None:
-    return None if s is None else list(s)
 
 
 def percent_change(base: float | None, value: float | None) -> float | None:

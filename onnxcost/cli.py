@@ -367,9 +367,14 @@ def analyze(
     depth: Annotated[
         int | None,
         typer.Option(
-            help="Aggregate by node-name scope to this depth (tf.profiler's scope view).", min=1
+            help="Show the scope tree from node names to this depth instead of the nodes: "
+            "subtotals and share per scope, repeated blocks folded.",
+            min=1,
         ),
     ] = None,
+    tree: Annotated[
+        bool, typer.Option("--tree", help="Show the whole scope tree (see --depth).")
+    ] = False,
     force: ForceOpt = False,
     symbolic: Annotated[
         bool,
@@ -425,12 +430,12 @@ def analyze(
         elif format is ReportFormat.markdown:
             from onnxcost.report.as_text import to_markdown
 
-            emit(to_markdown(result, cut, depth=depth), out)
+            emit(to_markdown(result, cut, depth=depth, tree=tree), out)
         else:
             from onnxcost.report.table import render
 
             render_rich(
-                lambda c: render(result, c, cut, hidden=chosen.hidden, depth=depth),
+                lambda c: render(result, c, cut, hidden=chosen.hidden, depth=depth, tree=tree),
                 out,
                 wide=wide,
             )

@@ -14,13 +14,13 @@ from onnxcost.records import NodeRecord
 from onnxcost.report import units
 from onnxcost.report.columns import (
     NODE_COLUMNS,
-    SCOPE_COLUMNS,
     Column,
     dtype_columns,
     op_type_columns,
     with_cumulative,
 )
 from onnxcost.report.safe_text import csv_writer, md
+from onnxcost.report.tree import TREE_HEADERS, tree_table
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:
@@ -60,7 +60,9 @@ def _md_table(columns: Sequence[Column], rows: Sequence[object]) -> list[str]:
     return lines
 
 
-def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None = None) -> str:
+def to_markdown(
+    a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None = None, tree: bool = False
+) -> str:
     t = a.totals
     out = [f"# {md(a.model.path or a.model.graph_name or 'model')}", ""]
     out += [
@@ -89,8 +91,15 @@ def to_markdown(a: Analysis, nodes: Sequence[NodeRecord], *, depth: int | None =
     )
     if a.by_dtype:
         out += ["", "## By arithmetic type", "", *_md_table(dtype_columns(t.macs), a.by_dtype)]
-    if depth is not None:
-        out += ["", f"## Scopes (depth {depth})", "", *_md_table(SCOPE_COLUMNS, a.by_scope(depth))]
+    if tree or depth is not None:
+        title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
+        out += ["", f"## {title}", ""]
+        out += ["| " + " | ".join(TREE_HEADERS) + " |", "|---|" + "---:|" * (len(TREE_HEADERS) - 1)]
+        # Indentation that Markdown keeps: two no-break spaces per level.
+        out += [
+            "| " + " | ".join(md(c) for c in row) + " |"
+            for row in tree_table(a, depth, "\u00a0\u00a0")
+        ]
     else:
         out += ["", "## Nodes", "", *_md_table(NODE_COLUMNS, nodes)]
     if a.warnings:

@@ -13,7 +13,6 @@ from onnxcost.records import NodeRecord
 from onnxcost.report import units
 from onnxcost.report.columns import (
     NODE_COLUMNS,
-    SCOPE_COLUMNS,
     Column,
     dtype_columns,
     op_type_columns,
@@ -21,6 +20,7 @@ from onnxcost.report.columns import (
 )
 from onnxcost.report.fit import fitted
 from onnxcost.report.safe_text import plain, text
+from onnxcost.report.tree import TREE_HEADERS, tree_table
 
 # Which columns go first when a table is too wide, and which text may be cut in the middle.
 DROP_FIRST = (
@@ -140,6 +140,21 @@ def render_by_op_type(a: Analysis, console: Console) -> None:
     )
 
 
+def render_tree(a: Analysis, console: Console, depth: int | None) -> None:
+    """torchinfo's and fvcore's max_depth view: indented scopes with subtotals and share."""
+    title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
+    console.print(
+        fitted(
+            title + ": scopes from node names; a folded block (N x) adds up all N",
+            TREE_HEADERS,
+            [False, *([True] * (len(TREE_HEADERS) - 1))],
+            tree_table(a, depth),
+            console.width,
+            drop=[7, 6, 1, 2],
+        )
+    )
+
+
 def render(
     a: Analysis,
     console: Console,
@@ -147,19 +162,28 @@ def render(
     *,
     hidden: int = 0,
     depth: int | None = None,
+    tree: bool = False,
 ) -> None:
-    """The whole report; ``nodes`` is the selection to list, ``hidden`` how many were cut."""
+    """The whole report; ``nodes`` is the selection to list, ``hidden`` how many were cut.
+
+    With ``tree`` (or a ``depth``) the scope tree to ``depth`` levels replaces the node list."""
+    tree = tree or depth is not None
     render_header(a, console)
     console.print()
     render_totals(a, console)
     render_formulas(a, console)
     render_by_op_type(a, console)
     if a.by_dtype:
-        console.print(_table("By arithmetic type", dtype_columns(a.totals.macs), a.by_dtype))
-    if depth is not None:
         console.print(
-            _table(f"Scopes (depth {depth})", SCOPE_COLUMNS, a.by_scope(depth), width=console.width)
+            _table(
+                "By arithmetic type",
+                dtype_columns(a.totals.macs),
+                a.by_dtype,
+                width=console.width,
+            )
         )
+    if tree:
+        render_tree(a, console, depth)
     else:
         console.print(_table("Nodes", NODE_COLUMNS, nodes, width=console.width))
         if hidden:

@@ -16,8 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from onnxcost.records import NodeRecord
+from onnxcost.report import units
+from onnxcost.report.safe_text import plain
+
+if TYPE_CHECKING:
+    from onnxcost.analyze import Analysis
 
 OTHER = "(other)"
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -168,4 +174,37 @@ def _fold(children: list[Scope]) -> list[Scope]:
     return out
 
 
-__all__ = ["OTHER", "Scope", "scope_parts", "scope_tree"]
+def tree_rows(
+    root: Scope, max_depth: int | None = None, indent: str = "  "
+) -> list[tuple[str, Scope]]:
+    """Each scope to ``max_depth`` (None: all) with its label indented by depth, a folded one
+    with its count: ``layers.1 … layers.31 (31 x)``."""
+    out = []
+    for depth, s in root.walk(max_depth):
+        label = s.label if s.repeat == 1 else f"{s.label} ({s.repeat} x)"
+        out.append((indent * (depth - 1) + label, s))
+    return out
+
+
+TREE_HEADERS = ("scope", "nodes", "params", "MACs", "FLOPs", "% FLOPs", "read", "written")
+
+
+def tree_table(a: Analysis, depth: int | None, indent: str = "  ") -> list[list[str]]:
+    """The rows of the scope tree (``report.tree``) to ``depth`` levels, as text cells."""
+    root = scope_tree(a.counted_nodes)
+    return [
+        [
+            plain(label),
+            str(s.count),
+            units.count(s.params),
+            units.count(s.macs),
+            units.count(s.flops),
+            units.percent(s.flops, root.flops),
+            units.nbytes(s.bytes_read),
+            units.nbytes(s.bytes_written),
+        ]
+        for label, s in tree_rows(root, depth, indent)
+    ]
+
+
+__all__ = ["OTHER", "TREE_HEADERS", "Scope", "scope_parts", "scope_tree", "tree_rows", "tree_table"]

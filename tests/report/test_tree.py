@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+from typer.testing import CliRunner
+
 import onnxcost
+from onnxcost.cli import app
 from onnxcost.report.tree import OTHER, scope_tree
 
 # One 3x3 Conv 64->64 on 56x56 (ResNet-18's layer1): 56 * 56 * 64 * 64 * 9 = 115,605,504 MACs.
@@ -49,3 +54,53 @@ def test_no_fold_keeps_every_block() -> None:
     layer1 = next(s for s in root.children if s.label == "layer1")
     assert [c.label for c in layer1.children] == ["layer1.0", "layer1.1"]
     assert all(c.repeat == 1 for c in layer1.children)
+
+
+def _tree_lines(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Scope tree"))
+    rule = next(i for i in range(start, len(lines)) if "───" in lines[i])
+    body = []
+    for line in lines[rule + 1 :]:
+        if not line.strip():
+            break
+        body.append(line)
+    return body
+
+
+def _label(row: str) -> str:
+    """The scope cell of a row: what comes before the first number column."""
+    return re.split(r"\s{2,}(?=\d)", row[2:], maxsplit=1)[0]
+
+
+def test_cli_depth_is_an_indented_tree() -> None:
+    result = CliRunner().invoke(
+        app, ["analyze", "resnet18", "--depth", "2"], env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    rows = _tree_lines(result.stdout)
+    labels = [_label(r) for r in rows]
+    assert labels[:7] == ["conv1", "bn1", "relu", "maxpool", "layer1", "  layer1.0 … layer1.1 (2 x)", "layer2"]  # fmt: skip
+    # The folded pair: 4 x 115,605,504 = 462,422,016 MACs ("462 M"), 14 nodes.
+    assert rows[5].split()[5:10] == ["14", "148", "K", "462", "M"]
+    # Ungrouped top-level nodes (/Flatten) on one "(other)" line, last.
+    assert labels[-1] == "(other)"
+    assert max(len(line) for line in result.stdout.splitlines()) <= 100
+
+
+def test_cli_tree_goes_all_the_way_down() -> None:
+    result = CliRunner().invoke(app, ["analyze", "resnet18", "--tree"], env={"COLUMNS": "120"})
+    labels = [_label(r) for r in _tree_lines(result.stdout)]
+    # /layer2/layer2.0/downsample/downsample.0/Conv: a scope four levels down.
+    assert "      downsample.0" in labels
+
+
+def test_markdown_tree() -> None:
+    result = CliRunner().invoke(app, ["analyze", "resnet18", "--depth", "1", "-f", "markdown"])
+    out = result.stdout
+    assert "## Scope tree (depth 1)" in out
+    rows = out.split("## Scope tree (depth 1)")[1].strip().splitlines()[2:]
+    rows = [r for r in rows if r.startswith("| ")]
+    # conv1 bn1 relu maxpool layer1-4 avgpool fc (other): 11 top-level scopes.
+    assert len(rows) == 11
+    assert rows[4].startswith("| layer1 | 14 |")

@@ -115,6 +115,21 @@ class Analysis:
             raise UsageError("at() needs the formulas: analyze(..., symbolic=True)")
         return self.symbolic.at(**values)
 
+    def __repr__(self) -> str:
+        """One line: what a notebook or a log shows (the records stay in ``.nodes``)."""
+        t = self.totals
+        name = self.model.path or self.model.graph_name or "model"
+        return (
+            f"Analysis({name!r}, nodes={len(self.nodes)}, macs={t.macs}, flops={t.flops}, "
+            f"params={t.params}, warnings={len(self.warnings)})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the totals and a chart of FLOPs by op type (needs onnxcost[html])."""
+        from onnxcost.report.html import analysis_snippet
+
+        return analysis_snippet(self)
+
     @property
     def counted_nodes(self) -> tuple[NodeRecord, ...]:
         """The nodes whose costs make up the totals (not control-flow nodes themselves, whose

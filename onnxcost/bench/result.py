@@ -243,6 +243,20 @@ class BenchResult:
     max_batch: MaxBatch | None = None
     warnings: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        """One line: what a notebook or a log shows."""
+        return (
+            f"BenchResult({self.model!r}, provider={self.provider!r}, "
+            f"median_ms={self.latency.median_ms:.4g}, runs={self.runs}, batch={self.batch}, "
+            f"profiled={self.profile is not None})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Jupyter: latency, throughput and time by op type (needs onnxcost[html])."""
+        from onnxcost.report.html import bench_snippet
+
+        return bench_snippet(self)
+
     @property
     def throughput_per_s(self) -> float:
         """batch / median latency: from the same timed runs as the latency statistics."""

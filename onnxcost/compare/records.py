@@ -210,6 +210,19 @@ class Comparison:
     time_by_op_type: tuple[TimeRow, ...] = ()
     """Measured kernel time by op type, side by side (with a profiled bench)."""
 
+    def __repr__(self) -> str:
+        """One line: what a notebook or a log shows."""
+        models = ", ".join(
+            f"{m.label}={(m.path or m.analysis.model.graph_name)!r}" for m in self.models
+        )
+        return f"Comparison({models}, findings={len(self.findings)})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: totals side by side and MACs by op type (needs onnxcost[html])."""
+        from onnxcost.report.html import compare_snippet
+
+        return compare_snippet(self)
+
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(m.label for m in self.models)

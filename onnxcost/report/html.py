@@ -659,11 +659,122 @@ def compare_html(c: Comparison) -> str:
     )
 
 
+def _svg(spec: dict[str, Any]) -> str:
+    """A static SVG of a Vega-Lite spec (vl-convert; its text is escaped by Vega's renderer)."""
+    try:
+        import vl_convert
+    except ImportError as e:
+        raise HtmlUnavailableError(
+            "charts need vl-convert-python: pip install 'onnxcost[html]'"
+        ) from e
+    svg: str = vl_convert.vegalite_to_svg(spec)
+    return svg
+
+
+def _bars(rows: Sequence[Mapping[str, Any]], value: str, title: str, color: str = "") -> str:
+    """A static horizontal bar chart of ``rows`` ({"op", value[, "model"]}), largest first."""
+    spec: dict[str, Any] = {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": 520,
+        "height": {"step": 16},
+        "data": {"values": [r for r in rows if r[value]]},
+        "mark": "bar",
+        "encoding": {
+            "y": {"field": "op", "type": "nominal", "sort": "-x", "title": None},
+            "x": {
+                "field": value,
+                "type": "quantitative",
+                "title": title,
+                "axis": {"format": "~s", "tickCount": 6},
+            },
+        },
+    }
+    if color:
+        spec["encoding"]["yOffset"] = {"field": color}
+        spec["encoding"]["color"] = {"field": color, "title": None}
+        spec["encoding"]["y"]["sort"] = None
+    return _svg(spec)
+
+
+def _snippet(heading: str, rows: Sequence[tuple[str, str, str]], svg: str, note: str = "") -> str:
+    from markupsafe import Markup
+
+    return (
+        _env()
+        .get_template("snippet.html.j2")
+        .render(heading=heading, rows=rows, svg=Markup(svg) if svg else "", note=note)
+    )
+
+
+def analysis_snippet(a: Analysis) -> str:
+    """Jupyter's view of an analysis: the totals and a chart of FLOPs by op type (static SVG)."""
+    t = a.totals
+    rows = [
+        ("MACs", units.count(t.macs), f"{t.macs:,}"),
+        ("FLOPs", units.count(t.flops), f"{t.flops:,}"),
+        ("params", units.count(t.params), f"{t.params:,}"),
+        (
+            "bytes read / written",
+            f"{units.nbytes(t.bytes_read)} / {units.nbytes(t.bytes_written)}",
+            "",
+        ),
+        ("peak activations", units.nbytes(t.peak_activation_bytes), ""),
+    ]
+    heading = f"{a.model.path or a.model.graph_name or 'model'}: {a.model.node_count} nodes"
+    note = f"warnings: {len(a.warnings)} (see .warnings)" if a.warnings else ""
+    return _snippet(heading, rows, _bars(_op_rows(a), "FLOPs", "FLOPs by op type"), note)
+
+
+def bench_snippet(r: BenchResult) -> str:
+    """Jupyter's view of a bench: latency and throughput, and with a profile time by op type."""
+    lat = r.latency
+    rows = [
+        (
+            "median latency",
+            f"{lat.median_ms:.3f} ms",
+            f"p90 {lat.p90_ms:.3f}, p99 {lat.p99_ms:.3f} ms",
+        ),
+        ("throughput", f"{r.throughput_per_s:,.1f}/s", f"batch {r.batch}, {r.runs} runs"),
+        ("provider", r.provider, r.environment.gpu or r.environment.cpu),
+    ]
+    svg = ""
+    if r.profile is not None:
+        svg = _bars(
+            [{"op": o.op_type, "us": o.mean_us} for o in r.profile.by_op_type],
+            "us",
+            "time per run by kernel op type (us)",
+        )
+    return _snippet(f"Benchmark: {r.model}", rows, svg)
+
+
+def compare_snippet(c: Comparison) -> str:
+    """Jupyter's view of a comparison: each model's totals and MACs by op type side by side."""
+    rows = [
+        (
+            r.label,
+            " | ".join("-" if v is None else units.count(v) for v in r.values),
+            "",
+        )
+        for r in c.totals
+        if r.kind == "count"
+    ]
+    bars = [
+        {"op": _op_label(r.op_type, r.domain), "model": label, "MACs": r.macs[k]}
+        for r in c.by_op_type
+        for k, label in enumerate(c.labels)
+    ]
+    heading = "Compare " + " | ".join(c.labels)
+    return _snippet(heading, rows, _bars(bars, "MACs", "MACs by op type", color="model"))
+
+
 __all__ = [
     "HtmlUnavailableError",
     "analysis_html",
+    "analysis_snippet",
     "bench_html",
+    "bench_snippet",
     "compare_html",
+    "compare_snippet",
     "op_type_chart",
     "script_json",
     "vega_bundle",

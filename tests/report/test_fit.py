@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import pytest
+from console_text import table_rows
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -50,29 +51,16 @@ def test_layout_drops_listed_columns_first_then_trims() -> None:
     assert fit.limits == {0: 21}
 
 
-def _table_rows(out: str, title: str) -> tuple[str, list[str]]:
-    """The header line and the body rows of the table titled ``title``."""
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    rule = next(i for i in range(start, len(lines)) if "───" in lines[i])
-    body = []
-    for line in lines[rule + 1 :]:
-        if not line.strip():
-            break
-        body.append(line)
-    return lines[rule - 1], body
-
-
 @pytest.mark.parametrize("width", [60, 80, 200])
 def test_analyze_fits_the_width(width: int) -> None:
     result = runner.invoke(app, ["analyze", "resnet18", "--top", "8"], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert max(len(line) for line in out.splitlines()) <= width
-    header, rows = _table_rows(out, "Summary by op type")
+    header, rows = table_rows(out, "Summary by op type")
     assert "op type" in header
     assert len(rows) == len(RESNET18_OPS)  # one line per op type, none wrapped
-    header, rows = _table_rows(out, "Nodes")
+    header, rows = table_rows(out, "Nodes")
     assert header.split()[:2] == ["name", "op"]
     assert len(rows) == 8
     for row in rows:
@@ -81,7 +69,7 @@ def test_analyze_fits_the_width(width: int) -> None:
 
 def test_eighty_columns_trim_names_in_the_middle() -> None:
     result = runner.invoke(app, ["analyze", "resnet18", "--top", "0"], env={"COLUMNS": "60"})
-    _header, rows = _table_rows(result.stdout, "Nodes")
+    _header, rows = table_rows(result.stdout, "Nodes")
     names = [row.split()[0] for row in rows]
     assert len(rows) == 69
     assert any("…" in n for n in names)
@@ -92,7 +80,7 @@ def test_wide_keeps_every_column() -> None:
     result = runner.invoke(
         app, ["analyze", "resnet18", "--top", "3", "--wide"], env={"COLUMNS": "80"}
     )
-    header, _rows = _table_rows(result.stdout, "Nodes")
+    header, _rows = table_rows(result.stdout, "Nodes")
     assert header.split() == ["name", "op", "in", "shapes", "out", "shapes", "params", "MACs", "FLOPs", "read", "written", "status"]  # fmt: skip
 
 
@@ -107,7 +95,7 @@ def test_compare_fits_the_width(width: int) -> None:
     result = runner.invoke(app, ["compare", "resnet18", "resnet50"], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.stdout.splitlines()) <= width
-    header, rows = _table_rows(result.stdout, "By op type")
+    header, rows = table_rows(result.stdout, "By op type")
     assert header.split()[:2] == ["op", "type"]
     assert [r.split()[0] for r in rows][:2] == ["Conv", "BatchNormalization"]
 
@@ -129,7 +117,7 @@ def test_bench_fits_the_width(width: int, bench_result: Any) -> None:
     render_table(r, Console(file=buf, width=width, highlight=False), top=10)
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= width
-    header, rows = _table_rows(out, "Per node")
+    header, rows = table_rows(out, "Per node")
     assert header.split()[:3] == ["node", "op", "type"]
     assert len(rows) == 10
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from console_text import table_rows
 from typer.testing import CliRunner
 
 import onnxcost
@@ -56,18 +57,6 @@ def test_no_fold_keeps_every_block() -> None:
     assert all(c.repeat == 1 for c in layer1.children)
 
 
-def _tree_lines(out: str) -> list[str]:
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("Scope tree"))
-    rule = next(i for i in range(start, len(lines)) if "───" in lines[i])
-    body = []
-    for line in lines[rule + 1 :]:
-        if not line.strip():
-            break
-        body.append(line)
-    return body
-
-
 def _label(row: str) -> str:
     """The scope cell of a row: what comes before the first number column."""
     return re.split(r"\s{2,}(?=\d)", row[2:], maxsplit=1)[0]
@@ -78,7 +67,7 @@ def test_cli_depth_is_an_indented_tree() -> None:
         app, ["analyze", "resnet18", "--depth", "2"], env={"COLUMNS": "100"}
     )
     assert result.exit_code == 0, result.output
-    rows = _tree_lines(result.stdout)
+    rows = table_rows(result.stdout, "Scope tree")[1]
     labels = [_label(r) for r in rows]
     assert labels[:7] == ["conv1", "bn1", "relu", "maxpool", "layer1", "  layer1.0 … layer1.1 (2 x)", "layer2"]  # fmt: skip
     # The folded pair: 4 x 115,605,504 = 462,422,016 MACs ("462 M"), 14 nodes.
@@ -90,7 +79,7 @@ def test_cli_depth_is_an_indented_tree() -> None:
 
 def test_cli_tree_goes_all_the_way_down() -> None:
     result = CliRunner().invoke(app, ["analyze", "resnet18", "--tree"], env={"COLUMNS": "120"})
-    labels = [_label(r) for r in _tree_lines(result.stdout)]
+    labels = [_label(r) for r in table_rows(result.stdout, "Scope tree")[1]]
     # /layer2/layer2.0/downsample/downsample.0/Conv: a scope four levels down.
     assert "      downsample.0" in labels
 

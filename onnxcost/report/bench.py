@@ -48,7 +48,8 @@ SUSPECT_MARK = ">100%?"
 SUSPECT_NOTE = (
     "{mark} efficiency above 100% is a measurement problem, not a result: the node ran faster "
     "than its roofline floor, so the ceilings are too low for this run (measured under other "
-    "conditions: pass --recalibrate) or time was attributed to another row (a fused kernel)"
+    "conditions: pass --recalibrate; or its data stayed in a cache faster than the memory "
+    "bandwidth measured) or time was attributed to another row (a fused kernel)"
 )
 
 
@@ -171,7 +172,8 @@ def _latency_rows(r: BenchResult) -> list[tuple[str, str]]:
                 "roofline",
                 f"sum of node floors {rf.floor_ms:.4g} ms vs median {rf.measured_ms:.4g} ms: "
                 + (
-                    f"{SUSPECT_MARK} (faster than the floor: the ceilings are too low; --recalibrate)"
+                    f"{SUSPECT_MARK} (faster than the floor: the ceilings are too low, "
+                    f"or the data stayed in cache; --recalibrate)"
                     if rf.efficiency_suspect
                     else f"{100 * rf.efficiency:.1f}% efficient"
                 ),
@@ -208,7 +210,7 @@ def _memory_grid(use: MemoryUse) -> _Grid:
     ]
     rows.append(["arena plan", "-", "not exposed", "-"])
     return _Grid(
-        "Memory: estimate (analysis) vs measured (onnxruntime)",
+        "Memory: estimate vs measured",
         ("", "estimate", "measured", "ratio"),
         (False, True, True, True),
         rows,
@@ -216,7 +218,8 @@ def _memory_grid(use: MemoryUse) -> _Grid:
 
 
 MEMORY_NOTE = (
-    "weights: param bytes vs host RSS growth over session creation; run peak: peak "
+    "estimate: the analysis; measured: onnxruntime in this process. weights: param bytes vs "
+    "host RSS growth over session creation; run peak: peak "
     "activations vs peak RSS over the runs minus the RSS after creation; device rows: NVML; "
     "ratio: measured / estimate; onnxruntime's Python API does not expose its arena plan"
 )

@@ -254,6 +254,22 @@ def test_formulas_hold_on_built_in_models(name: str) -> None:
             "llama",
             {"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "intermediate": 96, "vocab": 50},
         ),
+        (
+            "gpt2",
+            {
+                "layers": 2,
+                "hidden": 32,
+                "heads": 4,
+                "vocab": 50,
+                "max_positions": 64,
+                "kv_cache": 1,
+            },
+        ),
+        (
+            "llama",
+            {"layers": 2, "hidden": 32, "heads": 4, "kv_heads": 2, "intermediate": 48, "vocab": 50}
+            | {"kv_cache": 1},
+        ),
     ],
 )
 def test_formulas_hold_on_built_in_transformers(

@@ -465,7 +465,7 @@ BENCH_NODE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("kernel", "plain", False),
     ("on", "plain", False),
     ("calls", "int", True),
-    ("avg us", "us", True),
+    ("median us", "us", True),
     ("share", "pct", True),
     ("MACs", "count", True),
     ("FLOPs", "count", True),
@@ -489,12 +489,12 @@ def bench_html(r: BenchResult) -> str:
     prof = r.profile
     roofline_note = ""
     if prof is not None:
-        timed = [n for n in prof.nodes if n.mean_us > 0]
+        timed = [n for n in prof.nodes if n.median_us > 0]
         points = [
             {
                 "name": n.name,
                 "op": n.op_type,
-                "us": n.mean_us,
+                "us": n.median_us,
                 "flops": n.flops,
                 "bytes": n.bytes_total,
                 "ai": n.flops / n.bytes_total if n.bytes_total else 0.0,
@@ -504,7 +504,7 @@ def bench_html(r: BenchResult) -> str:
         ]
         data["charts"]["chart-optype"] = op_type_chart(
             [
-                {"op": o.op_type, "time (us)": o.mean_us, "kernels": o.count, "calls": o.calls}
+                {"op": o.op_type, "time (us)": o.median_us, "kernels": o.count, "calls": o.calls}
                 for o in prof.by_op_type
             ],
             ("time (us)", "kernels", "calls"),
@@ -522,7 +522,7 @@ def bench_html(r: BenchResult) -> str:
                         "+".join(dict.fromkeys(n.kernel_op_types)),
                         n.provider.replace("ExecutionProvider", ""),
                         n.calls,
-                        n.mean_us,
+                        n.median_us,
                         n.share,
                         n.macs,
                         n.flops,
@@ -740,7 +740,7 @@ def bench_snippet(r: BenchResult) -> str:
     svg = ""
     if r.profile is not None:
         svg = _bars(
-            [{"op": o.op_type, "us": o.mean_us} for o in r.profile.by_op_type],
+            [{"op": o.op_type, "us": o.median_us} for o in r.profile.by_op_type],
             "us",
             "time per run by kernel op type (us)",
         )

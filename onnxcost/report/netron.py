@@ -10,7 +10,7 @@ without a name, or whose name (to its first newline) another node shares, cannot
 apart by that key: such nodes are left out, and counted in ``Attachment.left_out``.
 
 Node metrics: ``macs``, ``flops``, ``params``, ``bytes_read``, ``bytes_written`` (numbers)
-and ``status``; with a profiled bench, ``time_us`` (mean time per run of the kernel that ran
+and ``status``; with a profiled bench, ``time_us`` (median time per run of the kernel that ran
 the node) and ``share`` (that kernel's fraction of the run), and ``kernel_nodes`` where one
 kernel ran several nodes (the time is the whole kernel's).
 """
@@ -81,7 +81,7 @@ def _timings(bench: BenchResult | None) -> dict[str, tuple[float, float, int]]:
     for row in bench.profile.nodes:
         for source in row.sources:
             if source not in out:
-                out[source] = (row.mean_us, row.share, len(row.sources))
+                out[source] = (row.median_us, row.share, len(row.sources))
     return out
 
 

@@ -69,7 +69,7 @@ def _parse(data: bytes, what: str) -> onnx.ModelProto:
     return model
 
 
-_LOCATION_KEY = b"location"
+_LOCATION_KEY = b"\x0a\x08location"
 """Every external-data reference holds this key; a file holding no more of them than its main
 graph's external initializers has no other external tensors to look for."""
 

@@ -50,6 +50,9 @@ _MAX_TENSOR_FIELDS = 4096
 """A tensor with more fields than this (typed data written unpacked, one field per element)
 is kept whole rather than walked element by element in Python."""
 
+_MAX_DEPTH = 100
+"""protobuf's own nesting limit: a deeper model fails its parse, so the walk stops there."""
+
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 """Wire types this walk reads; 3 and 4 (groups) are not used by ONNX."""
 
@@ -130,12 +133,14 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
 
 
 def _message(
-    buf: Buffer, start: int, end: int, kind: str, location: str
+    buf: Buffer, start: int, end: int, kind: str, location: str, depth: int = 0
 ) -> tuple[Pieces, int] | None:
     """The message ``buf[start:end]`` of type ``kind`` as pieces to join, and their total
     length, with large payloads cut; None if nothing in it is cut."""
     if kind == "tensor":
         return _tensor(buf, start, end, location)
+    if depth > _MAX_DEPTH:
+        raise WireError("messages nested deeper than protobuf parses")
     children = _CHILDREN[kind]
     pieces: Pieces = []
     size = 0
@@ -143,7 +148,7 @@ def _message(
     for number, wire_type, key_start, value_start, value_end in _fields(buf, start, end):
         if wire_type != _LEN or value_end - value_start <= SMALL_BYTES or number not in children:
             continue
-        inner = _message(buf, value_start, value_end, children[number], location)
+        inner = _message(buf, value_start, value_end, children[number], location, depth + 1)
         if inner is None:
             continue
         head = buf[last:key_start]

@@ -249,3 +249,26 @@ def test_a_broken_file_says_what_a_full_parse_says(tmp_path: Path, lazy: None) -
 def test_a_model_without_large_tensors_is_returned_as_none() -> None:
     data = _matmul(4, numpy_helper.from_array(np.ones((4, 4), np.float32), "w"))
     assert wire.strip_payloads(data.SerializeToString(), INLINE) is None
+
+
+def test_nesting_deeper_than_protobuf_parses(lazy: None) -> None:
+    """If bodies nested 120 deep (written field by field: onnx's helpers refuse to), each
+    holding a large weight: the walk stops where protobuf's parse would (100 messages deep)
+    and the full parse says what is wrong."""
+    big = numpy_helper.from_array(np.zeros(4096, np.float16), "big")
+    graph = helper.make_graph([helper.make_node("Identity", ["big"], ["r"])], "b", [], [], [big])
+    data = graph.SerializeToString()
+    for _ in range(120):
+        attr = helper.make_attribute("then_branch", graph).SerializeToString()
+        attr = attr.replace(wire._length_delimited(6, graph.SerializeToString()), b"")
+        attr += wire._length_delimited(6, data)
+        node = helper.make_node("If", ["cond"], ["r"]).SerializeToString()
+        node += wire._length_delimited(5, attr)
+        data = onnx.GraphProto(name="b", initializer=[big]).SerializeToString()
+        data += wire._length_delimited(1, node)
+    model = helper.make_model(onnx.GraphProto(), opset_imports=[helper.make_opsetid("", 17)])
+    data = model.SerializeToString() + wire._length_delimited(7, data)
+    with pytest.raises(wire.WireError, match="nested"):
+        wire.strip_payloads(data, INLINE)
+    with pytest.raises(ModelLoadError):
+        load_model(data)

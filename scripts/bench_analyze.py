@@ -10,8 +10,10 @@ measures:
    alternating runs, ratio of medians; and the same ratio at 8, 16 and 32 layers, to show
    how it grows with node count;
 2. end to end: wall time and peak RSS of the ``onnxcost analyze`` command on the 8B model;
-3. inline weights: ``onnxcost analyze gpt2.onnx`` against a bare ``onnx.load`` of the same
-   file, each a fresh process, alternating runs: median wall time and peak RSS of each;
+3. inline weights: ``onnxcost analyze`` of GPT-2 small as torch.onnx.export writes it (LM
+   head untied: 652 MB) and of the built-in as ``zoo save`` writes it (tied: 499 MB), each
+   against a bare ``onnx.load`` of the same file, each a fresh process, alternating runs:
+   median wall time and peak RSS of each;
 4. start-up: ``onnxcost --version``, and ``onnxcost analyze`` of a small model (models/
    mlp_torch_script.onnx) against a bare process that loads it and runs ONNX shape
    inference, fresh processes, alternating runs, medians;
@@ -19,7 +21,7 @@ measures:
    index with naming, shapes, and the rest: costs, summaries, peak memory), as shares of the whole.
 
 Usage: python scripts/bench_analyze.py [--runs 7] [--out DIR] [--phases] [--skip-inline]
-(writing gpt2.onnx, about 500 MB, takes half a minute and 2 GB of memory once per --out).
+(writing the two GPT-2 files, 1.2 GB, takes a minute and 3 GB of memory, once per --out).
 """
 
 from __future__ import annotations
@@ -130,11 +132,34 @@ def _onnxcost(*args: str) -> list[str]:
     return [sys.executable, "-m", "onnxcost", *args]
 
 
+def untied_gpt2(builtin: Path, path: Path) -> None:
+    """The built-in GPT-2 as ``torch.onnx.export`` writes GPT2LMHeadModel: the LM head is a
+    weight of its own (the token embedding transposed, 768 x 50257) instead of a Transpose
+    of the tied embedding, which makes the file 652 MB (the size issue 16 quotes)."""
+    from onnx import numpy_helper
+
+    model = onnx.load(builtin)
+    transpose = next(n for n in model.graph.node if n.name == "/lm_head/Transpose")
+    wte = next(t for t in model.graph.initializer if t.name == transpose.input[0])
+    head = numpy_helper.from_array(numpy_helper.to_array(wte).T.copy(), "onnx::MatMul_lm_head")
+    model.graph.initializer.append(head)
+    for node in model.graph.node:
+        node.input[:] = [head.name if i == transpose.output[0] else i for i in node.input]
+    model.graph.node.remove(transpose)
+    onnx.save(model, path)
+
+
 def inline_case(path: Path, runs: int) -> None:
     """GPT-2 small with inline weights: analyze against a bare onnx.load of the file."""
     if not path.exists():
         t = time.perf_counter()
-        zoo.save("gpt2", path)
+        if path.stem.endswith("_untied"):
+            builtin = path.with_name(path.name.replace("_untied", ""))
+            if not builtin.exists():
+                zoo.save("gpt2", builtin)
+            untied_gpt2(builtin, path)
+        else:
+            zoo.save("gpt2", path)
         print(f"wrote {path} in {time.perf_counter() - t:.0f} s")
     result = alternating(
         {
@@ -238,6 +263,7 @@ def main() -> None:
     )
     startup(args.runs)
     if not args.skip_inline:
+        inline_case(out / "gpt2_untied.onnx", args.runs)
         inline_case(out / "gpt2.onnx", args.runs)
 
 

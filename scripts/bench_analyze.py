@@ -239,7 +239,14 @@ def main() -> None:
     for layers in (8, 16, 32):
         path = out / f"llama_{layers}l.onnx"
         t = time.perf_counter()
-        zoo.save("llama", path, dtype="fp16", weights=False, params={**LLAMA_8B, "layers": layers})
+        zoo.save(
+            "llama",
+            path,
+            dtype="fp16",
+            weights=False,
+            params={**LLAMA_8B, "layers": layers},
+            force=True,
+        )
         built = time.perf_counter() - t
         a = onnxcost.analyze(path)
         f, s, r = ratio_of_medians(path, args.runs)

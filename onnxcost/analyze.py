@@ -656,10 +656,7 @@ def analyze(
             raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
         from onnxcost.formulas import symbolic_analysis
 
-        source = model.working_copy() if isinstance(model, PreparedModel) else model
-        return symbolic_analysis(
-            source, input_shapes=input_shapes, dims=dims, convention=convention
-        )
+        return symbolic_analysis(model, input_shapes=input_shapes, dims=dims, convention=convention)
     return _analyze(model, input_shapes, dims, convention, registry)
 
 

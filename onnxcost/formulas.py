@@ -34,7 +34,8 @@ import numpy as np
 import onnx
 
 from onnxcost.errors import OnnxcostError, UsageError
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource, load_model
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.prepare import PreparedModel, prepare
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -307,11 +308,17 @@ def with_derived(
     return out
 
 
-def _light_copy(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy whose large float weights point at no data: sizes are all the analysis reads,
-    and each of the many analyses would otherwise copy every weight."""
-    light = onnx.ModelProto()
-    light.CopyFrom(proto)
+def _light(prepared: PreparedModel) -> PreparedModel:
+    """The prepared model, its large inline weights made to point at no data: each analysis
+    copies the model, and sizes are all it reads of a weight."""
+    heavy = [
+        t
+        for t in prepared.proto.graph.initializer
+        if t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) > 1 << 16
+    ]
+    if not heavy:
+        return prepared
+    light = prepared.working_copy()
     for t in light.graph.initializer:
         if t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) <= 1 << 16:
             continue  # small tensors may be folded as shapes: keep them
@@ -321,7 +328,7 @@ def _light_copy(proto: onnx.ModelProto) -> onnx.ModelProto:
         del t.external_data[:]
         entry = t.external_data.add()
         entry.key, entry.value = "location", VIRTUAL_LOCATION_PREFIX + "formulas"
-    return light
+    return replace(prepared, proto=light)
 
 
 # --- sampling the concrete analysis -----------------------------------------------------------
@@ -474,7 +481,7 @@ def _evaluate_all(coefficients: np.ndarray, denominator: int, point: tuple[int, 
 
 
 def symbolic_analysis(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
@@ -486,13 +493,9 @@ def symbolic_analysis(
     from onnxcost.analyze import analyze
 
     dims = dict(dims or {})
-    loaded = load_model(model)
-    symbols = model_symbols(loaded.proto, input_shapes or {}, dims)
-    at_one = with_derived(loaded.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
-    # A built-in model is built once, not once per analysis.
-    source = (
-        model if loaded.path is not None or isinstance(model, onnx.ModelProto) else loaded.proto
-    )
+    source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
+    symbols = model_symbols(source.proto, input_shapes or {}, dims)
+    at_one = with_derived(source.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
     base = analyze(source, input_shapes=input_shapes, dims=at_one, convention=convention)
     costs = symbolic_costs(
         source,
@@ -506,7 +509,7 @@ def symbolic_analysis(
 
 
 def symbolic_costs(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     base: Analysis,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -522,12 +525,11 @@ def symbolic_costs(
 
     input_shapes = dict(input_shapes or {})
     dims = dict(dims or {})
-    loaded = load_model(model)
-    symbols = model_symbols(loaded.proto, input_shapes, dims)
-    source: ModelSource = loaded.path if loaded.path is not None else _light_copy(loaded.proto)
+    source = _light(prepare(model))
+    symbols = model_symbols(source.proto, input_shapes, dims)
 
     def run(values: dict[str, int]) -> Analysis:
-        point = with_derived(loaded.proto, input_shapes, {**dims, **values})
+        point = with_derived(source.proto, input_shapes, {**dims, **values})
         return analyze(source, input_shapes=input_shapes, dims=point, convention=convention)
 
     names = tuple(n.name for n in base.nodes)

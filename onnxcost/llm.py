@@ -31,7 +31,8 @@ import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
-from onnxcost.model import ModelSource, build_builtin, load_model
+from onnxcost.model import ModelSource, build_builtin
+from onnxcost.prepare import prepare
 from onnxcost.tensors import tensor_bytes
 
 if TYPE_CHECKING:
@@ -353,8 +354,8 @@ def llm_report(
 
     if prompt < 1 or generate < 1 or batch < 1:
         raise UsageError("--prompt, --generate and --batch must be 1 or more")
-    source = _source_for(model, params)
-    proto = load_model(source).proto
+    source = prepare(_source_for(model, params))  # loaded and indexed once for every analysis
+    proto = source.proto
     layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
     fixed = dict(dims or {})
     roles = {layout.batch, layout.seq, layout.past}

@@ -228,7 +228,11 @@ def _read_model_file(path: Path, what: str, weights: bool) -> tuple[bytes, int]:
         try:
             if weights or size < LAZY_MIN_BYTES:
                 return f.read(), size
-            with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
+            try:
+                mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # a file that cannot be mapped (or just shrank)
+                return f.read(), size
+            with mapped:
                 return _strip(mapped) or mapped[:], size
         except OSError as e:
             raise ModelLoadError(

@@ -272,3 +272,18 @@ def test_nesting_deeper_than_protobuf_parses(lazy: None) -> None:
         wire.strip_payloads(data, INLINE)
     with pytest.raises(ModelLoadError):
         load_model(data)
+
+
+def test_a_file_that_cannot_be_mapped_is_read(
+    tmp_path: Path, lazy: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = POISON * 4096
+    weight = TensorProto(name="w", data_type=TensorProto.DOUBLE, dims=[64, 32], raw_data=raw)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_matmul(64, weight, TensorProto.DOUBLE).SerializeToString())
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(19, "No such device")  # what mmap says on a file system without it
+
+    monkeypatch.setattr(model.mmap, "mmap", refuse)
+    assert load_model(path).proto.graph.initializer[0].raw_data == raw

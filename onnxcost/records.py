@@ -146,7 +146,9 @@ def to_jsonable(value: Any) -> Any:
     A dataclass becomes a dict of its fields in declaration order: a field whose metadata is
     NOT_IN_JSON is left out, ``json_key(...)`` renames one. Tuples, lists and sets become
     lists, mappings dicts (keys as they are), an infinite float the string "inf" (or "-inf",
-    which JSON cannot write as a number); str, int, float, bool and None stay as they are.
+    which JSON cannot write as a number); anything else stays as it is (str, int, bool,
+    None; and bytes, such as a protobuf name that is not UTF-8, which the JSON writer in
+    onnxcost.report.safe_text turns into text).
     """
     if isinstance(value, str | int | bool) or value is None:
         return value
@@ -164,6 +166,4 @@ def to_jsonable(value: Any) -> Any:
         return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, tuple | list | set | frozenset):
         return [to_jsonable(v) for v in value]
-    raise TypeError(
-        f"{type(value).__name__} has no JSON form: make it a dataclass or a plain value"
-    )
+    return value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -21,6 +21,7 @@ from onnxcost.costs._context import OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
 from onnxcost.graph import GraphView
+from onnxcost.liveness import peak_activation
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import (
@@ -29,6 +30,7 @@ from onnxcost.records import (
     ModelInfo,
     NodeRecord,
     OpTypeSummary,
+    PeakActivation,
     ScopeSummary,
     ShapeOut,
     Status,
@@ -55,11 +57,7 @@ if TYPE_CHECKING:
 SCHEMA = "onnxcost.analysis/1"
 _NO_COST = Cost()
 CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
-
-# Element types that are never weights: indices, shapes, masks, strings.
-_NON_WEIGHT_TYPES = frozenset(
-    {onnx.TensorProto.INT64, onnx.TensorProto.BOOL, onnx.TensorProto.STRING}
-)
+NO_PEAK = PeakActivation(0, -1, "", ())
 
 
 _JSON_FIELDS = (
@@ -70,6 +68,8 @@ _JSON_FIELDS = (
     "nodes",
     "by_op_type",
     "by_dtype",
+    "peak_activation",
+    "peak_activation_ort",
     "unsupported",
     "warnings",
 )
@@ -98,6 +98,10 @@ class Analysis:
     """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
     by_dtype: tuple[DtypeSummary, ...] = ()
     """Costs by the element types the arithmetic runs in (``arithmetic``), most MACs first."""
+    peak_activation: PeakActivation = NO_PEAK
+    """Where the topological-order peak of activation memory happens and what is live there."""
+    peak_activation_ort: PeakActivation | None = None
+    """The same under onnxruntime's execution order (``ort_peak=True``), else None."""
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -560,45 +564,6 @@ def _walk_subgraph(
     return total
 
 
-def _peak_activation(
-    view: GraphView,
-    types: Mapping[str, TensorInfo],
-    graph: onnx.GraphProto,
-    weights: Collection[str],
-) -> int:
-    """Max over the topological order of the bytes of live activations (weights, every
-    constant-derived tensor, excluded).
-
-    A tensor is live from its producer to its last consumer (graph outputs to the end,
-    graph inputs from the start).
-    """
-    n = len(view.order)
-    if n == 0:
-        return 0
-    delta = [0] * (n + 1)
-    last = n - 1
-    ends = dict(view.last_use)
-    for vi in graph.output:
-        ends[vi.name] = last
-
-    writes = [(vi.name, 0) for vi in graph.input]
-    writes += [(o, k) for k, outs in enumerate(view.outputs) for o in outs if o]
-    for name, start in writes:
-        info = types.get(name)
-        if info is None or info.known_nbytes < 0 or name in weights:
-            continue
-        nbytes = info.known_nbytes
-        delta[start] += nbytes
-        end = ends.get(name, start)
-        delta[(end if end > start else start) + 1] -= nbytes
-    peak = running = 0
-    for d in delta[:n]:
-        running += d
-        if running > peak:
-            peak = running
-    return peak
-
-
 def _model_info(
     loaded_path: str | None,
     proto: onnx.ModelProto,
@@ -637,6 +602,7 @@ def analyze(
     convention: Convention = "onnxcost",
     symbolic: bool = False,
     registry: Registry = REGISTRY,
+    ort_peak: bool = False,
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
@@ -648,6 +614,8 @@ def analyze(
     unset symbolic dims (``Analysis.formulas``, ``Analysis.at``; see onnxcost/formulas.py),
     the counts at 1. ``registry``: the cost formulas, by default the built-in ones; for one
     run with one op's formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
+    ``ort_peak``: also the peak activation memory under onnxruntime's own execution order
+    (``totals.peak_activation_bytes_ort``, ``peak_activation_ort``; needs onnxruntime).
     """
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
@@ -656,8 +624,18 @@ def analyze(
             raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
         from onnxcost.formulas import symbolic_analysis
 
-        return symbolic_analysis(model, input_shapes=input_shapes, dims=dims, convention=convention)
-    return _analyze(model, input_shapes, dims, convention, registry)
+        result = symbolic_analysis(
+            model, input_shapes=input_shapes, dims=dims, convention=convention
+        )
+    else:
+        result = _analyze(model, input_shapes, dims, convention, registry)
+    if not ort_peak:
+        return result
+    from onnxcost.bench.ort_order import ort_peak_activation  # needs onnxruntime
+
+    peak = ort_peak_activation(model, input_shapes, dims)
+    totals = replace(result.totals, peak_activation_bytes_ort=peak.bytes)
+    return replace(result, totals=totals, peak_activation_ort=peak)
 
 
 def _analyze(
@@ -710,6 +688,16 @@ def _analyze(
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
     totals = Cost(total_macs, total_flops)
+    peak = peak_activation(
+        view.names,
+        view.inputs,
+        view.outputs,
+        [vi.name for vi in proto.graph.input],
+        [vi.name for vi in proto.graph.output],
+        shapes.types,
+        weights.constant,
+        view.last_use,
+    )
     result_totals = Totals(
         macs=totals.macs,
         flops=walk.flops(totals),
@@ -718,7 +706,7 @@ def _analyze(
         stat_params=weights.totals["stat"],
         bytes_read=sum(r.bytes_read for r in main_records),
         bytes_written=sum(r.bytes_written for r in main_records),
-        peak_activation_bytes=_peak_activation(view, shapes.types, proto.graph, weights.constant),
+        peak_activation_bytes=peak.bytes,
         quant_params=weights.totals["quant"],
     )
     return Analysis(
@@ -734,6 +722,7 @@ def _analyze(
         nodes=records,
         by_op_type=_by_op_type(records, counted),
         by_dtype=by_dtype(records, counted, walk.labels),
+        peak_activation=peak,
         unsupported=tuple(sorted(walk.unsupported)),
         warnings=tuple(dict.fromkeys(walk.warnings)),
         convention=convention,

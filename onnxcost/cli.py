@@ -391,6 +391,14 @@ def analyze(
         ),
     ] = False,
     wide: WideOpt = False,
+    ort_peak: Annotated[
+        bool,
+        typer.Option(
+            "--ort-peak",
+            help="Also the peak activation memory under onnxruntime's execution order "
+            "(needs onnxruntime; builds a session).",
+        ),
+    ] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
@@ -402,7 +410,12 @@ def analyze(
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
         result = run(
-            model, input_shapes=shapes, dims=dims, convention=convention.value, symbolic=symbolic
+            model,
+            input_shapes=shapes,
+            dims=dims,
+            convention=convention.value,
+            symbolic=symbolic,
+            ort_peak=ort_peak,
         )
         if format is ReportFormat.netron:
             emit_netron(model, result, out)

@@ -59,6 +59,29 @@ class NodeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveTensor:
+    """An activation live at the peak: its name, the node that wrote it, its bytes."""
+
+    tensor: str
+    producer: str
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeakActivation:
+    """Where peak activation memory happens: its bytes, the step (index in the execution
+    order, -1 for an empty graph) and node it happens at, and the largest tensors live there."""
+
+    bytes: int
+    node_index: int
+    node: str
+    live: tuple[LiveTensor, ...]
+    """The largest live tensors, at most ``liveness.TOP_LIVE``, largest first."""
+    live_count: int = 0
+    """How many activations are live there in all."""
+
+
+@dataclass(frozen=True, slots=True)
 class Totals:
     macs: int
     flops: int
@@ -71,6 +94,9 @@ class Totals:
     peak_activation_bytes: int
     quant_params: int = 0
     """Quantization scales and zero points, apart from params (their bytes are in param_bytes)."""
+    peak_activation_bytes_ort: int | None = None
+    """Peak activation bytes under onnxruntime's own execution order (``ort_peak=True``),
+    None when not computed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -77,8 +77,25 @@ def to_markdown(
         f"| bytes read | {t.bytes_read:,} |",
         f"| bytes written | {t.bytes_written:,} |",
         f"| peak activation bytes | {t.peak_activation_bytes:,} |",
+        *(
+            []
+            if t.peak_activation_bytes_ort is None
+            else [
+                f"| peak activation bytes, onnxruntime's order | {t.peak_activation_bytes_ort:,} |"
+            ]
+        ),
         "",
     ]
+    for title, peak in (("", a.peak_activation), (", onnxruntime's order", a.peak_activation_ort)):
+        if peak is not None and peak.live:
+            out += [
+                f"Live at the peak{title} (at {md(peak.node)}, {peak.live_count} tensors):",
+                "",
+                "| tensor | written by | bytes |",
+                "|---|---|---:|",
+                *(f"| {md(x.tensor)} | {md(x.producer)} | {x.bytes:,} |" for x in peak.live),
+                "",
+            ]
     formulas = [] if a.symbolic is None else a.symbolic.describe()
     if formulas:
         out += [f"## {formulas[0]}", "", *(f"- `{line}`" for line in formulas[1:]), ""]

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from onnxcost.analyze import Analysis
-from onnxcost.records import NodeRecord
+from onnxcost.records import NodeRecord, PeakActivation
 from onnxcost.report import units
 from onnxcost.report.columns import (
     NODE_COLUMNS,
@@ -25,9 +25,9 @@ from onnxcost.report.tree import TREE_HEADERS, tree_table
 # Which columns go first when a table is too wide, and which text may be cut in the middle.
 DROP_FIRST = (
     "in shapes", "cum. %", "written", "read", "status", "out shapes", "params", "count",
-    "nodes", "FLOPs %",
+    "nodes", "FLOPs %", "MACs %",
 )  # fmt: skip
-TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes")
+TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes", "arithmetic in")
 
 
 def _table(
@@ -113,10 +113,27 @@ def render_totals(a: Analysis, console: Console) -> None:
     console.print(
         f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}"
     )
+    ort = (
+        ""
+        if t.peak_activation_bytes_ort is None
+        else f" (onnxruntime's order: {units.nbytes(t.peak_activation_bytes_ort)})"
+    )
     console.print(
         f"        memory read {units.nbytes(t.bytes_read)} | written {units.nbytes(t.bytes_written)} | "
-        f"peak activations {units.nbytes(t.peak_activation_bytes)}"
+        f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}"
     )
+    if a.peak_activation.live:
+        console.print(Text("        " + peak_line(a.peak_activation)))
+
+
+def peak_line(peak: PeakActivation, top: int = 3) -> str:
+    """'at NODE: T1 (from P1) 3.06 MiB, ... and N more live'."""
+    shown = ", ".join(
+        f"{plain(t.tensor)} (from {plain(t.producer)}) {units.nbytes(t.bytes)}"
+        for t in peak.live[:top]
+    )
+    more = peak.live_count - min(top, len(peak.live))
+    return f"live at {plain(peak.node)}: {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def render_formulas(a: Analysis, console: Console) -> None:

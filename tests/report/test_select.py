@@ -53,7 +53,9 @@ def listed(tmp_path: Path, model: Path, fmt: str, flags: list[str]) -> list[str]
         return [n["name"] for n in json.loads(text)["nodes"]]
     if fmt == "csv":
         return [row["name"] for row in csv.DictReader(io.StringIO(text))]
-    return NAME.findall(text)
+    # the node list only (the totals name the nodes live at the peak activation)
+    nodes = text.split("## Nodes" if fmt == "markdown" else "\nNodes")[-1]
+    return NAME.findall(nodes)
 
 
 def by_flops(names: list[str]) -> list[str]:

@@ -1,0 +1,87 @@
+"""Peak activation memory by liveness over an execution order.
+
+A tensor is live from the step that writes it to the last step that reads it (a graph
+input from the first step, a graph output to the last). The peak is the largest sum of the
+bytes of the tensors live at one step; tensors in ``excluded`` (weights: every tensor
+computed from constants only) and tensors of unknown size do not count. The analysis runs
+it over the topological order; ``onnxcost.bench.ort_order`` over onnxruntime's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from onnxcost.records import LiveTensor, PeakActivation
+from onnxcost.tensors import TensorInfo
+
+TOP_LIVE = 10
+"""How many of the tensors live at the peak a PeakActivation lists (the largest)."""
+
+GRAPH_INPUT = "(graph input)"
+"""The producer named for a graph input."""
+
+
+def last_uses(inputs: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Tensor -> the index of the last step that reads it."""
+    out: dict[str, int] = {}
+    for k, names in enumerate(inputs):
+        for name in names:
+            if name:
+                out[name] = k
+    return out
+
+
+def peak_activation(
+    names: Sequence[str],
+    inputs: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+    graph_inputs: Iterable[str],
+    graph_outputs: Iterable[str],
+    types: Mapping[str, TensorInfo],
+    excluded: Collection[str],
+    last_use: Mapping[str, int] | None = None,
+) -> PeakActivation:
+    """The peak of live activation bytes over the steps ``names`` (in execution order, each
+    reading ``inputs[k]`` and writing ``outputs[k]``), where it happens and what is live there.
+
+    ``last_use``: tensor -> its last reading step, where reads are not all in ``inputs``
+    (subgraphs reading outer tensors); computed from ``inputs`` otherwise.
+    """
+    n = len(names)
+    if n == 0:
+        return PeakActivation(0, -1, "", ())
+    ends = dict(last_use) if last_use is not None else last_uses(inputs)
+    for name in graph_outputs:
+        ends[name] = n - 1
+    spans: list[tuple[str, str, int, int, int]] = []  # tensor, producer, start, end, bytes
+    writes = [(name, GRAPH_INPUT, 0) for name in graph_inputs]
+    writes += [(o, names[k], k) for k, outs in enumerate(outputs) for o in outs if o]
+    delta = [0] * (n + 1)
+    for tensor, producer, start in writes:
+        info = types.get(tensor)
+        if info is None or tensor in excluded:
+            continue
+        nbytes = info.known_nbytes
+        if nbytes < 0:
+            continue
+        end = max(ends.get(tensor, start), start)
+        delta[start] += nbytes
+        delta[end + 1] -= nbytes
+        spans.append((tensor, producer, start, end, nbytes))
+    peak = running = 0
+    at = 0
+    for k in range(n):
+        running += delta[k]
+        if running > peak:
+            peak, at = running, k
+    live = sorted((s for s in spans if s[2] <= at <= s[3] and s[4]), key=lambda s: (-s[4], s[0]))
+    return PeakActivation(
+        peak,
+        at,
+        names[at],
+        tuple(LiveTensor(t, p, b) for t, p, _s, _e, b in live[:TOP_LIVE]),
+        len(live),
+    )
+
+
+__all__ = ["GRAPH_INPUT", "TOP_LIVE", "last_uses", "peak_activation"]

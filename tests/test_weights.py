@@ -276,3 +276,29 @@ def test_reports_show_quantization_params() -> None:
     console = Console(record=True, width=120)
     render_totals(a, console)
     assert "2,048 + 32 quantization params" in console.export_text()
+
+
+def test_resnet18_with_batchnorm_read_through_identity() -> None:
+    # torch's training-mode export feeds every BatchNormalization's scale, bias, mean and var
+    # through an Identity node. The built-in ResNet-18 rewritten that way keeps torchvision's
+    # 11,689,512 params and 9,600 BN statistics (running mean + var of 4,800 channels).
+    from onnxcost.model import build_builtin
+
+    model = build_builtin("resnet18", weights=False)
+    assert model is not None
+    nodes: list[onnx.NodeProto] = []
+    for node in model.graph.node:
+        if node.op_type == "BatchNormalization":
+            for i in range(1, 5):
+                through = f"{node.input[i]}/identity"
+                nodes.append(helper.make_node("Identity", [node.input[i]], [through]))
+                node.input[i] = through
+        nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    a = onnxcost.analyze(model)
+    assert sum(n.op_type == "Identity" for n in a.nodes) == 4 * 20
+    assert (a.totals.params, a.totals.stat_params) == (11_689_512, 9_600)
+    assert (
+        a.totals.peak_activation_bytes == onnxcost.analyze("resnet18").totals.peak_activation_bytes
+    )

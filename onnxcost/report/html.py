@@ -530,7 +530,7 @@ def bench_html(r: BenchResult) -> str:
                         n.gflops_per_s,
                         n.gbytes_per_s,
                         n.bound or "",
-                        n.efficiency,
+                        None if n.efficiency_suspect else n.efficiency,
                     ]
                     for n in prof.nodes
                 ],
@@ -546,6 +546,12 @@ def bench_html(r: BenchResult) -> str:
                 "min(peak, intensity x bandwidth). Sum of node floors "
                 f"{r.roofline.floor_ms:.4g} ms against a median of {r.roofline.measured_ms:.4g} ms."
             )
+            if prof.suspect_nodes:
+                roofline_note += (
+                    f" {len(prof.suspect_nodes)} nodes ran faster than their floor: their "
+                    "efficiency is left blank, a measurement problem (ceilings too low, data "
+                    "in cache, or time attributed to another row), not a result."
+                )
         else:
             roofline_note = (
                 "No ceilings: add --calibrate to measure this provider's peak FLOP/s and "
@@ -557,7 +563,7 @@ def bench_html(r: BenchResult) -> str:
             f"{lat.median_ms:.3f} ms",
             f"p90 {lat.p90_ms:.3f} ms, p99 {lat.p99_ms:.3f} ms",
         ),
-        ("throughput", f"{r.throughput_per_s:,.1f}/s", f"batch {r.batch}"),
+        ("throughput", f"{r.throughput_per_s:,.1f}/s", f"batch {r.batch} / median latency"),
         ("variation (CV)", f"{100 * lat.cv:.1f}%", "noisy" if r.noisy else "steady"),
         ("runs", str(r.runs), f"after {r.warmup} warm-up"),
     ]

@@ -290,3 +290,27 @@ def bench_result(
         profile=prof,
         roofline=roofline,
     )
+
+
+def test_html_page_uses_medians_and_leaves_suspect_efficiency_blank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import onnxcost.report.html as html
+
+    seen: dict[str, Any] = {}
+
+    def page(template: str, **context: Any) -> str:
+        seen.update(context)
+        return ""
+
+    monkeypatch.setattr(html, "_page", page)
+    # runs of 100, 100 and 400 us: mean 200, median 100; floor 150 us is 150% of the median.
+    suspect = node(150.0, (100.0, 100.0, 400.0))
+    ceilings = Ceilings(1e9, 1e9, "CPUExecutionProvider", "cpu")
+    html.bench_html(bench_result((suspect,), roofline=ModelRoofline(ceilings, 1.0, 2.0)))
+    (table,) = seen["data"]["tables"]
+    headers = [c["label"] for c in table["columns"]]
+    row = dict(zip(headers, table["rows"][0], strict=True))
+    assert row["median us"] == pytest.approx(100.0)
+    assert row["efficiency"] is None
+    assert "faster than their floor" in seen["roofline_note"]

@@ -126,3 +126,14 @@ def test_bench_page_has_latency_time_cost_and_roofline() -> None:
     for n in r.profile.nodes:
         if n.name in points and n.bytes_total:
             assert points[n.name]["ai"] == n.flops / n.bytes_total
+
+
+def test_a_page_is_never_written_onto_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from onnxcost.cli import emit_page
+    from onnxcost.errors import UsageError
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    with pytest.raises(UsageError, match=r"--output report\.html"):
+        emit_page(lambda: "<html>", None)

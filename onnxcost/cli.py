@@ -637,6 +637,7 @@ class LlmFormat(str, enum.Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 @app.command("llm")
@@ -746,6 +747,10 @@ def llm_cmd(
             import json
 
             emit(json.dumps(report.to_dict(), indent=2) + "\n", out)
+        elif format is LlmFormat.html:
+            from onnxcost.report.html import llm_html
+
+            emit_page(lambda: llm_html(report), out)
         elif format is LlmFormat.markdown:
             from onnxcost.report.llm import to_markdown
 

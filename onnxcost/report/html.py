@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
     from onnxcost.bench.result import BenchResult
     from onnxcost.compare import Comparison
+    from onnxcost.llm import LlmReport
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 """Names the Vega-Lite version of each spec; vega-embed reads it and never fetches it."""
@@ -665,6 +666,73 @@ def compare_html(c: Comparison) -> str:
     )
 
 
+def llm_html(r: LlmReport) -> str:
+    """The report of ``onnxcost llm``: its figures, and each phase's arithmetic intensity
+    (FLOPs per byte moved) against the ridge point peak / bandwidth where one is known."""
+    from onnxcost.report.llm import rows
+
+    phases = [("prefill", r.prefill)]
+    if r.decode_first is not None:
+        phases.append(("first decode step", r.decode_first))
+    if r.decode_last is not None:
+        phases.append(("last decode step", r.decode_last))
+    values = [{"phase": n, "FLOP/B": p.flops_per_byte} for n, p in phases if p.flops_per_byte > 0]
+    layers: list[dict[str, Any]] = [
+        {
+            "mark": {"type": "bar", "tooltip": True, "color": "#3b6fd8"},
+            "encoding": {
+                "y": {"field": "phase", "type": "nominal", "sort": None, "title": None},
+                "x": {
+                    "field": "FLOP/B",
+                    "type": "quantitative",
+                    "scale": {"type": "log"},
+                    "title": "arithmetic intensity (FLOPs per byte moved, log scale)",
+                },
+            },
+        }
+    ]
+    ridge_note = "No ceiling known: the ridge point needs --peak-tflops and --bandwidth-gbs."
+    if r.roofline is not None:
+        ridge = r.roofline.ridge_flops_per_byte
+        layers.append(
+            {
+                "data": {"values": [{"ridge": ridge}]},
+                "mark": {"type": "rule", "color": "#a15c00", "strokeDash": [4, 3]},
+                "encoding": {"x": {"field": "ridge", "type": "quantitative"}},
+            }
+        )
+        ridge_note = (
+            f"Dashed: the ridge point, {ridge:.1f} FLOP/B; a phase left of it is memory-bound."
+        )
+    chart = {
+        "$schema": VEGA_LITE_SCHEMA,
+        "width": "container",
+        "height": {"step": 28},
+        "data": {"values": values},
+        "layer": layers,
+    }
+    cards = [
+        ("weights", units.nbytes(r.weights_bytes), f"{r.weights_bytes:,} B"),
+        ("KV cache per token", units.nbytes(r.kv_cache_bytes_per_token), ""),
+        ("prefill FLOPs", units.count(r.prefill.flops), f"{r.prefill.flops:,}"),
+        ("generation FLOPs", units.count(r.generation.flops), f"{r.generation.flops:,}"),
+    ]
+    return _page(
+        "llm.html.j2",
+        title=f"onnxcost llm: {r.model}",
+        what="decoder cost with a KV cache",
+        data={"charts": {"chart-phases": chart}, "tables": []},
+        heading=r.model,
+        prompt=r.prompt,
+        generate=r.generate,
+        batch=r.batch,
+        cards=cards,
+        rows=[(k.strip(), v) for k, v in rows(r)],
+        ridge_note=ridge_note,
+        warnings=list(r.warnings),
+    )
+
+
 def _svg(spec: dict[str, Any]) -> str:
     """A static SVG of a Vega-Lite spec (vl-convert; its text is escaped by Vega's renderer)."""
     try:
@@ -781,6 +849,7 @@ __all__ = [
     "bench_snippet",
     "compare_html",
     "compare_snippet",
+    "llm_html",
     "op_type_chart",
     "script_json",
     "vega_bundle",

@@ -137,3 +137,24 @@ def test_a_page_is_never_written_onto_a_terminal(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     with pytest.raises(UsageError, match=r"--output report\.html"):
         emit_page(lambda: "<html>", None)
+
+
+def test_llm_page(tmp_path: Path) -> None:
+    out = tmp_path / "llm.html"
+    args = ["llm", "gpt2", "-p", "kv_cache=true", "--prompt", "16", "--generate", "4"]
+    args += ["--peak-tflops", "1", "--bandwidth-gbs", "50", "-f", "html", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    # GPT-2 small's KV cache per token in fp32: 12 layers x 2 x 12 heads x 64 x 4 B = 73,728 B.
+    assert "72.00 KiB (73,728 B)" in page
+    data = _data(page)
+    assert isinstance(data, dict)
+    chart = data["charts"]["chart-phases"]
+    assert [v["phase"] for v in chart["data"]["values"]] == [
+        "prefill",
+        "first decode step",
+        "last decode step",
+    ]
+    # The ridge point: 1 TFLOP/s / 50 GB/s = 20 FLOPs per byte.
+    assert chart["layer"][1]["data"]["values"] == [{"ridge": 20.0}]

@@ -112,3 +112,20 @@ def test_cli_writes_json_and_refuses_other_suffixes(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "m.json" in result.output
+
+
+@pytest.mark.ort
+def test_cli_bench_netron_has_costs_and_times(tmp_path: Path) -> None:
+    out = tmp_path / "mlp.json"
+    args = ["bench", "mlp", "--profile", "--runs", "3", "--warmup", "0", "--min-seconds", "0"]
+    result = runner.invoke(app, [*args, "-q", "-f", "netron", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert check(data, node_names(load_model("mlp").proto)) == []
+    fc1 = _by_target(data)[("node", "/fc1/Gemm")]
+    # fc1: 784 -> 128, MACs 784 * 128 = 100,352; params 100,352 weights + 128 biases = 100,480.
+    assert fc1["macs"] == 100_352
+    assert fc1["params"] == 100_480
+    assert isinstance(fc1["time_us"], float)
+    assert fc1["time_us"] > 0
+    assert 0 < fc1["share"] <= 1

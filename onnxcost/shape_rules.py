@@ -275,6 +275,17 @@ def _dynamic_quantize_lstm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typ
     return ((0, elem, (x[0], d, x[1], hidden)), (1, elem, state), (2, elem, state))
 
 
+def _qembed_layer_norm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """layernorm_out [B, S, D] (D: the word table's width), of the scales' type; mask_index_out
+    [B] int32."""
+    batch, seq = _shape(ins, 0)
+    hidden = _shape(ins, 2)[-1]
+    return (
+        (0, _elem(ins, 8, TensorProto.FLOAT), (batch, seq, hidden)),
+        (1, TensorProto.INT32, (batch,)),
+    )
+
+
 RULES: dict[tuple[str, str], Rule] = {
     ("", "Dropout"): _dropout,
     (MS, "QuantizeLinear"): _quantize,
@@ -296,6 +307,7 @@ RULES: dict[tuple[str, str], Rule] = {
     (MS, "GatherBlockQuantized"): _gather_block_quantized,
     (MS, "QAttention"): _qattention,
     (MS, "DynamicQuantizeLSTM"): _dynamic_quantize_lstm,
+    (MS, "QEmbedLayerNormalization"): _qembed_layer_norm,
 }
 """(domain, op type) -> onnxcost's rule for its output types ('' is the ONNX domain)."""
 

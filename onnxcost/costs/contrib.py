@@ -21,7 +21,13 @@ import math
 from onnxcost.costs._context import OpContext, UnknownShapeError
 from onnxcost.costs._registry import Cost, register
 from onnxcost.costs.normalization import standardize_flops
-from onnxcost.costs.quantized import conv_in_out_macs, given, softmax_flops, softmax_rows
+from onnxcost.costs.quantized import (
+    DEQUANTIZE_FLOPS,
+    conv_in_out_macs,
+    given,
+    softmax_flops,
+    softmax_rows,
+)
 from onnxcost.shape_rules import broadcast_shape, matmul_shape
 
 MS = "com.microsoft"
@@ -263,6 +269,19 @@ def embed_layer_norm(ctx: OpContext) -> Cost:
     adds = 1 + int(given(ctx, 4) and given(ctx, 1))  # word + position (+ segment)
     mask = ctx.numel(7) if given(ctx, 7) else 0
     return Cost(flops=standardize_flops(numel, rows) + (adds + 2) * numel + mask)
+
+
+@register("QEmbedLayerNormalization", domain=MS, meta_inputs=(0, 1, 7), quant_inputs=range(8, 18))
+def qembed_layer_norm(ctx: OpContext) -> Cost:
+    """As EmbedLayerNormalization + 2 x B x S x D per table gathered (word, position, segment) + 2 x 2 x D: each uint8 row, gamma and beta dequantized.
+
+    NB: dequantization counted on the gathered rows only, as onnxruntime's kernel does it.
+    """
+    batch, seq = ctx.shape(0)
+    hidden = ctx.shape(2)[-1]
+    tables = 2 + int(given(ctx, 4) and given(ctx, 1))
+    dequantized = tables * batch * seq * hidden + 2 * hidden
+    return embed_layer_norm(ctx) + Cost(flops=DEQUANTIZE_FLOPS * dequantized)
 
 
 @register("GroupNorm", "SkipGroupNorm", domain=MS)

@@ -110,6 +110,13 @@ CASES = {
         " y, h, c = com.microsoft.DynamicQuantizeLSTM <hidden_size = 5>"
         " (x, w, r, , , , , , sw, zw, sr, zr) }"
     ),
+    # B 2, S 3, word table uint8 [100, 8]: layernorm_out [2, 3, 8] float, mask_index_out [2]
+    "QEmbedLayerNormalization": (
+        f"g (int32[2,3] ids, int32[2,3] mask) => (float y, int32 m) <{Q}, uint8[100,8] we = {{1}},"
+        " uint8[16,8] pe = {1}, uint8[8] gamma = {1}, uint8[8] beta = {1}> {"
+        " y, m = com.microsoft.QEmbedLayerNormalization <epsilon = 0.00001>"
+        " (ids, , we, pe, , gamma, beta, mask, sa, sb, , sy, sa, za, zb, , zy, za) }"
+    ),
     "QuantizeLinear_ms": (
         f"g (float[2,5] a) => (uint8 y) <{Q}> {{ y = com.microsoft.QuantizeLinear (a, sa, za) }}"
     ),
@@ -212,3 +219,21 @@ def test_qlinear_where_flops() -> None:
     a = onnxcost.analyze(_model("QLinearWhere"))
     (node,) = a.nodes
     assert (node.macs, node.flops, node.params, a.totals.quant_params) == (0, 42, 0, 6)
+
+
+def test_qembed_layer_norm_adds_its_dequantizing() -> None:
+    # over EmbedLayerNormalization of the same shapes: the gathered word and position rows
+    # dequantized, 2 x 2 x (2 x 3 x 8) = 192, and gamma and beta, 2 x 2 x 8 = 32: 224 FLOPs
+    quantized = onnxcost.analyze(_model("QEmbedLayerNormalization"))
+    plain = onnxcost.analyze(
+        onnx.parser.parse_model(f"""{HEAD}
+g (int32[2,3] ids, int32[2,3] mask) => (float y, int32 m) <float[100,8] we = {{1.0}},
+  float[16,8] pe = {{1.0}}, float[8] gamma = {{1.0}}, float[8] beta = {{1.0}}> {{
+  y, m = com.microsoft.EmbedLayerNormalization <epsilon = 0.00001>
+    (ids, , we, pe, , gamma, beta, mask)
+}}""")
+    )
+    assert quantized.totals.flops == plain.totals.flops + 224
+    # the same 800 + 128 + 8 + 8 = 944 weights; its 8 scale and zero-point inputs read 6
+    # stored scalars (sa and za twice), each counted once
+    assert (quantized.totals.params, quantized.totals.quant_params) == (944, 6)

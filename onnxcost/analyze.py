@@ -221,6 +221,9 @@ class _Walk:
     """(node domain, op type) -> (normalized domain, opset, spec): one registry lookup each."""
     costed: dict[int, _Costed] = field(default_factory=dict)
     """Node kind (``ShapeResult.kinds``) -> what every node of that kind costs."""
+    kind_labels: dict[int, str] = field(default_factory=dict)
+    """Node kind -> its ``labels`` entry, while no DequantizeLinear has been seen (after one,
+    two nodes of a kind may differ in whether an operand is dequantized)."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -441,6 +444,19 @@ def _costs(
     )
 
 
+def _label(w: _Walk, node: _Node, kind: int) -> str:
+    """``arithmetic.label`` of ``node``: the same for every node of a kind (same op and
+    tensor types) as long as no operand can come from a DequantizeLinear."""
+    shared = kind >= 0 and not w.dequantized_from
+    if shared and kind in w.kind_labels:
+        return w.kind_labels[kind]
+    spec = _spec_of(w, node.domain, node.op_type)[2]
+    found = label(node.proto, node.inputs, node.outputs, spec, w.shapes.types, w.dequantized_from)
+    if shared:
+        w.kind_labels[kind] = found
+    return found
+
+
 def _record(
     w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool, kind: int = -1
 ) -> tuple[NodeRecord, Cost]:
@@ -448,10 +464,7 @@ def _record(
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
-    spec = _spec_of(w, node.domain, node.op_type)[2]
-    w.labels.append(
-        label(node.proto, node.inputs, node.outputs, spec, w.shapes.types, w.dequantized_from)
-    )
+    w.labels.append(_label(w, node, kind))
     if node.op_type in DEQUANTIZE and node.inputs and node.outputs and node.inputs[0]:
         w.dequantized_from[node.outputs[0]] = node.inputs[0]
     rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)

@@ -105,12 +105,11 @@ class Weights:
                     self.add_stored(o, info)
             return True
         constant = self.constant
-        named = [i for i in inputs if i]
         if (
-            not named
-            or op_type in _NOT_CONSTANT_OPS
+            op_type in _NOT_CONSTANT_OPS
             or (op_type in SUBGRAPH_OPS and default_domain)
-            or not all(i in constant for i in named)
+            or any(i and i not in constant for i in inputs)
+            or not any(inputs)
         ):
             return False
         producer = _Producer(tuple(inputs), spec)

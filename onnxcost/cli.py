@@ -1349,6 +1349,8 @@ def plain_help(command: Any) -> Any:
     ctx = typer.Context(command)
     for param in command.get_params(ctx):
         kind = getattr(param, "param_type_name", "")
+        if not hasattr(param, "display_type_rich"):
+            continue  # a typer without typed help labels: nothing to take away
         if kind == "option" and param.metavar is None:
             shown = "" if param.is_flag else str(param.display_type_rich(ctx) or "")
             param.metavar = _METAVARS.get(shown, shown)

@@ -616,6 +616,7 @@ def analyze(
     symbolic: bool = False,
     registry: Registry = REGISTRY,
     ort_peak: bool = False,
+    allow_reshape: bool = False,
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
@@ -629,6 +630,8 @@ def analyze(
     run with one op's formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
     ``ort_peak``: also the peak activation memory under onnxruntime's own execution order
     (``totals.peak_activation_bytes_ort``, ``peak_activation_ort``; needs onnxruntime).
+    An ``input_shapes`` entry that changes a dim the model fixes raises ShapeError unless
+    ``allow_reshape``; shapes that make a node's input shapes disagree raise ShapeError.
     """
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
@@ -638,10 +641,14 @@ def analyze(
         from onnxcost.formulas import symbolic_analysis
 
         result = symbolic_analysis(
-            model, input_shapes=input_shapes, dims=dims, convention=convention
+            model,
+            input_shapes=input_shapes,
+            dims=dims,
+            convention=convention,
+            allow_reshape=allow_reshape,
         )
     else:
-        result = _analyze(model, input_shapes, dims, convention, registry)
+        result = _analyze(model, input_shapes, dims, convention, registry, allow_reshape)
     if not ort_peak:
         return result
     from onnxcost.bench.ort_order import ort_peak_activation  # needs onnxruntime
@@ -657,6 +664,7 @@ def _analyze(
     dims: Mapping[str, int] | None,
     convention: Convention,
     registry: Registry,
+    allow_reshape: bool = False,
 ) -> Analysis:
     given = model if isinstance(model, PreparedModel) else None
     prepared = prepare(model)
@@ -665,7 +673,7 @@ def _analyze(
     proto = prepared.working_copy() if given is not None else prepared.proto
     view = prepared.view
     _check_domains(proto, view)
-    shapes = infer(proto, input_shapes, dims, view)
+    shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
     weights = Weights()

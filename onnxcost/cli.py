@@ -100,6 +100,13 @@ DimOpt = Annotated[
         show_default=False,
     ),
 ]
+AllowReshapeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-reshape",
+        help="Let --input-shape change dims the model fixes (else that is an error).",
+    ),
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 ReportFormatOpt = Annotated[
     ReportFormat,
@@ -341,6 +348,7 @@ def analyze(
     model: ModelArg,
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
     convention: Annotated[
         ConventionOpt,
         typer.Option(
@@ -416,6 +424,7 @@ def analyze(
             convention=convention.value,
             symbolic=symbolic,
             ort_peak=ort_peak,
+            allow_reshape=allow_reshape,
         )
         if format is ReportFormat.netron:
             emit_netron(model, result, out)
@@ -878,6 +887,7 @@ def compare_cmd(
     ],
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
     convention: ConventionFlag = ConventionOpt.onnxcost,
     label: Annotated[
         list[str] | None,
@@ -932,6 +942,7 @@ def compare_cmd(
             convention=convention.value,
             labels=label or None,
             bench=settings,
+            allow_reshape=allow_reshape,
         )
         if format is CompareFormat.json:
             from onnxcost.report.safe_text import to_json
@@ -994,6 +1005,7 @@ def check_cmd(
     ] = None,
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
     convention: ConventionFlag = ConventionOpt.onnxcost,
     bench: GateBenchOpt = False,
     provider: GateProviderOpt = None,
@@ -1035,7 +1047,13 @@ def check_cmd(
         settings = _bench_settings(bench, provider, runs, warmup, threads)
         shapes, dims = parse_shape_flags(input_shape, dim)
         prepared = prepare(model, weights=settings is not None)  # one model analysed and run
-        result = run(prepared, input_shapes=shapes, dims=dims, convention=convention.value)
+        result = run(
+            prepared,
+            input_shapes=shapes,
+            dims=dims,
+            convention=convention.value,
+            allow_reshape=allow_reshape,
+        )
         latency = None
         if settings is not None:
             import dataclasses
@@ -1135,6 +1153,7 @@ def bench(
     ] = OptLevel.all,
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
     inputs: Annotated[
         Path | None,
         typer.Option(
@@ -1243,6 +1262,7 @@ def bench(
         try:
             result = run_bench(
                 model,
+                allow_reshape=allow_reshape,
                 provider=provider,
                 provider_options=provider_option or None,
                 threads=threads,

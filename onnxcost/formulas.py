@@ -487,6 +487,7 @@ def symbolic_analysis(
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
     max_degree: int = 3,
+    allow_reshape: bool = False,
 ) -> Analysis:
     """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
     formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
@@ -496,7 +497,13 @@ def symbolic_analysis(
     source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
     symbols = model_symbols(source.proto, input_shapes or {}, dims)
     at_one = with_derived(source.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
-    base = analyze(source, input_shapes=input_shapes, dims=at_one, convention=convention)
+    base = analyze(
+        source,
+        input_shapes=input_shapes,
+        dims=at_one,
+        convention=convention,
+        allow_reshape=allow_reshape,
+    )
     costs = symbolic_costs(
         source,
         base,
@@ -504,6 +511,7 @@ def symbolic_analysis(
         dims=dims,
         convention=convention,
         max_degree=max_degree,
+        allow_reshape=allow_reshape,
     )
     return replace(base, symbolic=costs, warnings=(*base.warnings, *costs.warnings))
 
@@ -518,6 +526,7 @@ def symbolic_costs(
     max_degree: int = 3,
     verify: int = 2,
     seed: int = 0,
+    allow_reshape: bool = False,
 ) -> SymbolicCosts:
     """Formulas in the model's free symbolic dims for the totals and every node of ``base``
     (the analysis of ``model`` with those dims at any point)."""
@@ -530,7 +539,13 @@ def symbolic_costs(
 
     def run(values: dict[str, int]) -> Analysis:
         point = with_derived(source.proto, input_shapes, {**dims, **values})
-        return analyze(source, input_shapes=input_shapes, dims=point, convention=convention)
+        return analyze(
+            source,
+            input_shapes=input_shapes,
+            dims=point,
+            convention=convention,
+            allow_reshape=allow_reshape,
+        )
 
     names = tuple(n.name for n in base.nodes)
     sampler = _Sampler(run, symbols, names)

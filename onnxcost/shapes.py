@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -27,7 +27,7 @@ from onnxcost.errors import ShapeError, UsageError
 from onnxcost.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX
 from onnxcost.shape_rules import has_rule, rule_outputs
-from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo
+from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo, shape_text
 
 _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""
@@ -109,8 +109,12 @@ def _apply_overrides(
     input_shapes: Mapping[str, Sequence[int]],
     dims: Mapping[str, int],
     warnings: list[str],
+    allow_reshape: bool = False,
 ) -> dict[str, int]:
-    """Fix every input dim; returns the value each symbolic dim name was given."""
+    """Fix every input dim; returns the value each symbolic dim name was given.
+
+    An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
+    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value."""
     init_names = {t.name for t in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in init_names]
     names = [vi.name for vi in inputs]
@@ -144,6 +148,8 @@ def _apply_overrides(
                     f"--input-shape {vi.name}=... gives {len(new)} dims but input {vi.name!r} has rank "
                     f"{len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
                 )
+            if tt.HasField("shape") and not allow_reshape:
+                _check_fixed_dims(vi.name, tt.shape, new)
             _set_dims(vi, new)
             continue
         if not tt.HasField("shape"):
@@ -172,6 +178,26 @@ def _apply_overrides(
                 f"symbolic dim {sym!r} (input {where}) is unset; using 1 (set it with --dim {sym}=N)"
             )
     return applied
+
+
+def _check_fixed_dims(name: str, declared: onnx.TensorShapeProto, new: Sequence[int]) -> None:
+    """Raise if ``new`` changes a dim that ``declared`` fixes (a dim_value > 0)."""
+    changed = [
+        (i, d.dim_value, v)
+        for i, (d, v) in enumerate(zip(declared.dim, new, strict=True))
+        if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != v
+    ]
+    if not changed:
+        return
+    listed = "; ".join(f"dim {i}: model {m}, yours {v}" for i, m, v in changed)
+    fitting = list(new)
+    for i, m, _v in changed:
+        fitting[i] = m
+    raise ShapeError(
+        f"--input-shape {name}={'x'.join(map(str, new))} changes dims that the model fixes for "
+        f"input {name!r} ({_fmt_dims(declared)}): {listed}; pass --input-shape "
+        f"{name}={'x'.join(map(str, fitting))}, or add --allow-reshape to insist"
+    )
 
 
 def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
@@ -613,6 +639,8 @@ class _Propagation:
     schemas: dict[tuple[str, int, str], onnx.defs.OpSchema | None] = field(default_factory=dict)
     """(op type, opset, domain) -> its schema, or None where onnx has none."""
     opset_imports: list[onnx.OperatorSetIdProto] = field(default_factory=list)
+    failures: list[_NodeFailure] = field(default_factory=list)
+    """Nodes whose input shapes, all concrete, contradict each other (ONNX's inference raised)."""
 
     def __post_init__(self) -> None:
         self.opset_imports = list(self.model.opset_import)
@@ -627,15 +655,25 @@ class _Propagation:
         return self.schemas[key]
 
 
-def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: KnownValues) -> None:
+def _propagate(
+    model: onnx.ModelProto,
+    types: dict[str, TensorInfo],
+    values: KnownValues,
+    failures: list[_NodeFailure],
+) -> None:
     """One forward pass over the main graph: fold shape values, and re-run ONNX's own
     per-node inference, fed those values, wherever a node's outputs are still unknown.
 
     A pass in topological order resolves chains that whole-graph inference cannot (each
-    GPT-2 layer's mask slice depends on the previous layer's shapes).
+    GPT-2 layer's mask slice depends on the previous layer's shapes). Nodes whose inference
+    fails on concrete shapes are added to ``failures``.
     """
     run = _Propagation(
-        model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
+        model,
+        types,
+        values,
+        {(o.domain or ""): o.version for o in model.opset_import},
+        failures=failures,
     )
     for node in model.graph.node:
         op_type = node.op_type
@@ -648,6 +686,37 @@ def _propagate(model: onnx.ModelProto, types: dict[str, TensorInfo], values: Kno
                     _infer_node(node, run)
                     break
         _fold_node(node, types, values)
+
+
+def _inference_failures(
+    model: onnx.ModelProto,
+    types: Mapping[str, TensorInfo],
+    values: KnownValues,
+    failures: list[_NodeFailure],
+) -> None:
+    """Whole-graph inference drops a node it fails on without a word: ask ONNX's per-node
+    inference again, before declared shapes fill the gap, for each main-graph node with an
+    untyped output and concrete inputs, and add the nodes whose inputs disagree to ``failures``."""
+    run = _Propagation(
+        model,
+        dict(types),
+        values,
+        {(o.domain or ""): o.version for o in model.opset_import},
+        failures=failures,
+    )
+    for node in model.graph.node:
+        if node.op_type in SUBGRAPH_OPS:
+            continue
+        outs = [types.get(o) for o in node.output if o]
+        if all(t is not None and t.is_concrete for t in outs):
+            continue
+        ins = [types.get(i) for i in node.input if i]
+        if all(t is not None and t.is_concrete for t in ins):
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            opset = run.opsets.get(domain)
+            if opset is not None:
+                known = {i: v for i in node.input if i and (v := values.get(i)) is not None}
+                _infer_with_onnx(node, domain, opset, known, run)
 
 
 def _infer_node(node: onnx.NodeProto, run: _Propagation) -> None:
@@ -792,6 +861,7 @@ def _per_node(
     view: GraphView,
     declared: Mapping[str, tuple[int, Shape | None]],
     symbols: Mapping[str, int],
+    failures: list[_NodeFailure],
 ) -> tuple[dict[str, TensorInfo], KnownValues, list[int]]:
     """Infer a graph without subgraphs node by node, in topological order, with ONNX's own
     per-node inference fed every value folded so far.
@@ -812,7 +882,11 @@ def _per_node(
         types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
     values = _known_values(graph, constants=False)  # Constants: added as the walk meets them
     run = _Propagation(
-        model, types, values, {(o.domain or ""): o.version for o in model.opset_import}
+        model,
+        types,
+        values,
+        {(o.domain or ""): o.version for o in model.opset_import},
+        failures=failures,
     )
     constants: dict[bytes, tuple[TensorInfo | None, int]] = {}
     seen: dict[tuple[object, ...], _Seen] = {}
@@ -893,6 +967,20 @@ def _infer_with_onnx(
             opset_imports=run.opset_imports,
             ir_version=run.model.ir_version,
         )
+    except onnx.shape_inference.InferenceError as e:
+        # Concrete input shapes that ONNX's own rule rejects contradict each other: a fact
+        # about the shapes, which ``infer`` reports. Otherwise the node stays unknown_shape.
+        why = str(e).strip()
+        if why.startswith(_SHAPE_ERROR) and all(run.types[i].is_concrete for i in inputs):
+            run.failures.append(
+                _NodeFailure(
+                    node.name,
+                    _op_label(domain, node.op_type),
+                    why[len(_SHAPE_ERROR) :].strip(),
+                    tuple(shape_text(run.types[i].shape) for i in node.input if i),
+                )
+            )
+        return None
     except Exception:  # best effort: the node stays unknown_shape
         return None
     index = {name: k for k, name in enumerate(node.output) if name}
@@ -904,6 +992,8 @@ def infer(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
     view: GraphView | None = None,
+    *,
+    allow_reshape: bool = False,
 ) -> ShapeResult:
     """Resolve every tensor's shape. Modifies ``model`` (the caller's private copy) in place.
 
@@ -912,13 +1002,52 @@ def infer(
     distinct node; other models go through ONNX's whole-graph inference, then the same
     per-node inference and folding wherever it left a shape unknown. Both give the same
     shapes (a test checks it); the first is several times faster on repeated layers.
+
+    ``input_shapes`` may not change a dim the model fixes unless ``allow_reshape``. Where the
+    shapes given make a main-graph node's concrete input shapes disagree (ONNX's inference
+    of the node fails, or a Conv's input channels differ from its weight's), ShapeError names
+    the node and the flags, unless the node disagrees as much without any flag (each
+    symbolic dim at 1) on the same input shapes: that, like any disagreement without flags,
+    is the model's own, and a warning.
     """
+    input_shapes, dims = dict(input_shapes or {}), dict(dims or {})
+    given = bool(input_shapes or dims)
+    pristine = [_copy(vi) for vi in model.graph.input] if given else []
+    result, failures = _infer_all(model, input_shapes, dims, view, allow_reshape)
+    if not failures:
+        return result
+    if given:
+        own = _own_failures(model, pristine, view)
+        caused = [f for f in failures if own.get(f.node) != f.inputs]
+        if caused:
+            raise ShapeError(_blame(caused, input_shapes, dims, allow_reshape, pristine))
+    listed = "; ".join(f.text() for f in failures[:3])
+    more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
+    result.warnings.append(
+        f"input shapes disagree at {listed}{more}: the model's declared shapes (with symbolic "
+        f"dims left at 1) do not fit there, so counts there and after may be wrong or "
+        f"unknown_shape; set the dims with --input-shape/--dim, or check the model"
+    )
+    return result
+
+
+def _infer_all(
+    model: onnx.ModelProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+    view: GraphView | None,
+    allow_reshape: bool,
+) -> tuple[ShapeResult, list[_NodeFailure]]:
+    """``infer``'s two routes; also the nodes whose concrete input shapes disagree."""
     warnings: list[str] = []
-    symbols = _apply_overrides(model.graph, input_shapes or {}, dims or {}, warnings)
+    failures: list[_NodeFailure] = []
+    symbols = _apply_overrides(model.graph, input_shapes, dims, warnings, allow_reshape)
     if view is not None and not view.outer_reads and not model.functions:
         declared = _declared_in(model.graph)
-        types, values, kinds = _per_node(model, view, declared, symbols)
-        return ShapeResult(model, types, values, warnings, tuple(kinds))
+        types, values, kinds = _per_node(model, view, declared, symbols, failures)
+        nodes = zip(view.order, view.op_types, view.domains, view.inputs, strict=True)
+        failures += _channel_failures(nodes, types)
+        return ShapeResult(model, types, values, warnings, tuple(kinds)), failures
     declared = _declared(model.graph)
     _detach_large_initializers(model.graph)
     _clear_inferred(model.graph)
@@ -927,6 +1056,125 @@ def infer(
     types = {}
     _collect_types(inferred, types)
     if _unknown_outputs(inferred.graph, types):
+        _inference_failures(inferred, types, values, failures)
         _use_declared(types, declared, symbols)
-        _propagate(inferred, types, values)
-    return ShapeResult(inferred, types, values, warnings)
+        _propagate(inferred, types, values, failures)
+    main = ((n, n.op_type, n.domain, n.input) for n in inferred.graph.node)
+    failures += _channel_failures(main, types)
+    return ShapeResult(inferred, types, values, warnings), failures
+
+
+_SHAPE_ERROR = "[ShapeInferenceError]"
+"""How ONNX's InferenceError starts when shapes (not types or attributes) disagree."""
+
+_CHANNEL_OPS = {
+    "Conv": (0, 1),
+    "ConvTranspose": (0, 1),
+    "ConvInteger": (0, 1),
+    "QLinearConv": (0, 3),
+}
+"""Ops whose input channels must match their weight's (ONNX's inference does not check):
+op -> (index of the input X, index of the weight W)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeFailure:
+    """A node whose concrete input shapes disagree."""
+
+    node: str
+    op: str
+    why: str
+    inputs: tuple[str, ...]
+    """Each input's shape, as text."""
+
+    def text(self) -> str:
+        return f"node {self.node!r} ({self.op}): {self.why} (inputs {', '.join(self.inputs)})"
+
+
+def _op_label(domain: str, op_type: str) -> str:
+    return op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"
+
+
+def _channel_failures(
+    nodes: Iterable[tuple[onnx.NodeProto, str, str, Sequence[str]]],
+    types: Mapping[str, TensorInfo],
+) -> list[_NodeFailure]:
+    """Conv-like nodes whose input channels C differ from what the weight W takes:
+    Conv, ConvInteger, QLinearConv: C = W[1] x group; ConvTranspose: C = W[0]."""
+    out = []
+    for node, op_type, domain, ins in nodes:
+        where = _CHANNEL_OPS.get(op_type)
+        if where is None or domain not in DEFAULT_DOMAINS or len(ins) <= where[1]:
+            continue
+        x, w = types.get(ins[where[0]]), types.get(ins[where[1]])
+        if x is None or w is None or not (x.is_concrete and w.is_concrete):
+            continue
+        if x.shape is None or w.shape is None or len(x.shape) < 3 or len(w.shape) < 3:
+            continue
+        group = _attr(node, "group", 1)
+        if not isinstance(group, int) or group < 1:
+            continue  # a malformed group is the cost formula's to report
+        c, wdims = x.shape[1], cast(tuple[int, ...], w.shape)  # concrete: ints
+        if op_type == "ConvTranspose":
+            expected, how = wdims[0], f"weight {shape_text(wdims)} takes {wdims[0]}"
+        else:
+            expected = wdims[1] * group
+            how = f"weight {shape_text(wdims)} with group {group} takes {expected}"
+        if c != expected:
+            out.append(
+                _NodeFailure(
+                    node.name,
+                    _op_label(domain, op_type),
+                    f"input {ins[where[0]]!r} has {c} channels but {how}",
+                    tuple(shape_text(types[i].shape) if i in types else "?" for i in ins if i),
+                )
+            )
+    return out
+
+
+def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    out = onnx.ValueInfoProto()
+    out.CopyFrom(vi)
+    return out
+
+
+def _own_failures(
+    model: onnx.ModelProto, pristine: Sequence[onnx.ValueInfoProto], view: GraphView | None
+) -> dict[str, tuple[str, ...]]:
+    """The nodes that disagree with no shape flag at all (each symbolic dim at 1), and their
+    input shapes then. A node that disagrees with the flags is the flags' doing unless it
+    disagrees without them on the very same input shapes (the flags do not reach it).
+    Run only when some node disagrees with the flags, on a copy."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.input[:]
+    copy.graph.input.extend(pristine)
+    try:
+        _result, failures = _infer_all(copy, {}, {}, view, allow_reshape=False)
+    except ShapeError:  # an input the model leaves unshaped: only the flags shape it
+        return {}
+    return {f.node: f.inputs for f in failures}
+
+
+def _blame(
+    failures: Sequence[_NodeFailure],
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+    allow_reshape: bool,
+    pristine: Sequence[onnx.ValueInfoProto],
+) -> str:
+    """The ShapeError message: the first node the flags broke, the flags, what the model says."""
+    declared = {vi.name: vi.type.tensor_type.shape for vi in pristine}
+    flags = [
+        f"--input-shape {name}={'x'.join(map(str, shape))}"
+        + (f" (the model declares {_fmt_dims(declared[name])})" if name in declared else "")
+        for name, shape in input_shapes.items()
+    ]
+    flags += [f"--dim {sym}={value}" for sym, value in dims.items()]
+    if allow_reshape:
+        flags.append("--allow-reshape")
+    more = f"; {len(failures) - 1} more nodes disagree" if len(failures) > 1 else ""
+    return (
+        f"the shapes from {', '.join(flags)} do not fit the model: {failures[0].text()}{more}; "
+        f"fix the flags to match the model's inputs"
+    )

@@ -500,13 +500,15 @@ def run_bench(
     ort_log: bool = False,
     analysis: AnalysisLike | None = None,
     progress: ProgressFn | None = None,
+    allow_reshape: bool = False,
 ) -> BenchResult:
     """Benchmark ``model_source`` with onnxruntime and return every figure as a ``BenchResult``.
 
     ``provider``: a full name or alias (cpu, cuda, tensorrt, ...); ``provider_options``:
     ``{'key': value}`` or ``['key=value', ...]``. ``threads``/``inter_threads``: intra-/inter-op
     threads (inter > 1 selects the parallel executor). ``opt_level``: disable, basic, extended
-    or all. ``input_shapes``/``dims`` resolve symbolic shapes as ``onnxcost.analyze`` does;
+    or all. ``input_shapes``/``dims`` resolve symbolic shapes as ``onnxcost.analyze`` does
+    (``allow_reshape`` lets ``input_shapes`` change dims the model fixes);
     ``inputs_file``: an .npz of real inputs (else seeded random data).
 
     Warm-up runs ``warmup`` times and at least ``min_warmup_s``; the timed loop ``runs`` times
@@ -557,7 +559,10 @@ def run_bench(
 
         assert model.prepared is not None  # prepare_model keeps it
         analysis = analyze(
-            model.prepared, input_shapes=_merge_shapes(input_shapes, arrays), dims=dims
+            model.prepared,
+            input_shapes=_merge_shapes(input_shapes, arrays),
+            dims=dims,
+            allow_reshape=allow_reshape,
         )
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)

@@ -114,6 +114,7 @@ def compare(
     convention: Convention = "onnxcost",
     labels: Sequence[str] | None = None,
     bench: BenchSettings | None = None,
+    allow_reshape: bool = False,
 ) -> Comparison:
     """Compare ``models``; the first is the baseline.
 
@@ -122,7 +123,8 @@ def compare(
     or symbol); or an ``Analysis`` a caller already has, compared as it is (run, then compare:
     ``compare([analyze(prepare(a)), analyze(prepare(b))])``). ``labels`` name the models in
     the report (default A, B, C...). ``bench`` also measures every model with onnxruntime
-    under the same settings, one after the other.
+    under the same settings, one after the other. ``allow_reshape`` lets ``input_shapes``
+    change dims the models fix (see ``analyze``).
     """
     if len(models) < 2:
         raise UsageError(f"compare needs at least two models, got {len(models)}")
@@ -147,7 +149,13 @@ def compare(
             result = (
                 item
                 if isinstance(item, Analysis)
-                else analyze(model, input_shapes=shapes, dims=model_dims, convention=convention)
+                else analyze(
+                    model,
+                    input_shapes=shapes,
+                    dims=model_dims,
+                    convention=convention,
+                    allow_reshape=allow_reshape,
+                )
             )
         except OnnxcostError as e:
             raise type(e)(f"{_which(i, names[i], item)}: {e}") from e

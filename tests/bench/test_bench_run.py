@@ -16,7 +16,7 @@ from onnx import TensorProto, helper
 
 from onnxcost.bench import BenchProgress, read_trace, run_bench
 from onnxcost.bench.profile import parse_trace
-from onnxcost.errors import BenchError, ModelLoadError, ProviderError, UsageError
+from onnxcost.errors import BenchError, ModelLoadError, ProviderError, ShapeError, UsageError
 
 pytestmark = pytest.mark.ort
 
@@ -181,12 +181,13 @@ def test_too_new_ir_version_is_a_model_load_error(
         run_bench(str(path), **fast)
 
 
-def test_wrong_input_shape_is_a_bench_error(mm_path: str, fast: dict[str, Any]) -> None:
-    # the model's x is [N, 8]
-    with pytest.raises(
-        BenchError, match=r"do not fit the model \(Got invalid dimensions for input: x"
-    ):
+def test_wrong_input_shape_is_a_shape_error(mm_path: str, fast: dict[str, Any]) -> None:
+    # the model's x is [N, 8]: dim 1 is fixed, so x=2x5 is refused before onnxruntime runs
+    with pytest.raises(ShapeError, match=r"dim 1: model 8, yours 5"):
         run_bench(mm_path, input_shapes={"x": (2, 5)}, **fast)
+    # --allow-reshape insists, and the MatMul's 5 columns against its 8-row weight disagree
+    with pytest.raises(ShapeError, match=r"Incompatible dimensions for matrix multiplication"):
+        run_bench(mm_path, input_shapes={"x": (2, 5)}, allow_reshape=True, **fast)
 
 
 def test_missing_file(tmp_path: Path, fast: dict[str, Any]) -> None:

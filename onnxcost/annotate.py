@@ -21,7 +21,8 @@ from onnx import helper
 from onnxcost.analyze import Analysis, analyze
 from onnxcost.errors import OutputError
 from onnxcost.graph import build
-from onnxcost.model import ModelSource, build_builtin, load_model
+from onnxcost.model import ModelSource
+from onnxcost.prepare import prepare
 from onnxcost.records import Convention
 from onnxcost.shapes import infer
 
@@ -46,21 +47,15 @@ def annotated(
 ) -> tuple[onnx.ModelProto, Analysis]:
     """The annotated copy of ``source`` and the analysis it carries.
 
-    A built-in model's name builds it with its (random) weights, as ``zoo save`` does.
+    A built-in model's name builds it with its (random) weights, as ``zoo save`` does. The
+    model is loaded once (``onnxcost.prepare``): the analysis costs the prepared model, the
+    copy written is the model as loaded.
     """
-    builtin = (
-        build_builtin(os.fspath(source), weights=True)
-        if isinstance(source, str | os.PathLike) and not Path(os.fspath(source)).exists()
-        else None
-    )
-    model = builtin if builtin is not None else load_model(source, weights=True).proto
-    # A path is analysed as a path: its external data is then found beside it.
-    result = analyze(
-        model if builtin is not None else source,
-        input_shapes=input_shapes,
-        dims=dims,
-        convention=convention,
-    )
+    prepared = prepare(source, weights=True, keep_source=True)
+    result = analyze(prepared, input_shapes=input_shapes, dims=dims, convention=convention)
+    assert prepared.source is not None  # keep_source=True keeps it
+    model = onnx.ModelProto()
+    model.CopyFrom(prepared.source)
     # The analysis names its records as build(name_unnamed=True) names the nodes: do the same
     # on a copy, whose i-th node then carries the record name of the model's i-th node.
     named = onnx.ModelProto()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from onnxcost.analyze import Analysis
     from onnxcost.bench.result import BenchResult
+    from onnxcost.prepare import PreparedModel
 
 app = typer.Typer(
     name="onnxcost",
@@ -286,13 +287,13 @@ def emit_page(render: Callable[[], str], output: Path | None) -> None:
 
 
 def emit_netron(
-    model: str,
+    model: PreparedModel,
     result: Analysis,
     output: Path | None,
     bench: BenchResult | None = None,
 ) -> None:
-    """Write Netron's attachment for ``model``; say how many nodes it cannot carry."""
-    from onnxcost.model import load_model
+    """Write Netron's attachment for ``model`` (prepared with ``keep_source=True``: Netron
+    shows the node names as the file has them); say how many nodes it cannot carry."""
     from onnxcost.report.netron import attachment, node_names
 
     if output is not None and output.suffix.lower() != ".json":
@@ -300,7 +301,8 @@ def emit_netron(
             f"--format netron: Netron opens an attachment only from a .json file; "
             f"name it {output.with_suffix('.json')}"
         )
-    proto = load_model(model).proto
+    proto = model.source
+    assert proto is not None  # prepared with keep_source=True
     att = attachment(result, node_names(proto), graph_name=proto.graph.name, bench=bench)
     emit(att.to_json(), output)
     if att.left_out:
@@ -417,8 +419,14 @@ def analyze(
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
+        netron = format is ReportFormat.netron
+        if netron:
+            from onnxcost.prepare import prepare
+
+            # Loaded once: analysed, and its node names as the file has them kept for Netron.
+            prepared = prepare(model, weights=ort_peak, keep_source=True)
         result = run(
-            model,
+            prepared if netron else model,
             input_shapes=shapes,
             dims=dims,
             convention=convention.value,
@@ -426,8 +434,8 @@ def analyze(
             ort_peak=ort_peak,
             allow_reshape=allow_reshape,
         )
-        if format is ReportFormat.netron:
-            emit_netron(model, result, out)
+        if netron:
+            emit_netron(prepared, result, out)
             return
         # One selection for every format: the same nodes in the same order.
         chosen = select(
@@ -1258,10 +1266,21 @@ def bench(
                 raise UsageError(
                     f"--batch {batch!r} is not a comma-separated list of sizes, e.g. 1,2,4,8"
                 ) from None
+        netron = format is ReportFormat.netron
+        static = None
+        if netron:
+            from onnxcost.analyze import analyze as run_analysis
+            from onnxcost.prepare import prepare
+
+            # Loaded once: run, analysed, and its node names as the file has them kept for Netron.
+            prepared = prepare(model, weights=True, keep_source=True)
+            static = run_analysis(
+                prepared, input_shapes=shapes, dims=dims, allow_reshape=allow_reshape
+            )
         callback, close = _progress_callback(quiet)
         try:
             result = run_bench(
-                model,
+                prepared if netron else model,
                 allow_reshape=allow_reshape,
                 provider=provider,
                 provider_options=provider_option or None,
@@ -1285,6 +1304,7 @@ def bench(
                 profile_runs=profile_runs,
                 timeout_s=timeout,
                 ort_log=debug,
+                analysis=static if inputs is None else None,  # an .npz may set other shapes
                 progress=callback,
             )
         finally:
@@ -1293,11 +1313,9 @@ def bench(
             from onnxcost.report.html import bench_html
 
             emit_page(lambda: bench_html(result), out)
-        elif format is ReportFormat.netron:
-            from onnxcost.analyze import analyze as run_analysis
-
-            static = run_analysis(model, input_shapes=shapes, dims=dims)
-            emit_netron(model, static, out, bench=result)
+        elif netron:
+            assert static is not None
+            emit_netron(prepared, static, out, bench=result)
         elif format is ReportFormat.json:
             from onnxcost.report.safe_text import to_json
 

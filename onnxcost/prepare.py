@@ -14,12 +14,13 @@ reading a model; hand the result on rather than the path::
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
 import onnx.inliner
 
+from onnxcost.errors import UsageError
 from onnxcost.graph import GraphView, build
 from onnxcost.model import LoadedModel, ModelSource, build_builtin, load_model
 
@@ -45,6 +46,10 @@ class PreparedModel:
     renamed: bool
     """Whether inlining or naming changed the node names the source has: onnxruntime must then
     be given this model's bytes, not the file, for its node names to be the analysis'."""
+    source: onnx.ModelProto | None = field(default=None, repr=False, compare=False)
+    """The model as loaded, before inlining and naming, with ``prepare(..., keep_source=True)``
+    (``proto`` itself when preparing changed nothing), else None: what ``annotate`` writes a
+    copy of and Netron's attachment names nodes by. Read-only, like ``proto``."""
 
     def working_copy(self) -> onnx.ModelProto:
         """A copy of ``proto`` that may be modified (shape inference does)."""
@@ -53,14 +58,21 @@ class PreparedModel:
         return copy
 
 
-def prepare(source: ModelSource | PreparedModel, *, weights: bool = False) -> PreparedModel:
+def prepare(
+    source: ModelSource | PreparedModel, *, weights: bool = False, keep_source: bool = False
+) -> PreparedModel:
     """Load ``source`` (a path, bytes, a ModelProto, or a built-in model's name) and prepare it.
 
     ``weights``: keep the weight data (onnxruntime needs it; counting does not, so by default
     a built-in model's weights are declared, not built, and a large file's inline weights are
-    not read: ``load_model``). A ``PreparedModel`` is returned as it is. Raises ModelLoadError or GraphError with a line that says what to do.
+    not read: ``load_model``). ``keep_source``: keep the model as loaded too
+    (``PreparedModel.source``; the copy taken is dropped when preparing changed nothing). A
+    ``PreparedModel`` is returned as it is, unless ``keep_source`` asks for what it lacks.
+    Raises ModelLoadError or GraphError with a line that says what to do.
     """
     if isinstance(source, PreparedModel):
+        if keep_source and source.source is None:
+            raise UsageError("prepare(..., keep_source=True) again from the model itself")
         return source
     builtin = None
     if isinstance(source, str | os.PathLike) and not os.path.exists(source):
@@ -71,6 +83,10 @@ def prepare(source: ModelSource | PreparedModel, *, weights: bool = False) -> Pr
     if builtin is None:
         loaded = load_model(source, weights=weights)
     proto = loaded.proto
+    original = None
+    if keep_source:
+        original = onnx.ModelProto()
+        original.CopyFrom(proto)
     inlined = bool(proto.functions)
     if inlined:
         proto = onnx.inliner.inline_local_functions(proto)
@@ -90,6 +106,7 @@ def prepare(source: ModelSource | PreparedModel, *, weights: bool = False) -> Pr
         display=display,
         builtin=builtin,
         renamed=inlined or view.renamed,
+        source=None if original is None else proto if not (inlined or view.renamed) else original,
     )
 
 

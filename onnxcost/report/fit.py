@@ -58,6 +58,68 @@ def middle_trim(s: str, width: int) -> str:
     return s[:front] + ELLIPSIS + s[len(s) - (keep - front) :]
 
 
+def tail_trim(s: str, width: int) -> str:
+    """``s`` cut to ``width`` characters at its end with ``…``, for prose (a formula, a note):
+    the start reads on. The cut goes back to the last space when that loses under a third."""
+    if len(s) <= width:
+        return s
+    if width <= 1:
+        return ELLIPSIS[:width]
+    cut = s[: width - 1]
+    space = cut.rfind(" ")
+    if space >= 2 * (width - 1) // 3:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:|") + ELLIPSIS
+
+
+def wrap_items(
+    lead: str,
+    items: Sequence[str],
+    width: int | None,
+    *,
+    sep: str = ", ",
+    indent: int | None = None,
+    max_lines: int | None = None,
+) -> list[str]:
+    """``lead`` then ``items`` joined by ``sep``, broken between items (never inside one) into
+    lines of at most ``width`` characters (None: one line); a continuation line starts with
+    ``indent`` spaces (default: the lead's width, a hanging indent). An item too long for a line
+    of its own is trimmed in the middle (``middle_trim``); past ``max_lines`` lines the last line
+    ends ``… N more``."""
+    if width is None:
+        return [lead + sep.join(items)]
+    hang = " " * (len(lead) if indent is None else indent)
+    glue = sep.rstrip()
+    rows: list[list[str]] = [[]]
+    for k, item in enumerate(items):
+        end = glue if k < len(items) - 1 else ""
+        start = lead if len(rows) == 1 else hang
+        fits = len(start + sep.join([*rows[-1], item]) + end) <= width
+        # A full line goes on to the next; so does a first item too long beside a long lead.
+        if not fits and (rows[-1] or (len(rows) == 1 and len(hang) < len(lead))):
+            rows.append([])
+            start = hang
+        if not rows[-1]:
+            item = middle_trim(item, max(1, width - len(start) - len(end)))
+        rows[-1].append(item)
+    if max_lines is not None and len(rows) > max_lines:
+        rows = rows[:max_lines]
+        shown = sum(map(len, rows))
+        start = lead if max_lines == 1 else hang
+        while True:
+            tail = f"{ELLIPSIS} {len(items) - shown} more"
+            if len(rows[-1]) <= 1 or len(start + sep.join([*rows[-1], tail])) <= width:
+                break
+            rows[-1].pop()
+            shown -= 1
+        rows[-1].append(tail)
+    return [
+        (lead.rstrip() if not row else (lead if i == 0 else hang) + sep.join(row))
+        + (glue if row and i < len(rows) - 1 else "")
+        for i, row in enumerate(rows)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Which columns a table shows, and the widest each trimmed text column may be."""
@@ -108,7 +170,7 @@ def layout(
 
 
 def fitted(
-    title: str | Text,
+    title: str | Text | None,
     headers: Sequence[str],
     numeric: Sequence[bool],
     rows: Sequence[Sequence[str]],
@@ -116,15 +178,19 @@ def fitted(
     *,
     drop: Sequence[int] = (),
     trim: Sequence[int] = (),
+    tail: Sequence[int] = (),
+    show_header: bool = True,
 ) -> Table:
     """A rich table of ``rows`` (plain strings, never markup) laid out by ``layout``; every
-    cell on one line."""
+    cell on one line. Columns in ``tail`` (also listed in ``trim``) are prose, cut at their end
+    (``tail_trim``) rather than in the middle."""
     lay = layout(headers, rows, width, drop=drop, trim=trim)
     t = Table(
         title=title,
         box=box.SIMPLE_HEAD,
         title_justify="left",
         title_style="bold",
+        show_header=show_header,
     )
     for i in lay.shown:
         t.add_column(
@@ -134,13 +200,14 @@ def fitted(
             overflow="ellipsis",
         )
     for row in rows:
-        t.add_row(
-            *(
-                Text(middle_trim(row[i], lay.limits[i]) if i in lay.limits else row[i])
-                for i in lay.shown
-            )
-        )
+        t.add_row(*(Text(_cut(row[i], lay.limits.get(i), i in tail)) for i in lay.shown))
     return t
+
+
+def _cut(cell: str, limit: int | None, at_end: bool) -> str:
+    if limit is None:
+        return cell
+    return tail_trim(cell, limit) if at_end else middle_trim(cell, limit)
 
 
 def drop_order(headers: Sequence[str], keep: Sequence[str]) -> list[int]:
@@ -149,4 +216,14 @@ def drop_order(headers: Sequence[str], keep: Sequence[str]) -> list[int]:
     return [i for i in reversed(range(len(headers))) if i and headers[i] not in keep]
 
 
-__all__ = ["ELLIPSIS", "Layout", "drop_order", "fitted", "layout", "middle_trim", "table_width"]
+__all__ = [
+    "ELLIPSIS",
+    "Layout",
+    "drop_order",
+    "fitted",
+    "layout",
+    "middle_trim",
+    "table_width",
+    "tail_trim",
+    "wrap_items",
+]

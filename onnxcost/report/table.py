@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -18,7 +19,7 @@ from onnxcost.report.columns import (
     op_type_columns,
     with_cumulative,
 )
-from onnxcost.report.fit import fitted
+from onnxcost.report.fit import MIN_TRIM, fitted, middle_trim, wrap_items
 from onnxcost.report.safe_text import plain, text
 from onnxcost.report.tree import TREE_HEADERS, tree_table
 
@@ -56,25 +57,45 @@ def _table(
     )
 
 
+def _lines(console: Console, lead: str, items: Sequence[str], **kw: Any) -> None:
+    """``wrap_items`` on the console's width: breaks between items, never inside one."""
+    for line in wrap_items(lead, items, console.width, **kw):
+        console.print(Text(line), no_wrap=True, overflow="ellipsis")
+
+
 def render_header(a: Analysis, console: Console) -> None:
     """summarize_graph's view: where the model comes from, what goes in and out, what it is made of.
 
     Every line is a ``Text`` of ``plain`` strings: model text is never read as rich markup.
+    A line too long for the console breaks between items with a hanging indent.
     """
     m = a.model
-    console.print(text(m.path or m.graph_name or "model", style="bold"))
+    console.print(
+        text(middle_trim(plain(m.path or m.graph_name or "model"), console.width), style="bold"),
+        no_wrap=True,
+    )
     producer = f"{plain(m.producer)} {plain(m.producer_version)}".strip() or "unknown"
     size = units.nbytes(m.model_bytes) if m.model_bytes else "built in (no file)"
     opsets = ", ".join(f"{plain(d)} {v}" for d, v in sorted(m.opsets.items(), key=_by_text))
-    console.print(
-        Text(
-            f"  producer {producer} | IR {m.ir_version} | opsets {opsets} | {m.node_count} nodes | size {size}"
-        )
+    _lines(
+        console,
+        "  producer ",
+        [
+            producer,
+            f"IR {m.ir_version}",
+            f"opsets {opsets}",
+            f"{m.node_count} nodes",
+            f"size {size}",
+        ],
+        sep=" | ",
+        indent=11,
     )
     for label, tensors in (("input ", a.inputs), ("output", a.outputs)):
         for t in tensors:
-            console.print(
-                text(f"  {label} {plain(t.name)}: {plain(t.dtype)}[{units.shape(t.shape)}]")
+            _lines(
+                console,
+                f"  {label} ",
+                [f"{plain(t.name)}: {plain(t.dtype)}[{units.shape(t.shape)}]"],
             )
     ops = sorted(
         (
@@ -86,12 +107,17 @@ def render_header(a: Analysis, console: Console) -> None:
         ),
         reverse=True,
     )
-    console.print(Text("  ops    " + ", ".join(f"{name} x{n}" for n, name in ops)))
+    _lines(console, "  ops    ", [f"{name} x{n}" for n, name in ops], max_lines=OPS_LINES)
     if m.params_by_dtype:
-        console.print(
-            "  params "
-            + ", ".join(f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items()))
+        _lines(
+            console,
+            "  params ",
+            [f"{d} {units.count(n)}" for d, n in sorted(m.params_by_dtype.items())],
         )
+
+
+OPS_LINES = 4
+"""The header's op list stops after this many lines with "… N more" (the summary lists all)."""
 
 
 def _by_text(item: tuple[object, int]) -> str:
@@ -105,35 +131,78 @@ def render_totals(a: Analysis, console: Console) -> None:
         "torch": "FLOPs (torch: 2 x MACs)",
         "fvcore": "FLOPs (fvcore: = MACs)",
     }[a.convention]
-    console.print(
-        f"[bold]Totals[/bold]  MACs {units.count(t.macs)} ({t.macs:,}) | {flops_label} {units.count(t.flops)} ({t.flops:,})"
+    head = wrap_items(
+        "Totals  ",
+        [
+            f"MACs {units.count(t.macs)} ({t.macs:,})",
+            f"{flops_label} {units.count(t.flops)} ({t.flops:,})",
+        ],
+        console.width,
+        sep=" | ",
+        indent=8,
     )
-    stats = f" + {t.stat_params:,} BatchNorm statistics" if t.stat_params else ""
-    stats += f" + {t.quant_params:,} quantization params" if t.quant_params else ""
-    console.print(
-        f"        params {units.count(t.params)} ({t.params:,}{stats}), {units.nbytes(t.param_bytes)}"
-    )
+    console.print(Text.assemble(("Totals", "bold"), head[0][len("Totals") :]), no_wrap=True)
+    for line in head[1:]:
+        console.print(Text(line), no_wrap=True)
+    # Items joined by spaces: the line breaks before a "+ N ..." part or the byte size.
+    params = [f"{units.count(t.params)} ({t.params:,}"]
+    params += [f"+ {t.stat_params:,} BatchNorm statistics"] if t.stat_params else []
+    params += [f"+ {t.quant_params:,} quantization params"] if t.quant_params else []
+    params[-1] += "),"
+    _lines(console, "        params ", [*params, units.nbytes(t.param_bytes)], sep=" ", indent=15)
     ort = (
         ""
         if t.peak_activation_bytes_ort is None
         else f" (onnxruntime's order: {units.nbytes(t.peak_activation_bytes_ort)})"
     )
-    console.print(
-        f"        memory read {units.nbytes(t.bytes_read)} | written {units.nbytes(t.bytes_written)} | "
-        f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}"
+    _lines(
+        console,
+        "        memory ",
+        [
+            f"read {units.nbytes(t.bytes_read)}",
+            f"written {units.nbytes(t.bytes_written)}",
+            f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}",
+        ],
+        sep=" | ",
+        indent=15,
     )
     if a.peak_activation.live:
-        console.print(Text("        " + peak_line(a.peak_activation)))
+        lead, items = peak_items(a.peak_activation, width=console.width)
+        _lines(console, "        " + lead, items, indent=10)
+
+
+def peak_items(
+    peak: PeakActivation, top: int = 3, width: int | None = None
+) -> tuple[str, list[str]]:
+    """('live at NODE: ', ['T1 (from P1) 3.06 MiB', ..., 'T3 (from P3) 1 KiB and N more']).
+
+    With a ``width``, names are trimmed in the middle so that each item fits a line of its own
+    indented by 10: the names share what the width leaves beside the fixed text."""
+
+    def item(tensor: str, producer: str, nbytes: int) -> str:
+        return f"{tensor} (from {producer}) {units.nbytes(nbytes)},"
+
+    def cut(name: str, room: int) -> str:
+        return name if width is None else middle_trim(name, max(MIN_TRIM, room))
+
+    items = []
+    for t in peak.live[:top]:
+        tensor, producer = plain(t.tensor), plain(t.producer)
+        if width is not None and 10 + len(item(tensor, producer, t.bytes)) > width:
+            room = (width - 10 - len(item("", "", t.bytes))) // 2
+            tensor, producer = cut(tensor, room), cut(producer, room)
+        items.append(item(tensor, producer, t.bytes)[:-1])
+    more = peak.live_count - min(top, len(peak.live))
+    if more > 0:
+        items[-1] += f" and {more} more"
+    node = plain(peak.node) if width is None else cut(plain(peak.node), width - 20)
+    return f"live at {node}: ", items
 
 
 def peak_line(peak: PeakActivation, top: int = 3) -> str:
     """'at NODE: T1 (from P1) 3.06 MiB, ... and N more live'."""
-    shown = ", ".join(
-        f"{plain(t.tensor)} (from {plain(t.producer)}) {units.nbytes(t.bytes)}"
-        for t in peak.live[:top]
-    )
-    more = peak.live_count - min(top, len(peak.live))
-    return f"live at {plain(peak.node)}: {shown}" + (f" and {more} more" if more > 0 else "")
+    lead, items = peak_items(peak, top)
+    return lead + ", ".join(items)
 
 
 def render_formulas(a: Analysis, console: Console) -> None:

@@ -22,6 +22,7 @@ from onnxcost.errors import OnnxcostError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from onnxcost.analyze import Analysis
     from onnxcost.bench.result import BenchResult
@@ -521,6 +522,7 @@ def ops(
         str | None, typer.Option(help="Only this domain ('' or ai.onnx, com.microsoft, ...).")
     ] = None,
     format: FormatOpt = Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """List every operator with a cost formula, and those known to have none."""
     from onnxcost.opsinfo import known_unsupported, supported
@@ -561,20 +563,33 @@ def ops(
             )
         typer.echo("\n".join(lines))
         return
-    from rich.table import Table
+    from onnxcost.report.fit import fitted
 
-    t = Table(
-        title=f"{len(rows)} operators with a formula, {len(missing)} without", title_justify="left"
+    # The op type names the row; a narrow terminal loses the opset range, then trims the
+    # formula at its end (--wide or --format markdown keeps it whole).
+    _print_fitted(
+        lambda width: fitted(
+            f"{len(rows)} operators with a formula, {len(missing)} without",
+            ("domain", "op", "opsets", "status", "formula"),
+            (False,) * 5,
+            [[r.domain, r.op_type, r.opsets, r.status, r.formula] for r in [*rows, *missing]],
+            width,
+            drop=[2],
+            trim=[4, 0, 1],
+            tail=[4],
+        ),
+        wide,
     )
-    for h in ("domain", "op", "opsets", "status", "formula"):
-        t.add_column(h, overflow="fold")
-    for r in [*rows, *missing]:
-        t.add_row(r.domain, r.op_type, r.opsets, r.status, r.formula)
-    _console().print(t)
+
+
+def _print_fitted(table: Callable[[int | None], Table], wide: bool) -> None:
+    """A ``report.fit`` table laid out for the report width (``report_width``) on stdout."""
+    console = _console(report_width(wide))
+    console.print(table(console.width))
 
 
 @zoo_app.command("list")
-def zoo_list(format: FormatOpt = Format.table) -> None:
+def zoo_list(format: FormatOpt = Format.table, wide: WideOpt = False) -> None:
     """The built-in models: name, what it is, inputs, parameters."""
     from onnxcost import zoo
 
@@ -591,14 +606,26 @@ def zoo_list(format: FormatOpt = Format.table) -> None:
             )
         )
         return
-    from rich.table import Table
+    from onnxcost.report.fit import fitted
 
-    t = Table(box=None)
-    for h in ("name", "model", "inputs", "parameters (--param key=value)"):
-        t.add_column(h, overflow="fold")
-    for m in zoo.MODELS.values():
-        t.add_row(m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items()))
-    _console().print(t)
+    # The name is what `zoo save` and `analyze` take: kept whole. A narrow terminal drops the
+    # inputs, then trims the description and the parameters at their ends.
+    _print_fitted(
+        lambda width: fitted(
+            None,
+            ("name", "model", "inputs", "parameters (--param)"),
+            (False,) * 4,
+            [
+                [m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items())]
+                for m in zoo.MODELS.values()
+            ],
+            width,
+            drop=[2],
+            trim=[3, 1, 2],
+            tail=[1, 2, 3],
+        ),
+        wide,
+    )
 
 
 @zoo_app.command("save")
@@ -1337,7 +1364,9 @@ def bench(
 
 
 @app.command()
-def providers(format: FormatOpt = Format.table, debug: DebugOpt = False) -> None:
+def providers(
+    format: FormatOpt = Format.table, debug: DebugOpt = False, wide: WideOpt = False
+) -> None:
     """Execution providers in this onnxruntime build, and whether each really loads here."""
 
     def go() -> None:
@@ -1362,13 +1391,27 @@ def providers(format: FormatOpt = Format.table, debug: DebugOpt = False) -> None
                 )
             )
             return
-        for r in rows:
-            state = (
+        from onnxcost.report.fit import fitted, layout
+
+        headers = ("provider", "state", "detail")
+        cells = [
+            [
+                r.name,
                 "loads"
                 if r.loads
-                else ("listed, does not load" if r.available else "not in this build")
-            )
-            typer.echo(f"{r.name:<32} {state}{': ' + r.detail if r.detail else ''}")
+                else ("listed, does not load" if r.available else "not in this build"),
+                r.detail,
+            ]
+            for r in rows
+        ]
+        console = _console(report_width(wide))
+        # The provider's name is kept whole; the state and the detail (why it does not load,
+        # what to install) are trimmed at their ends, and a line says where to read them whole.
+        console.print(
+            fitted(None, headers, (False,) * 3, cells, console.width, trim=[2, 1], tail=[2, 1])
+        )
+        if layout(headers, cells, console.width, trim=[2, 1]).limits:
+            console.print("  (trimmed: --wide or --format json shows it all)")
 
     run_guarded(debug, go)
 

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -237,18 +236,20 @@ def _div(a: int | None, b: int) -> float | None:
     return a / b if a is not None and b > 0 else None
 
 
-def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
-    t = Table(
-        title=title,
-        box=box.SIMPLE_HEAD,
-        title_justify="left",
-        title_style="bold",
+def _kv_table(title: str, rows: Sequence[tuple[str, str]], width: int | None = None) -> Table:
+    """Label and value, one line each (``report.fit``): the label kept whole, the value
+    trimmed at its end where the width is short (--wide keeps it whole)."""
+    t = fitted(
+        _text(title),
+        ("key", "value"),
+        (False, False),
+        [[plain(k), plain(v)] for k, v in rows],
+        width,
+        trim=[1],
+        tail=[1],
         show_header=False,
     )
-    t.add_column("key", style="bold")
-    t.add_column("value", overflow="fold")
-    for k, v in rows:
-        t.add_row(_text(k), _text(v))
+    t.columns[0].style = "bold"
     return t
 
 
@@ -384,8 +385,8 @@ def _md(grid: _Grid) -> list[str]:
 
 def render_table(result: BenchResult, console: Console, *, top: int | None = 20) -> None:
     """The whole result on ``console``; node rows cut to the ``top`` slowest (None: all)."""
-    console.print(_kv_table("Benchmark", _summary_rows(result)))
-    console.print(_kv_table("Timing", _latency_rows(result)))
+    console.print(_kv_table("Benchmark", _summary_rows(result), console.width))
+    console.print(_kv_table("Timing", _latency_rows(result), console.width))
     if result.memory.use is not None:
         console.print(_rich(_memory_grid(result.memory.use), console.width))
         console.print(_text(f"  {MEMORY_NOTE}"))

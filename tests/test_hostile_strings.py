@@ -377,3 +377,10 @@ def test_closed_pipe_ends_quietly(tmp_path: Path, fmt: str) -> None:
     err = p.stderr.read()
     assert p.wait(timeout=60) == 141
     assert err == b""
+
+
+def test_md_code_cannot_be_closed_early() -> None:
+    assert safe_text.md_code("macs = 2*b*s") == "`macs = 2*b*s`"
+    assert safe_text.md_code("a`b") == "``a`b``"
+    assert safe_text.md_code("`a") == "`` `a ``"
+    assert safe_text.md_code("x\x1b[31m") == "`x\\x1b[31m`"

@@ -19,7 +19,7 @@ from onnxcost.report.columns import (
     op_type_columns,
     with_cumulative,
 )
-from onnxcost.report.safe_text import csv_writer, md
+from onnxcost.report.safe_text import csv_writer, md, md_code
 from onnxcost.report.tree import TREE_HEADERS, tree_table
 
 
@@ -98,7 +98,7 @@ def to_markdown(
             ]
     formulas = [] if a.symbolic is None else a.symbolic.describe()
     if formulas:
-        out += [f"## {formulas[0]}", "", *(f"- `{line}`" for line in formulas[1:]), ""]
+        out += [f"## {md(formulas[0])}", "", *(f"- {md_code(line)}" for line in formulas[1:]), ""]
     out += [
         "## Summary by op type",
         "",

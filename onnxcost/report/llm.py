@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from onnxcost.llm import LlmReport, PhaseCost
 from onnxcost.report import units
+from onnxcost.report.safe_text import md, plain, text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,20 +91,21 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
 
 def render(r: LlmReport, console: Console) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold", no_wrap=True)
     t.add_column(overflow="fold")
     for label, value in rows(r):
-        t.add_row(label, value)
+        t.add_row(text(label), text(value))
     console.print(t)
     for w in r.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
 
 
 def to_markdown(r: LlmReport) -> str:
-    out = [f"# onnxcost llm: {r.model}", "", "| figure | value |", "|---|---|"]
-    out += [f"| {label.strip() or ' '} | {value.replace('|', '/')} |" for label, value in rows(r)]
+    out = [f"# onnxcost llm: {md(r.model)}", "", "| figure | value |", "|---|---|"]
+    out += [f"| {md(label.strip()) or ' '} | {md(value)} |" for label, value in rows(r)]
     if r.warnings:
-        out += ["", "## Warnings", ""] + [f"- {w}" for w in r.warnings]
+        out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in r.warnings]
     return "\n".join(out) + "\n"

@@ -10,7 +10,8 @@ here turns such a value into text that shows what the model says and does nothin
   overrides written as Python escapes (``\\x1b``, ``\\n``, ``\\u202e``); bytes that are not
   UTF-8 as ``\\xff``. The base of all the others.
 - ``text``: a rich ``Text`` (never parsed as markup or emoji codes).
-- ``md``: Markdown-active characters (``\\ | ` [ ] < >``) backslash-escaped.
+- ``md``: Markdown-active characters (``\\ | ` [ ] < >``) backslash-escaped; ``md_code``: a
+  code span no backtick in the text can close.
 - ``csv_cell`` (and ``csv_writer``, which applies it to every cell): a text cell that begins with ``= + - @``, tab or CR prefixed with ``'``
   (OWASP's CSV-injection rule); numbers pass through as numbers.
 - ``to_json``: ``json.dumps`` that writes non-UTF-8 ``bytes`` as escaped text instead of failing.
@@ -79,6 +80,17 @@ def md(value: object) -> str:
     return _MARKDOWN.sub(r"\\\1", plain(value))
 
 
+def md_code(value: object) -> str:
+    """A Markdown code span of ``plain(value)``, fenced by more backticks than it holds.
+
+    ``a*b`` -> ```a*b``` (no emphasis); ``x`y`` -> ````x`y````, as CommonMark reads it."""
+    s = plain(value)
+    runs = re.findall(r"`+", s)
+    fence = "`" * (max(map(len, runs), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
 def csv_cell(value: object) -> object:
     """A CSV cell: numbers unchanged; text ``plain`` and, if a spreadsheet would run it, ``'``-prefixed.
 
@@ -134,4 +146,4 @@ def _decoded(data: Any) -> Any:
     return data
 
 
-__all__ = ["csv_cell", "csv_writer", "md", "plain", "text", "to_json"]
+__all__ = ["csv_cell", "csv_writer", "md", "md_code", "plain", "text", "to_json"]

@@ -208,9 +208,9 @@ def peak_line(peak: PeakActivation, top: int = 3) -> str:
 def render_formulas(a: Analysis, console: Console) -> None:
     lines = [] if a.symbolic is None else a.symbolic.describe()
     if lines:
-        console.print(f"[bold]{lines[0]}[/bold]", highlight=False)
+        console.print(text(lines[0], style="bold"))
         for line in lines[1:]:
-            console.print(f"  {line}", highlight=False, soft_wrap=True)
+            console.print(text(f"  {line}"), soft_wrap=True)
 
 
 def render_by_op_type(a: Analysis, console: Console) -> None:

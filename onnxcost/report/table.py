@@ -57,10 +57,10 @@ def _table(
     )
 
 
-def _lines(console: Console, lead: str, items: Sequence[str], **kw: Any) -> None:
+def _lines(console: Console, lead: str, items: Sequence[str], style: str = "", **kw: Any) -> None:
     """``wrap_items`` on the console's width: breaks between items, never inside one."""
     for line in wrap_items(lead, items, console.width, **kw):
-        console.print(Text(line), no_wrap=True, overflow="ellipsis")
+        console.print(Text(line, style=style), no_wrap=True, overflow="ellipsis")
 
 
 def render_header(a: Analysis, console: Console) -> None:
@@ -185,16 +185,16 @@ def peak_items(
     def cut(name: str, room: int) -> str:
         return name if width is None else middle_trim(name, max(MIN_TRIM, room))
 
+    live = peak.live[:top]
+    more = peak.live_count - len(live)
     items = []
-    for t in peak.live[:top]:
+    for k, t in enumerate(live):
         tensor, producer = plain(t.tensor), plain(t.producer)
-        if width is not None and 10 + len(item(tensor, producer, t.bytes)) > width:
-            room = (width - 10 - len(item("", "", t.bytes))) // 2
+        end = f" and {more} more," if more > 0 and k == len(live) - 1 else ""
+        if width is not None and 10 + len(item(tensor, producer, t.bytes) + end) > width:
+            room = (width - 10 - len(item("", "", t.bytes) + end)) // 2
             tensor, producer = cut(tensor, room), cut(producer, room)
-        items.append(item(tensor, producer, t.bytes)[:-1])
-    more = peak.live_count - min(top, len(peak.live))
-    if more > 0:
-        items[-1] += f" and {more} more"
+        items.append((item(tensor, producer, t.bytes) + end)[:-1])
     node = plain(peak.node) if width is None else cut(plain(peak.node), width - 20)
     return f"live at {node}: ", items
 
@@ -206,11 +206,14 @@ def peak_line(peak: PeakActivation, top: int = 3) -> str:
 
 
 def render_formulas(a: Analysis, console: Console) -> None:
+    """The heading (dim names from the model: plain text, word-wrapped), then one formula per
+    total, broken between its terms (`` + ``) with the rest indented under the right side."""
     lines = [] if a.symbolic is None else a.symbolic.describe()
     if lines:
-        console.print(text(lines[0], style="bold"))
+        _lines(console, "", plain(lines[0]).split(" "), style="bold", sep=" ", indent=2)
         for line in lines[1:]:
-            console.print(text(f"  {line}"), soft_wrap=True)
+            label, _eq, rhs = plain(line).partition(" = ")
+            _lines(console, f"  {label} = ", rhs.split(" + "), sep=" + ")
 
 
 def render_by_op_type(a: Analysis, console: Console) -> None:

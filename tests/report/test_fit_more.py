@@ -174,3 +174,31 @@ def test_analyze_header_at_200_is_one_line_per_item() -> None:
     assert producer.endswith("| 69 nodes | size built in (no file)")
     ops = next(ln for ln in out if ln.startswith("  ops"))
     assert ops.endswith("Gemm x1, Flatten x1")
+
+
+def formulas_block(out: str) -> list[str]:
+    lines = lines_of(out)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Formulas in"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("Summary by op type"))
+    return lines[start:end]
+
+
+@pytest.fixture(scope="module")
+def bert_formulas_wide() -> list[str]:
+    r = runner.invoke(app, ["analyze", "bert_base", "--symbolic", "--top", "1", "--wide"])
+    return formulas_block(r.stdout)
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_symbolic_formulas_break_between_terms(width: int, bert_formulas_wide: list[str]) -> None:
+    r = runner.invoke(
+        app, ["analyze", "bert_base", "--symbolic", "--top", "1"], env={"COLUMNS": str(width)}
+    )
+    assert r.exit_code == 0, r.output
+    assert max(map(len, lines_of(r.stdout))) <= width
+    block = formulas_block(r.stdout)
+    assert len(block) > len(bert_formulas_wide)  # some formula did need a second line
+    # The same text, only broken at spaces: nothing trimmed, no term cut.
+    assert " ".join(" ".join(block).split()) == " ".join(" ".join(bert_formulas_wide).split())
+    for line in block[1:]:
+        assert line.startswith("  "), line

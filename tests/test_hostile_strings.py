@@ -384,3 +384,12 @@ def test_md_code_cannot_be_closed_early() -> None:
     assert safe_text.md_code("a`b") == "``a`b``"
     assert safe_text.md_code("`a") == "`` `a ``"
     assert safe_text.md_code("x\x1b[31m") == "`x\\x1b[31m`"
+
+
+@pytest.mark.parametrize("view", [["--tree"], ["--depth", "1"]])
+def test_invalid_utf8_name_in_scope_views(tmp_path: Path, view: list[str]) -> None:
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(invalid_utf8_model())
+    r = runner.invoke(app, ["analyze", str(path), *view])
+    assert r.exit_code == 0, r.output
+    assert_terminal_safe(r.stdout)

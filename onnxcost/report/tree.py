@@ -70,9 +70,10 @@ class _Building:
 
 
 def scope_parts(rec: NodeRecord) -> list[str]:
-    """The scope path of a node: its subgraph's scope, then its name's parts but the last."""
-    parts = [p for p in rec.name.split("/") if p]
-    prefix = [p for p in rec.graph.split("/") if p]
+    """The scope path of a node: its subgraph's scope, then its name's parts but the last
+    (read ``plain``: a name that is not UTF-8 comes as bytes)."""
+    parts = [p for p in plain(rec.name).split("/") if p]
+    prefix = [p for p in plain(rec.graph).split("/") if p]
     return [*prefix, *parts[:-1]]
 
 
@@ -130,7 +131,7 @@ def _signature(s: Scope, depth: int) -> tuple[object, ...]:
     """
     out: list[object] = [s.repeat]
     for rec in s.nodes:
-        below = (*scope_parts(rec)[depth:], rec.name.rsplit("/", 1)[-1])
+        below = (*scope_parts(rec)[depth:], plain(rec.name).rsplit("/", 1)[-1])
         out.append(
             (below, rec.op_type, rec.domain, rec.macs, rec.flops, rec.params, rec.bytes_total)
         )

@@ -184,14 +184,20 @@ class Analysis:
         return pd.DataFrame([to_jsonable(n) for n in self.nodes])
 
 
+def _text(name: str | bytes) -> str:
+    """A name as text: protobuf hands out a name that is not UTF-8 as bytes (shown ``\\xff``)."""
+    return name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else name
+
+
 def scope_of(rec: NodeRecord, depth: int) -> str:
-    parts = [p for p in rec.name.split("/") if p]
-    prefix = [p for p in rec.graph.split("/") if p]
+    name, graph = _text(rec.name), _text(rec.graph)
+    parts = [p for p in name.split("/") if p]
+    prefix = [p for p in graph.split("/") if p]
     if len(parts) > 1:
         parts = parts[:-1]  # the last part names the op itself
     scoped = [*prefix, *parts]
     joined = "/".join(scoped[:depth])
-    return "/" + joined if rec.name.startswith("/") and not prefix else joined
+    return "/" + joined if name.startswith("/") and not prefix else joined
 
 
 @dataclass

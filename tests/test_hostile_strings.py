@@ -393,3 +393,13 @@ def test_invalid_utf8_name_in_scope_views(tmp_path: Path, view: list[str]) -> No
     r = runner.invoke(app, ["analyze", str(path), *view])
     assert r.exit_code == 0, r.output
     assert_terminal_safe(r.stdout)
+
+
+def test_by_scope_takes_a_name_that_is_not_utf8(tmp_path: Path) -> None:
+    import onnxcost
+
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(invalid_utf8_model())
+    scopes = onnxcost.analyze(path).by_scope(1)
+    # The Relu named ff fe 1b 5b has no scope: it stands under its own name, as text.
+    assert "\\xff\\xfe\x1b[" in [s.scope for s in scopes]

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
 from onnxcost.report import units
-from onnxcost.report.fit import drop_order, fitted
+from onnxcost.report.fit import drop_order, fitted, wrap_items
 from onnxcost.report.safe_text import md, plain, text
 
 
@@ -54,14 +54,24 @@ def _diff(pct: float | None, base: float | None, value: float | None) -> str:
 
 def header_lines(c: Comparison) -> list[str]:
     """Who is who: label, path, inputs, node counts."""
-    out = [f"Comparing {len(c.models)} models; baseline {plain(c.models[0].label)}"]
+    return [
+        f"Comparing {len(c.models)} models; baseline {plain(c.models[0].label)}",
+        *(lead + " | ".join(items) for lead, items in _model_items(c)),
+    ]
+
+
+def _model_items(c: Comparison) -> list[tuple[str, list[str]]]:
+    """Per model, ``("  A: ", [path, "inputs ...", "N nodes, M compute"])``."""
+    out = []
     for m in c.models:
         a = m.analysis
         ins = ", ".join(f"{plain(t.name)} {t.dtype}[{units.shape(t.shape)}]" for t in a.inputs)
         where = plain(m.path or a.model.graph_name or "in-memory model")
         out.append(
-            f"  {plain(m.label)}: {where} | inputs {ins} | {a.model.node_count} nodes, "
-            f"{len(m.compute)} compute"
+            (
+                f"  {plain(m.label)}: ",
+                [where, f"inputs {ins}", f"{a.model.node_count} nodes, {len(m.compute)} compute"],
+            )
         )
     return out
 
@@ -259,10 +269,11 @@ def warning_lines(c: Comparison) -> list[str]:
 
 def render(c: Comparison, console: Console) -> None:
     """The whole report on a rich console (model text is never read as rich markup)."""
-    lines = header_lines(c)
-    console.print(text(lines[0], style="bold"))
-    for line in lines[1:]:
-        console.print(text(line))
+    console.print(text(header_lines(c)[0], style="bold"))
+    for lead, items in _model_items(c):
+        # Broken between items, the rest indented under the label: never in mid-word.
+        for line in wrap_items(lead, items, console.width, sep=" | ", indent=len(lead) + 2):
+            console.print(Text(line), no_wrap=True, overflow="ellipsis")
     for s in sections(c):
         # A narrow console drops the rightmost columns first, never what names a row.
         keep = [h for h in s.headers if h.endswith("node (op)") or h.startswith("MACs (")]

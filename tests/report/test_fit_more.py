@@ -202,3 +202,27 @@ def test_symbolic_formulas_break_between_terms(width: int, bert_formulas_wide: l
     assert " ".join(" ".join(block).split()) == " ".join(" ".join(bert_formulas_wide).split())
     for line in block[1:]:
         assert line.startswith("  "), line
+
+
+def compare_head(width: str | None) -> list[str]:
+    args = ["compare", "models/encoder_torch_dynamo.onnx", "resnet18"]
+    r = runner.invoke(
+        app, [*args, *(["--wide"] if width is None else [])], env={"COLUMNS": width or "80"}
+    )
+    assert r.exit_code == 0, r.output
+    out = lines_of(r.stdout)
+    return out[1 : out.index(next(ln for ln in out if ln.startswith("Totals")))]
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_compare_header_breaks_between_items(width: int) -> None:
+    head, wide = compare_head(str(width)), compare_head(None)
+    assert max(map(len, head)) <= width
+    assert len(wide) == 2  # one line per model with --wide
+    assert all(line.startswith("  ") for line in head)  # "  A: ..." or indented under it
+    # A's line at 60: "  A: models/encoder_torch_dynamo.onnx |" (39) plus
+    # " inputs input float32[1x128x256] |" (34) is 73 > 60: the inputs go on the next line.
+    if width == 60:
+        assert head[0] == "  A: models/encoder_torch_dynamo.onnx |"
+    # The same text, only broken at the separators: nothing trimmed.
+    assert " ".join(" ".join(head).split()) == " ".join(" ".join(wide).split())

@@ -25,7 +25,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import onnx
 
@@ -33,6 +33,7 @@ from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
 from onnxcost.model import ModelSource, build_builtin
 from onnxcost.prepare import prepare
+from onnxcost.records import to_jsonable
 from onnxcost.tensors import tensor_bytes
 
 if TYPE_CHECKING:
@@ -175,9 +176,10 @@ class PhaseCost:
         )
 
     def as_dict(self, written: bool = True) -> dict[str, int]:
-        out = {"macs": self.macs, "flops": self.flops, "bytes_read": self.bytes_read}
-        if written:
-            out["bytes_written"] = self.bytes_written
+        """The fields (``to_jsonable``); without ``bytes_written`` unless ``written``."""
+        out: dict[str, int] = to_jsonable(self)
+        if not written:
+            del out["bytes_written"]
         return out
 
 
@@ -194,6 +196,9 @@ class Roofline:
     """'flags', or the cached calibration's provider and device."""
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("ridge_flops_per_byte",)
+    """Computed, after the fields in the ``ceiling`` object of ``onnxcost.llm/1``."""
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -256,7 +261,11 @@ class LlmReport:
         return None if f is None else f.python()
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract ``onnxcost.llm/1``."""
+        """The JSON contract ``onnxcost.llm/1``.
+
+        The phases, the ceiling and the bench timing go through ``records.to_jsonable``; this
+        tree stays written out, because the contract regroups the report's fields (``symbols``
+        from the layout, ``decode`` from three fields, ``roofline`` from figures and bounds)."""
         data: dict[str, Any] = {
             "schema": SCHEMA,
             "model": self.model,
@@ -295,12 +304,7 @@ class LlmReport:
             return {"ceiling": None, "prefill_bound": None, "decode_bound": None}
         decode = self.decode_total if self.generate > 1 else self.decode_first
         return {
-            "ceiling": {
-                "source": r.source,
-                "peak_flops_per_s": r.peak_flops_per_s,
-                "bandwidth_bytes_per_s": r.bandwidth_bytes_per_s,
-                "ridge_flops_per_byte": r.ridge_flops_per_byte,
-            },
+            "ceiling": to_jsonable(r),
             "prefill_bound": r.bound(self.prefill),
             "decode_bound": None if decode is None else r.bound(decode),
         }

@@ -170,7 +170,8 @@ def to_jsonable(value: Any) -> Any:
     """``value`` as JSON-ready data, the one serializer of every result record.
 
     A dataclass becomes a dict of its fields in declaration order: a field whose metadata is
-    NOT_IN_JSON is left out, ``json_key(...)`` renames one. Tuples, lists and sets become
+    NOT_IN_JSON is left out, ``json_key(...)`` renames one; then the attributes its class
+    names in a ``JSON_PROPERTIES`` tuple (computed figures: properties), in that order. Tuples, lists and sets become
     lists, mappings dicts (keys as they are), an infinite float the string "inf" (or "-inf",
     which JSON cannot write as a number); anything else stays as it is (str, int, bool,
     None; and bytes, such as a protobuf name that is not UTF-8, which the JSON writer in
@@ -183,11 +184,14 @@ def to_jsonable(value: Any) -> Any:
             value if math.isfinite(value) or math.isnan(value) else ("inf" if value > 0 else "-inf")
         )
     if is_dataclass(value) and not isinstance(value, type):
-        return {
+        out = {
             f.metadata.get("json_key", f.name): to_jsonable(getattr(value, f.name))
             for f in fields(value)
             if f.metadata.get("json", True)
         }
+        for name in getattr(value, "JSON_PROPERTIES", ()):
+            out[name] = to_jsonable(getattr(value, name))
+        return out
     if isinstance(value, Mapping):
         return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, tuple | list | set | frozenset):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from onnxcost.bench.session import SessionConfig, open_session, prepare_model
 from onnxcost.errors import BenchError
 from onnxcost.llm import CacheLayout, present_for
 from onnxcost.model import ModelSource
-from onnxcost.records import TensorRecord
+from onnxcost.records import NOT_IN_JSON, TensorRecord, to_jsonable
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +30,22 @@ class LoopTiming:
     """Measured figures of one generation of M tokens for a batch of B prompts of N tokens."""
 
     provider: str
-    batch: int
-    prompt: int
-    generate: int
+    batch: int = field(metadata=NOT_IN_JSON)
+    prompt: int = field(metadata=NOT_IN_JSON)
+    generate: int = field(metadata=NOT_IN_JSON)
     ttft_ms: float
     """Wall time of the prefill, which yields the first token."""
-    decode_ms: tuple[float, ...]
+    decode_ms: tuple[float, ...] = field(metadata=NOT_IN_JSON)
     """Wall time of each of the M - 1 decode steps."""
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
+        "decode_median_ms",
+        "decode_p90_ms",
+        "decode_steps",
+        "total_ms",
+        "tokens_per_s",
+    )
+    """The computed figures of the ``bench`` object of ``onnxcost.llm/1`` (``to_jsonable``)."""
 
     @property
     def decode_median_ms(self) -> float | None:
@@ -49,6 +58,10 @@ class LoopTiming:
         return float(np.percentile(np.array(self.decode_ms), 90))
 
     @property
+    def decode_steps(self) -> int:
+        return len(self.decode_ms)
+
+    @property
     def total_ms(self) -> float:
         return self.ttft_ms + sum(self.decode_ms)
 
@@ -58,15 +71,7 @@ class LoopTiming:
         return self.batch * self.generate / (self.total_ms / 1e3) if self.total_ms else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "ttft_ms": self.ttft_ms,
-            "decode_median_ms": self.decode_median_ms,
-            "decode_p90_ms": self.decode_p90_ms,
-            "decode_steps": len(self.decode_ms),
-            "total_ms": self.total_ms,
-            "tokens_per_s": self.tokens_per_s,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 _NP_TYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "int32": np.int32}

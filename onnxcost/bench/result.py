@@ -14,6 +14,7 @@ from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import BatchPoint, MaxBatch
 from onnxcost.bench.timing import NOISY_CV, THROUGHPUT_METHOD, LatencyStats, throughput_per_s
+from onnxcost.records import to_jsonable
 
 SCHEMA = "onnxcost.bench/1"
 
@@ -63,12 +64,7 @@ class Phases:
     """Wall time of the timed loop."""
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "session_create_ms": self.session_create_ms,
-            "first_run_ms": self.first_run_ms,
-            "warmup_ms": self.warmup_ms,
-            "timed_s": self.timed_s,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +263,15 @@ class BenchResult:
         return self.latency.noisy
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract (schema ``onnxcost.bench/1``)."""
+        """The JSON contract (schema ``onnxcost.bench/1``).
+
+        Leaf records (phases, latency, probes, ceilings) go through ``records.to_jsonable``.
+        This tree, Environment, Settings, Memory, ProfileResult, the node and op-type rows,
+        BatchPoint and MaxBatch stay written out: their keys nest, flatten, rename or order
+        the fields in ways the published contract fixed (``threads`` groups three fields,
+        ``provider_options`` is an object, ``p10_us`` comes from ``spread``, ``run_median_us``
+        sits before later fields), and keys are never renamed or reordered to suit a generic
+        path."""
         out: dict[str, Any] = {
             "schema": SCHEMA,
             "model": self.model,

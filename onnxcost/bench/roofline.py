@@ -17,7 +17,7 @@ import os
 import platform
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +31,7 @@ from onnxcost.bench.providers import CPU, CUDA_LIKE
 from onnxcost.bench.session import SessionConfig, session_options
 from onnxcost.bench.system import cpu_name, gpu_info
 from onnxcost.errors import BenchError, ProviderError
-from onnxcost.records import NodeRecord
+from onnxcost.records import NodeRecord, to_jsonable
 
 Bound = Literal["compute", "memory"]
 
@@ -54,7 +54,7 @@ class Ceilings:
         return self.peak_flops_per_s / self.bandwidth_bytes_per_s
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 def floor_s(flops: int, bytes_moved: int, ceilings: Ceilings) -> tuple[float, Bound]:

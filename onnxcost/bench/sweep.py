@@ -23,7 +23,7 @@ from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, throughput_per_s
 from onnxcost.errors import UsageError
-from onnxcost.records import TensorRecord
+from onnxcost.records import TensorRecord, to_jsonable
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +140,7 @@ class Probe:
     detail: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "ok": self.ok,
-            "throughput_per_s": self.throughput_per_s,
-            "median_ms": self.median_ms,
-            "detail": self.detail,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

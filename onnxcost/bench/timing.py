@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from onnxcost.bench.progress import BenchProgress, ProgressFn
+from onnxcost.records import NOT_IN_JSON, json_key, to_jsonable
 
 NOISY_CV = 0.10
 """A coefficient of variation above this means the machine was busy while measuring."""
@@ -38,15 +39,15 @@ class LatencyStats:
     the sample standard deviation (n - 1 in the denominator; 0 for a single run).
     """
 
-    count: int
-    min_ms: float
-    mean_ms: float
-    median_ms: float
-    p90_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-    std_ms: float
+    count: int = field(metadata=NOT_IN_JSON)
+    min_ms: float = field(metadata=json_key("min"))
+    mean_ms: float = field(metadata=json_key("mean"))
+    median_ms: float = field(metadata=json_key("median"))
+    p90_ms: float = field(metadata=json_key("p90"))
+    p95_ms: float = field(metadata=json_key("p95"))
+    p99_ms: float = field(metadata=json_key("p99"))
+    max_ms: float = field(metadata=json_key("max"))
+    std_ms: float = field(metadata=json_key("std"))
 
     @staticmethod
     def from_ns(samples_ns: Sequence[int]) -> LatencyStats:
@@ -78,17 +79,8 @@ class LatencyStats:
         return self.cv > NOISY_CV
 
     def as_dict(self) -> dict[str, float]:
-        """The ``latency_ms`` object of the JSON contract."""
-        return {
-            "min": self.min_ms,
-            "mean": self.mean_ms,
-            "median": self.median_ms,
-            "p90": self.p90_ms,
-            "p95": self.p95_ms,
-            "p99": self.p99_ms,
-            "max": self.max_ms,
-            "std": self.std_ms,
-        }
+        """The ``latency_ms`` object of the JSON contract: the fields' ``json_key`` names."""
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

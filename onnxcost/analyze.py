@@ -17,7 +17,7 @@ import onnx
 
 from onnxcost.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.costs import REGISTRY
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
 from onnxcost.graph import GraphView
@@ -418,6 +418,9 @@ def _costs(
         except UnknownShapeError as e:
             status = "unknown_shape"
             note = str(e)
+        except InvalidAttributeError as e:  # a malformed model (group 0, num_heads=inf)
+            status = "error"
+            note = f"not costed: {e}"
         except Exception as e:  # a formula that raises anything else is an onnxcost bug
             status = "error"
             note = f"cost formula raised {type(e).__name__}: {e}"

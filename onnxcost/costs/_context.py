@@ -23,12 +23,32 @@ from onnxcost.tensors import (
     tensor_bytes,
 )
 
+class InvalidAttributeError(Exception):
+    """Raised inside a formula when an attribute's value is impossible: infinity or a string
+    where a count belongs, a group that does not divide the channels, a stride of 0.
+
+    The analyzer gives the node the status ``error`` and the message as its note: the
+    model is malformed, not onnxcost.
+    """
+
+
+def as_int(name: str, value: Any) -> int:
+    """``value`` as an int, if it is one (an integral float too); else InvalidAttributeError."""
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise InvalidAttributeError(f"attribute {name}={value!r} is not an integer")
+
+
 __all__ = [
     "Dim",
+    "InvalidAttributeError",
     "OpContext",
     "Shape",
     "TensorInfo",
     "UnknownShapeError",
+    "as_int",
     "dtype_name",
     "element_bits",
     "known_bytes",
@@ -40,7 +60,7 @@ __all__ = [
 def _schema_defaults(op_type: str, domain: str, opset: int) -> dict[str, Any]:
     try:
         schema = onnx.defs.get_schema(op_type, opset, domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset past int32
         return {}
     defaults: dict[str, Any] = {}
     for name, attr in schema.attributes.items():
@@ -73,6 +93,14 @@ class OpContext:
                 return value.decode() if isinstance(value, bytes) else value
         value = _schema_defaults(self.node.op_type, self.node.domain, self.opset).get(name, default)
         return value.decode() if isinstance(value, bytes) else value
+
+    def int_attr(self, name: str, default: int | None = None) -> int:
+        """The attribute as an int (schema default, else ``default``); InvalidAttributeError
+        when the model gives something else (a string, infinity, 1.5) or omits one it needs."""
+        value = self.attr(name, default)
+        if value is None:
+            raise InvalidAttributeError(f"attribute {name} is missing")
+        return as_int(name, value)
 
     def has_input(self, i: int) -> bool:
         return i < len(self.inputs) and self.inputs[i] is not None

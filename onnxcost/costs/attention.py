@@ -76,8 +76,8 @@ def onnx_attention(ctx: OpContext) -> Cost:
         kv_len, v_head = k[2], v[3]
     else:
         batch, q_len = q[0], q[1]
-        q_heads = int(ctx.attr("q_num_heads", 0))
-        kv_heads = int(ctx.attr("kv_num_heads", 0))
+        q_heads = ctx.int_attr("q_num_heads", 0)
+        kv_heads = ctx.int_attr("kv_num_heads", 0)
         head = _heads_split(q[2], q_heads, ctx.node.name)
         kv_len, v_head = k[1], _heads_split(v[2], kv_heads, ctx.node.name)
     if given(ctx, 4):
@@ -112,8 +112,8 @@ def rotary_embedding(ctx: OpContext) -> Cost:
     """
     x = ctx.shape(0)
     cos = 2 if ctx.node.domain == MS else 1
-    head = _rotary_head_size(ctx, x, int(ctx.attr("num_heads", 0) or 0), cos)
-    rotary_dim = int(ctx.attr("rotary_embedding_dim", 0))
+    head = _rotary_head_size(ctx, x, ctx.int_attr("num_heads", 0), cos)
+    rotary_dim = ctx.int_attr("rotary_embedding_dim", 0)
     return Cost(flops=ROTARY_FLOPS * rotated_elements(ctx.numel(0), head, rotary_dim))
 
 
@@ -131,8 +131,8 @@ def linear_attention(ctx: OpContext) -> Cost:
     by beta (2 x d_v); the output is scaled once per element.
     """
     q, k, v = ctx.shape(0), ctx.shape(1), ctx.shape(2)
-    q_heads = int(ctx.attr("q_num_heads", 0))
-    kv_heads = int(ctx.attr("kv_num_heads", 0))
+    q_heads = ctx.int_attr("q_num_heads", 0)
+    kv_heads = ctx.int_attr("kv_num_heads", 0)
     rule = str(ctx.attr("update_rule", "gated_delta"))
     if rule not in _LINEAR_RULES:
         raise UnknownShapeError(f"{ctx.node.name}: unknown update_rule {rule!r}")
@@ -170,15 +170,15 @@ def _projected_attention(
 ) -> Cost:
     """Projection (tokens x D_in x (D_q + D_k + D_v)) + bias + rotary + SDPA over past + q_len keys."""
     x, w = ctx.shape(0), ctx.shape(1)
-    heads = int(ctx.attr("num_heads", 0))
+    heads = ctx.int_attr("num_heads", 0)
     d_q, d_k, d_v = _qkv_sizes(ctx, w)
     head = _heads_split(d_q, heads, ctx.node.name)
     v_head = _heads_split(d_v, heads, ctx.node.name)
     proj_out = d_q + d_k + d_v
     proj = Cost.contraction(tokens * x[-1] * proj_out, tokens * proj_out if given(ctx, 2) else 0)
     rotary = 0
-    if int(ctx.attr("do_rotary", 0)):
-        rotary_dim = int(ctx.attr("rotary_embedding_dim", 0))
+    if ctx.int_attr("do_rotary", 0):
+        rotary_dim = ctx.int_attr("rotary_embedding_dim", 0)
         rotary = ROTARY_FLOPS * rotated_elements(tokens * (d_q + d_k), head, rotary_dim)
     return (
         proj
@@ -204,7 +204,7 @@ def ms_attention(ctx: OpContext) -> Cost:
     past = 0
     if given(ctx, 4):
         past = ctx.shape(4)[3]
-        if int(ctx.attr("past_present_share_buffer", 0)):
+        if ctx.int_attr("past_present_share_buffer", 0):
             past = max(0, past - q_len)
     masks = int(given(ctx, 3)) + int(given(ctx, 5)) + _unidirectional(ctx)
     return _projected_attention(
@@ -263,7 +263,7 @@ def multi_head_attention(ctx: OpContext) -> Cost:
     NB: causal (unidirectional) masking is not subtracted; with a shared KV buffer the whole
     buffer is attended.
     """
-    heads = int(ctx.attr("num_heads", 0))
+    heads = ctx.int_attr("num_heads", 0)
     q = ctx.shape(0)
     batch, q_len = q[0], q[1]
     new_kv = 0  # key/value tokens that get the projection bias
@@ -299,7 +299,7 @@ def packed_multi_head_attention(ctx: OpContext) -> Cost:
 
     NB: attention is counted over the padded B x S x S; the kernel skips padding per sequence.
     """
-    heads = int(ctx.attr("num_heads", 0))
+    heads = ctx.int_attr("num_heads", 0)
     batch, seq = ctx.shape(4)
     q = ctx.shape(0)
     tokens = q[0]
@@ -320,7 +320,7 @@ def decoder_masked_multi_head_attention(ctx: OpContext) -> Cost:
     NB: with past_present_share_buffer the whole buffer is attended; the runtime
     past_sequence_length is not known statically.
     """
-    heads = int(ctx.attr("num_heads", 0))
+    heads = ctx.int_attr("num_heads", 0)
     q = ctx.shape(0)
     batch, q_len = q[0], q[1]
     k = ctx.shape(1) if given(ctx, 1) else None
@@ -335,7 +335,7 @@ def decoder_masked_multi_head_attention(ctx: OpContext) -> Cost:
             v_head = _heads_split(ctx.shape(2)[2], heads, ctx.node.name)
         new_kv = q_len
         past = ctx.shape(5)[2] if given(ctx, 5) else 0
-        shared = int(ctx.attr("past_present_share_buffer", 0)) and given(ctx, 5)
+        shared = ctx.int_attr("past_present_share_buffer", 0) and given(ctx, 5)
         kv_len = past if shared else past + q_len
     bias = _bias_adds(ctx, 10, batch * q_len, batch * new_kv, heads * head, heads * v_head)
     masks = int(given(ctx, 3)) + int(given(ctx, 4))
@@ -351,8 +351,8 @@ def group_query_attention(ctx: OpContext) -> Cost:
     with a shared KV buffer P is the buffer's length (the runtime total_sequence_length is not
     known statically); quantized KV-cache dequantization is not counted.
     """
-    heads = int(ctx.attr("num_heads", 0))
-    kv_heads = int(ctx.attr("kv_num_heads", 0))
+    heads = ctx.int_attr("num_heads", 0)
+    kv_heads = ctx.int_attr("kv_num_heads", 0)
     q = ctx.shape(0)
     batch, q_len = q[0], q[1]
     packed = not given(ctx, 1)
@@ -363,7 +363,7 @@ def group_query_attention(ctx: OpContext) -> Cost:
     cost = sdpa(batch, heads, q_len, kv_len, head, head, masks=masks, softcap=softcap)
     qk_elements = batch * q_len * (heads + kv_heads) * head
     extra = 0
-    if int(ctx.attr("do_rotary", 0)):
+    if ctx.int_attr("do_rotary", 0):
         extra += ROTARY_FLOPS * qk_elements
     if given(ctx, 14) and given(ctx, 15):
         extra += RMS_NORM_FLOPS * qk_elements

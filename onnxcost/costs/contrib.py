@@ -78,7 +78,7 @@ def _rows(shape: tuple[int, ...]) -> int:
 
 
 def _norm_rows(ctx: OpContext, shape: tuple[int, ...]) -> int:
-    axis = int(ctx.attr("axis", -1))
+    axis = ctx.int_attr("axis", -1)
     return math.prod(shape[: axis + len(shape) if axis < 0 else axis])
 
 
@@ -113,9 +113,9 @@ def fused_matmul_dims(ctx: OpContext) -> tuple[int, int]:
     a, b = ctx.shape(0), ctx.shape(1)
 
     def matrix(shape: tuple[int, ...], trans: str, batch: str) -> tuple[int, ...]:
-        if len(shape) >= 3 and int(ctx.attr(batch, 0)):
+        if len(shape) >= 3 and ctx.int_attr(batch, 0):
             shape = (*shape[1:-1], shape[0], shape[-1])
-        if len(shape) >= 2 and int(ctx.attr(trans, 0)):
+        if len(shape) >= 2 and ctx.int_attr(trans, 0):
             shape = (*shape[:-2], shape[-1], shape[-2])
         return shape
 
@@ -137,8 +137,8 @@ def fused_gemm(ctx: OpContext) -> Cost:
     NB: as matmul.py's Gemm; an unknown activation name counts 1 per element.
     """
     a, b = ctx.shape(0), ctx.shape(1)
-    m, k = (a[1], a[0]) if int(ctx.attr("transA", 0)) else (a[0], a[1])
-    n = b[0] if int(ctx.attr("transB", 0)) else b[1]
+    m, k = (a[1], a[0]) if ctx.int_attr("transA", 0) else (a[0], a[1])
+    n = b[0] if ctx.int_attr("transB", 0) else b[1]
     y = m * n
     alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
     extra = y * (int(alpha != 1.0) + activation_flops(str(ctx.attr("activation", ""))))
@@ -219,7 +219,7 @@ def bias_softmax(ctx: OpContext) -> Cost:
     """FLOPs = 6 x numel - 2 x rows: bias add, softmax (5 n - 2 per row) over dims axis.. (rows = prod(shape[:axis]))."""
     x = ctx.shape(0)
     numel = math.prod(x)
-    rows = softmax_rows(x, int(ctx.attr("axis", 1)), coerced_2d=True)
+    rows = softmax_rows(x, ctx.int_attr("axis", 1), coerced_2d=True)
     return Cost(flops=numel + softmax_flops(numel, rows))
 
 
@@ -292,12 +292,12 @@ def ms_group_norm(ctx: OpContext) -> Cost:
     """
     shape = ctx.shape(0)
     numel = math.prod(shape)
-    groups = int(ctx.attr("groups", 0))
+    groups = ctx.int_attr("groups", 0)
     if groups <= 0:
         raise UnknownShapeError(f"{ctx.node.name}: GroupNorm without groups")
     flops = standardize_flops(numel, shape[0] * groups) + 2 * numel
     if ctx.op_type == "SkipGroupNorm":
         flops += numel * (1 + int(given(ctx, 4)))  # skip, bias
-    if int(ctx.attr("activation", 0)):
+    if ctx.int_attr("activation", 0):
         flops += SILU_FLOPS * numel
     return Cost(flops=flops)

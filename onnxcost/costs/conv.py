@@ -8,14 +8,27 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, register
+
+
+def check_group(ctx: OpContext, c_in: int, in_per_group: int, out_channels: int) -> None:
+    """The formulas read C_in / group off W; a group that does not split the channels (0, 3
+    for 4 channels, 2**62) would be costed as another: InvalidAttributeError instead."""
+    group = ctx.int_attr("group", 1)
+    if group < 1 or c_in != in_per_group * group or out_channels % group:
+        raise InvalidAttributeError(
+            f"group={group} does not split {c_in} input channels into groups of "
+            f"{in_per_group} and {out_channels} output channels evenly"
+        )
 
 
 def conv_macs(ctx: OpContext, x: int = 0, w: int = 1) -> int:
     """numel(Y) x (C_in / group) x prod(kernel), read off W = [C_out, C_in/group, *kernel]."""
     w_shape = ctx.shape(w)
-    ctx.shape(x)  # X must be known too: its shape sets the output
+    x_shape = ctx.shape(x)  # X must be known too: its shape sets the output
+    if len(x_shape) >= 2 and len(w_shape) >= 2:
+        check_group(ctx, x_shape[1], w_shape[1], w_shape[0])
     return ctx.out_numel() * math.prod(w_shape[1:])
 
 
@@ -26,6 +39,10 @@ def conv_transpose_macs(ctx: OpContext, x: int = 0, w: int = 1) -> int:
     the output side instead double-counts strided positions (the classic ConvTranspose bug).
     """
     w_shape = ctx.shape(w)
+    x_shape = ctx.shape(x)
+    if len(x_shape) >= 2 and len(w_shape) >= 2:
+        # W = [C_in, C_out / group, ...]: C_in must split into the groups too.
+        check_group(ctx, x_shape[1], w_shape[0] // max(1, ctx.int_attr("group", 1)), w_shape[0])
     return ctx.numel(x) * math.prod(w_shape[1:])
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._closed_form import clamped_floor_sum
+from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, register
 
 
@@ -56,7 +57,7 @@ def layer_norm(ctx: OpContext) -> Cost:
     Standardize (5 per element, eps add, sqrt, reciprocal per row), multiply by Scale, add B.
     """
     shape = ctx.shape(0)
-    rows = math.prod(shape[: _axis(int(ctx.attr("axis", -1)), len(shape))])
+    rows = math.prod(shape[: _axis(ctx.int_attr("axis", -1), len(shape))])
     numel = math.prod(shape)
     flops = standardize_flops(numel, rows) + numel
     if ctx.has_input(2):
@@ -69,7 +70,7 @@ def group_norm(ctx: OpContext) -> Cost:
     """FLOPs = 7 x numel(X) + 3 x N x num_groups: standardize per (sample, group), then scale and bias."""
     shape = ctx.shape(0)
     numel = math.prod(shape)
-    groups = shape[0] * int(ctx.attr("num_groups"))
+    groups = shape[0] * ctx.int_attr("num_groups")
     return Cost(flops=standardize_flops(numel, groups) + 2 * numel)
 
 
@@ -88,7 +89,7 @@ def rms_norm(ctx: OpContext) -> Cost:
     Square, mean (n per row), eps add, sqrt and reciprocal per row, multiply, multiply by scale.
     """
     shape = ctx.shape(0)
-    rows = math.prod(shape[: _axis(int(ctx.attr("axis", -1)), len(shape))])
+    rows = math.prod(shape[: _axis(ctx.int_attr("axis", -1), len(shape))])
     return Cost(flops=4 * math.prod(shape) + 3 * rows)
 
 
@@ -97,9 +98,9 @@ def lp_norm(ctx: OpContext) -> Cost:
     """FLOPs = 3 x numel(X) for p=2 (square, sum, sqrt, div); 3 x numel(X) - rows for p=1 (abs, sum, div)."""
     shape = ctx.shape(0)
     numel = math.prod(shape)
-    n = shape[_axis(int(ctx.attr("axis", -1)), len(shape))]
+    n = shape[_axis(ctx.int_attr("axis", -1), len(shape))]
     rows = numel // n if n else 0
-    if int(ctx.attr("p", 2)) == 1:
+    if ctx.int_attr("p", 2) == 1:
         return Cost(flops=3 * numel - rows)
     return Cost(flops=3 * numel)
 
@@ -119,9 +120,19 @@ def mean_variance_norm(ctx: OpContext) -> Cost:
 
 
 def lrn_window_adds(channels: int, size: int) -> int:
-    """Adds that sum the squares over each channel's window, clipped at the channel edges."""
+    """Adds that sum the squares over each channel's window, clipped at the channel edges.
+
+    sum over c in [0, C) of min(C - 1, c + hi) - max(0, c - lo), in closed form (C may be
+    anything a model claims): each term is a clamped line, summed by ``clamped_floor_sum``.
+    """
+    if size < 1:
+        raise InvalidAttributeError(f"attribute size={size} must be >= 1")
+    if channels <= 0:
+        return 0
     lo, hi = (size - 1) // 2, (size - 1) - (size - 1) // 2
-    return sum(min(channels - 1, c + hi) - max(0, c - lo) for c in range(channels))
+    ends = clamped_floor_sum(channels, 1, 1, hi, min(hi, channels - 1), channels - 1)
+    starts = clamped_floor_sum(channels, 1, 1, -lo, 0, max(0, channels - 1 - lo))
+    return ends - starts
 
 
 @register("LRN")
@@ -134,4 +145,4 @@ def lrn(ctx: OpContext) -> Cost:
     numel = math.prod(shape)
     channels = shape[1]
     per_channel = numel // channels if channels else 0
-    return Cost(flops=5 * numel + per_channel * lrn_window_adds(channels, int(ctx.attr("size"))))
+    return Cost(flops=5 * numel + per_channel * lrn_window_adds(channels, ctx.int_attr("size")))

@@ -12,36 +12,51 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._closed_form import clamped_floor_sum
+from onnxcost.costs._context import InvalidAttributeError, OpContext, as_int
 from onnxcost.costs._registry import AFTER_FIRST, Cost, register, register_zero
 
 
-def _ints(value: Any, n: int, fill: int) -> list[int]:
+def _ints(ctx: OpContext, name: str, n: int, fill: int) -> list[int]:
+    value = ctx.attr(name)
     if not value:
         return [fill] * n
-    return [int(v) for v in value]
+    if len(value) != n:
+        raise InvalidAttributeError(f"attribute {name} has {len(value)} values, not {n}")
+    return [as_int(name, v) for v in value]
 
 
 def _axis_taps(n_in: int, n_out: int, k: int, stride: int, dilation: int, pad_begin: int) -> int:
-    """Input elements read by the ``n_out`` windows along one axis (padding excluded)."""
-    taps = 0
-    for o in range(n_out):
-        start = o * stride - pad_begin
-        taps += sum(1 for j in range(k) if 0 <= start + j * dilation < n_in)
-    return taps
+    """Input elements read by the ``n_out`` windows along one axis (padding excluded).
+
+    Window o reads taps j in [0, k) at x = o s - p + j d, counted where 0 <= x < n_in. For
+    each tap j the windows that read it are L(j) <= o <= U(j), with
+    L(j) = ceil((p - j d) / s) and U(j) = floor((n_in - 1 + p - j d) / s), clamped to
+    [0, n_out); summed over j in closed form (``clamped_floor_sum``), since k and n_out may
+    be anything a model claims.
+    """
+    if stride < 1 or dilation < 1:
+        raise InvalidAttributeError(f"stride {stride} and dilation {dilation} must be >= 1")
+    if k <= 0 or n_out <= 0 or n_in <= 0:
+        return 0
+    upper = clamped_floor_sum(k, stride, -dilation, n_in - 1 + pad_begin, -1, n_out - 1)
+    # ceil(v / s) = -floor(-v / s): sum of L(j) clamped to [0, n_out] is minus this sum.
+    minus_lower = clamped_floor_sum(k, stride, dilation, -pad_begin, -n_out, 0)
+    return upper + minus_lower + k
 
 
 def window_taps(ctx: OpContext) -> int:
     """Input elements read by all windows of a pool: N x C x prod over axes of the axis taps."""
     x = ctx.shape(0)
     y = ctx.out_shape()
-    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    kernel = [as_int("kernel_shape", k) for k in ctx.attr("kernel_shape") or ()]
     nd = len(kernel)
-    strides = _ints(ctx.attr("strides"), nd, 1)
-    dilations = _ints(ctx.attr("dilations"), nd, 1)
-    pads = _ints(ctx.attr("pads"), 2 * nd, 0)
+    if not nd or len(x) != nd + 2 or len(y) != nd + 2:
+        raise InvalidAttributeError(f"kernel_shape {kernel} does not match input rank {len(x)}")
+    strides = _ints(ctx, "strides", nd, 1)
+    dilations = _ints(ctx, "dilations", nd, 1)
+    pads = _ints(ctx, "pads", 2 * nd, 0)
     auto_pad = ctx.attr("auto_pad", "NOTSET")
     taps = y[0] * y[1]
     for d in range(nd):
@@ -136,7 +151,7 @@ def roi_align(ctx: OpContext) -> Cost:
     """
     h, w = ctx.shape(0)[2:4]
     oh, ow = ctx.out_shape()[2:4]
-    ratio = int(ctx.attr("sampling_ratio", 0))
+    ratio = ctx.int_attr("sampling_ratio", 0)
     if not (oh and ow):
         return Cost()  # an empty output
     samples = ratio * ratio if ratio > 0 else math.ceil(h / oh) * math.ceil(w / ow)

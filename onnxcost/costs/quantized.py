@@ -31,7 +31,7 @@ import onnx
 
 from onnxcost.costs._context import OpContext, UnknownShapeError
 from onnxcost.costs._registry import Cost, register
-from onnxcost.costs.conv import conv_macs
+from onnxcost.costs.conv import check_group, conv_macs
 from onnxcost.costs.matmul import matmul_macs
 from onnxcost.shape_rules import broadcast_shape, matmul_shape, window_spatial
 
@@ -102,7 +102,7 @@ def pool_output_spatial(
         pads=ctx.attr("pads", None),
         dilations=ctx.attr("dilations", None) or [default_dilation] * len(in_spatial),
         auto_pad=str(ctx.attr("auto_pad", "NOTSET")),
-        ceil_mode=int(ctx.attr("ceil_mode", 0)),
+        ceil_mode=ctx.int_attr("ceil_mode", 0),
     )
 
 
@@ -121,7 +121,10 @@ def conv_in_out_macs(
 ) -> tuple[int, int]:
     """(MACs, numel(Y)) of a convolution: numel(Y) x C_in/group x prod(k), Y from the inputs."""
     y = conv_output_numel(ctx, x, w, channels_last=channels_last)
-    return y * math.prod(ctx.shape(w)[1:]), y
+    x_shape, w_shape = ctx.shape(x), ctx.shape(w)
+    if len(x_shape) >= 2 and len(w_shape) >= 2:
+        check_group(ctx, x_shape[-1] if channels_last else x_shape[1], w_shape[1], w_shape[0])
+    return y * math.prod(w_shape[1:]), y
 
 
 # --- quantize / dequantize ---------------------------------------------------------------------
@@ -236,8 +239,8 @@ def qgemm(ctx: OpContext) -> Cost:
     NB: zero-point corrections are not counted; alpha folds into the rescale multiply.
     """
     a, b = ctx.shape(0), ctx.shape(3)
-    m, k = (a[1], a[0]) if int(ctx.attr("transA", 0)) else (a[0], a[1])
-    n = b[0] if int(ctx.attr("transB", 0)) else b[1]
+    m, k = (a[1], a[0]) if ctx.int_attr("transA", 0) else (a[0], a[1])
+    n = b[0] if ctx.int_attr("transB", 0) else b[1]
     y = m * n
     requantize = (QUANTIZE_FLOPS - 1) * y if given(ctx, 7) else 0
     extra = y + (y if given(ctx, 6) else 0) + requantize
@@ -249,12 +252,12 @@ def qgemm(ctx: OpContext) -> Cost:
 
 def matmul_nbits_weights(ctx: OpContext) -> int:
     """Logical weight count of MatMulNBits / MatMulBnb4: N x K (B holds them bit-packed)."""
-    return int(ctx.attr("N", 0)) * int(ctx.attr("K", 0))
+    return ctx.int_attr("N", 0) * ctx.int_attr("K", 0)
 
 
 def _a_rows(ctx: OpContext) -> int:
     """Rows of A: numel(A) / K (A is [..., K])."""
-    k = int(ctx.attr("K", 0))
+    k = ctx.int_attr("K", 0)
     a = ctx.shape(0)
     if not k or a[-1] != k:
         raise UnknownShapeError(f"{ctx.node.name}: A's last dim {a[-1]} is not K={k}")
@@ -274,8 +277,8 @@ def matmul_nbits(ctx: OpContext) -> Cost:
     NB: each weight is dequantized once per call ((q - zp) x scale); kernels that dequantize per
     tile, or quantize A (accuracy_level 4), do more or different work.
     """
-    n, rows = int(ctx.attr("N", 0)), _a_rows(ctx)
-    macs = rows * n * int(ctx.attr("K", 0))
+    n, rows = ctx.int_attr("N", 0), _a_rows(ctx)
+    macs = rows * n * ctx.int_attr("K", 0)
     extra = DEQUANTIZE_FLOPS * matmul_nbits_weights(ctx) + (rows * n if given(ctx, 5) else 0)
     return Cost.contraction(macs, extra)
 
@@ -291,8 +294,8 @@ def matmul_bnb4(ctx: OpContext) -> Cost:
 
     NB: the FP4/NF4 table lookup is free; one multiply by the block's absmax per weight.
     """
-    n, rows = int(ctx.attr("N", 0)), _a_rows(ctx)
-    return Cost.contraction(rows * n * int(ctx.attr("K", 0)), matmul_nbits_weights(ctx))
+    n, rows = ctx.int_attr("N", 0), _a_rows(ctx)
+    return Cost.contraction(rows * n * ctx.int_attr("K", 0), matmul_nbits_weights(ctx))
 
 
 _FLOAT_CODES = {
@@ -306,7 +309,7 @@ def gather_block_quantized_data_shape(ctx: OpContext) -> tuple[int, ...]:
     """Logical shape of GatherBlockQuantized's data: uint8 with bits < 8 packs 8/bits per byte (last axis)."""
     data = ctx.input(0)
     shape = data.concrete_shape
-    bits = int(ctx.attr("bits", 4))
+    bits = ctx.int_attr("bits", 4)
     if data.elem_type == onnx.TensorProto.UINT8 and bits < 8 and shape:
         return (*shape[:-1], shape[-1] * (8 // bits))
     return shape
@@ -325,7 +328,7 @@ def gather_block_quantized(ctx: OpContext) -> Cost:
     NB: only the gathered rows are dequantized; the table is never expanded.
     """
     data = gather_block_quantized_data_shape(ctx)
-    axis = int(ctx.attr("gather_axis", 0)) % len(data)
+    axis = ctx.int_attr("gather_axis", 0) % len(data)
     y = ctx.numel(1) * math.prod(d for i, d in enumerate(data) if i != axis)
     per = 1 if ctx.input(0).elem_type in _FLOAT_CODES else DEQUANTIZE_FLOPS
     return Cost(flops=per * y)
@@ -382,8 +385,8 @@ def qlinear_softmax(ctx: OpContext) -> Cost:
     NB: onnxruntime looks exp up in a table for 8-bit inputs; the count is the arithmetic as written.
     """
     x = ctx.shape(0)
-    coerced = int(ctx.attr("opset", 13)) < 13
-    rows = softmax_rows(x, int(ctx.attr("axis", 1 if coerced else -1)), coerced_2d=coerced)
+    coerced = ctx.int_attr("opset", 13) < 13
+    rows = softmax_rows(x, ctx.int_attr("axis", 1 if coerced else -1), coerced_2d=coerced)
     numel = math.prod(x)
     return Cost(flops=(DEQUANTIZE_FLOPS + QUANTIZE_FLOPS) * numel + softmax_flops(numel, rows))
 
@@ -406,7 +409,7 @@ def qlinear_concat(ctx: OpContext) -> Cost:
 def qlinear_global_average_pool(ctx: OpContext) -> Cost:
     """FLOPs = numel(X) sums + 7 x N x C (dequantize 2, divide 1, quantize 4 per output)."""
     x = ctx.shape(0)
-    channels = x[-1] if int(ctx.attr("channels_last", 0)) else x[1]
+    channels = x[-1] if ctx.int_attr("channels_last", 0) else x[1]
     return Cost(flops=ctx.numel(0) + (DEQUANTIZE_FLOPS + 1 + QUANTIZE_FLOPS) * x[0] * channels)
 
 

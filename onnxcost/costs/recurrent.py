@@ -70,22 +70,35 @@ def rnn_dims(ctx: OpContext, *, batch_first: bool, weights_transposed: bool = Fa
 
 
 def _activations(ctx: OpContext, defaults: Sequence[str], directions: int) -> list[list[int]]:
-    """Per-element FLOPs of each direction's activations (f, g, h), defaults filling gaps."""
+    """Per-element FLOPs of the activations (f, g, h) of each direction, defaults filling gaps.
+
+    One list per direction when the attribute names each direction's own; otherwise one
+    list that every direction shares (``_per_direction_sum`` weighs it by D, so a model
+    claiming 2**30 directions costs one list, not 2**30).
+    """
     raw = ctx.attr("activations", None) or ()
     given = [a.decode() if isinstance(a, bytes) else str(a) for a in raw]
     n = len(defaults)
+    own = len(given) >= n * directions  # bounded by the attribute's length
     out = []
-    for d in range(directions):
-        names = given[d * n : (d + 1) * n] if len(given) >= n * directions else given[:n]
+    for d in range(directions if own else 1):
+        names = given[d * n : (d + 1) * n] if own else given[:n]
         names = [*names, *defaults[len(names) :]]
         out.append([activation_flops(name) for name in names])
     return out
 
 
+def _per_direction_sum(per_direction: Sequence[int], directions: int) -> int:
+    """Sum over the D directions of a per-direction figure (a shared one counts D times)."""
+    if len(per_direction) == directions:
+        return sum(per_direction)
+    return directions * per_direction[0]
+
+
 def _elementwise(ctx: OpContext, dims: RnnDims, gates: int, per_direction: Sequence[int]) -> int:
     """Non-contraction FLOPs: ``per_direction[d]`` per hidden unit and step, plus bias, peephole and clip."""
     steps = dims.seq * dims.batch * dims.hidden
-    flops = steps * sum(per_direction)
+    flops = steps * _per_direction_sum(per_direction, dims.directions)
     per_unit = 0
     if given(ctx, 3):
         per_unit += 2 * gates  # Wb and Rb
@@ -97,7 +110,7 @@ def _elementwise(ctx: OpContext, dims: RnnDims, gates: int, per_direction: Seque
 
 
 def _batch_first(ctx: OpContext) -> bool:
-    return ctx.opset >= 14 and int(ctx.attr("layout", 0)) == 1
+    return ctx.opset >= 14 and ctx.int_attr("layout", 0) == 1
 
 
 @register("RNN", meta_inputs=(4, 5))

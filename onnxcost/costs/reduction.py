@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, register
 
 
@@ -92,7 +92,7 @@ def top_k(ctx: OpContext) -> Cost:
     k results (k log k per row) is not counted.
     """
     x = ctx.shape(0)
-    k = ctx.out_shape()[_axis(int(ctx.attr("axis", -1)), len(x))]
+    k = ctx.out_shape()[_axis(ctx.int_attr("axis", -1), len(x))]
     return Cost(flops=math.prod(x) * math.ceil(math.log2(k + 1)))
 
 
@@ -111,42 +111,42 @@ def _rows_coerced(shape: tuple[int, ...], axis: int) -> int:
 def softmax_2d(ctx: OpContext) -> Cost:
     """FLOPs = 5 x numel(X) - 2 x rows; rows = prod(shape[:axis]) (input coerced to 2-D, axis default 1)."""
     x = ctx.shape(0)
-    return Cost(flops=5 * math.prod(x) - 2 * _rows_coerced(x, int(ctx.attr("axis", 1))))
+    return Cost(flops=5 * math.prod(x) - 2 * _rows_coerced(x, ctx.int_attr("axis", 1)))
 
 
 @register("Softmax", since=13)
 def softmax(ctx: OpContext) -> Cost:
     """FLOPs = 5 x numel(X) - 2 x rows; rows = numel(X) / shape[axis]: max, sub, exp, sum, div."""
     x = ctx.shape(0)
-    return Cost(flops=5 * math.prod(x) - 2 * _rows_along(x, int(ctx.attr("axis", -1))))
+    return Cost(flops=5 * math.prod(x) - 2 * _rows_along(x, ctx.int_attr("axis", -1)))
 
 
 @register("LogSoftmax", until=12)
 def log_softmax_2d(ctx: OpContext) -> Cost:
     """FLOPs = 5 x numel(X) - rows; rows = prod(shape[:axis]) (input coerced to 2-D, axis default 1)."""
     x = ctx.shape(0)
-    return Cost(flops=5 * math.prod(x) - _rows_coerced(x, int(ctx.attr("axis", 1))))
+    return Cost(flops=5 * math.prod(x) - _rows_coerced(x, ctx.int_attr("axis", 1)))
 
 
 @register("LogSoftmax", since=13)
 def log_softmax(ctx: OpContext) -> Cost:
     """FLOPs = 5 x numel(X) - rows; rows = numel(X) / shape[axis]: max, sub, exp, sum, log per row, sub."""
     x = ctx.shape(0)
-    return Cost(flops=5 * math.prod(x) - _rows_along(x, int(ctx.attr("axis", -1))))
+    return Cost(flops=5 * math.prod(x) - _rows_along(x, ctx.int_attr("axis", -1)))
 
 
 @register("Hardmax", until=12)
 def hardmax_2d(ctx: OpContext) -> Cost:
     """FLOPs = numel(X) - rows; rows = prod(shape[:axis]) (input coerced to 2-D): an argmax per row."""
     x = ctx.shape(0)
-    return Cost(flops=math.prod(x) - _rows_coerced(x, int(ctx.attr("axis", 1))))
+    return Cost(flops=math.prod(x) - _rows_coerced(x, ctx.int_attr("axis", 1)))
 
 
 @register("Hardmax", since=13)
 def hardmax(ctx: OpContext) -> Cost:
     """FLOPs = numel(X) - rows; rows = numel(X) / shape[axis]: an argmax (n - 1 compares) per row."""
     x = ctx.shape(0)
-    return Cost(flops=math.prod(x) - _rows_along(x, int(ctx.attr("axis", -1))))
+    return Cost(flops=math.prod(x) - _rows_along(x, ctx.int_attr("axis", -1)))
 
 
 def nll_flops(ctx: OpContext, targets: int, weighted: bool) -> int:
@@ -200,7 +200,7 @@ def fft_flops(n: int) -> int:
 
 def _dft_axis(ctx: OpContext, x: tuple[int, ...], y: tuple[int, ...]) -> int:
     if ctx.opset < 20:
-        return _axis(int(ctx.attr("axis", 1)), len(x))
+        return _axis(ctx.int_attr("axis", 1), len(x))
     if ctx.has_input(2):
         # The axis is a runtime input: take the signal axis whose length changed.
         changed = [i for i in range(len(x) - 1) if x[i] != y[i]]
@@ -275,8 +275,13 @@ def tf_idf_vectorizer(ctx: OpContext) -> Cost:
     x = ctx.shape(0)
     length = x[-1]
     rows = math.prod(x[:-1])
-    lo = int(ctx.attr("min_gram_length", 1))
-    hi = int(ctx.attr("max_gram_length", 1))
-    grams = sum(max(0, length - n + 1) for n in range(lo, hi + 1))
+    lo = ctx.int_attr("min_gram_length", 1)
+    hi = ctx.int_attr("max_gram_length", 1)
+    if lo < 1:
+        raise InvalidAttributeError(f"attribute min_gram_length={lo} must be >= 1")
+    # sum over n in [lo, hi] of max(0, L - n + 1): an arithmetic series up to n = L + 1.
+    top = min(hi, length + 1)
+    count = max(0, top - lo + 1)
+    grams = count * (length + 1) - (lo + top) * count // 2
     weighting = ctx.out_numel() if ctx.attr("mode", "TF") == "TFIDF" else 0
     return Cost(flops=rows * grams + weighting)

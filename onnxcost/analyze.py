@@ -20,7 +20,7 @@ from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import GraphView
+from onnxcost.graph import GraphView, check_nesting
 from onnxcost.liveness import peak_activation
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
@@ -497,24 +497,35 @@ def _control_flow(
     here = f"{scope}/{node.name}" if scope else node.name
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     if node.op_type == "If":
-        then_cost = _walk_subgraph(
-            w, graphs["then_branch"], f"{here}/then_branch", 1, counted, probe=True
-        )
-        else_cost = _walk_subgraph(
-            w, graphs["else_branch"], f"{here}/else_branch", 1, counted, probe=True
-        )
+        if "then_branch" not in graphs or "else_branch" not in graphs:
+            return (
+                Cost(),
+                "error",
+                "not costed: If without a then_branch and an else_branch",
+            )
+        # Each branch is walked once, its records counted for now; the smaller one's are
+        # then uncounted. (Walking each twice, to probe and then to record, doubled the
+        # time per level of nesting.)
+        first = len(w.records)
+        then_cost = _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted)
+        middle = len(w.records)
+        else_cost = _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted)
         take_then = then_cost.flops >= else_cost.flops
-        _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted and take_then)
-        _walk_subgraph(
-            w, graphs["else_branch"], f"{here}/else_branch", 1, counted and not take_then
-        )
+        skipped = range(middle, len(w.records)) if take_then else range(first, middle)
+        for slot in skipped:
+            w.counted[slot] = False
         larger = "then_branch" if take_then else "else_branch"
         note = f"both branches listed; totals take the larger ({larger})"
         w.warnings.append(f"If node {node.name!r}: {note}")
         return (then_cost if take_then else else_cost), "ok", note
+    body = graphs.get("body")
+    if body is None:
+        return Cost(), "error", "not costed: no body graph"
     iterations: int | None = None
     if node.op_type == "Loop":
         iterations = _static_int(w, node.input[0]) if node.input else None
+        if iterations is not None and iterations < 0:
+            iterations = 0  # a negative trip count runs no iteration
         what = (
             "its trip count is not static"
             if node.input and node.input[0]
@@ -530,9 +541,7 @@ def _control_flow(
         iterations = 1
         note = f"one iteration counted: {what}"
         w.warnings.append(f"{node.op_type} node {node.name!r}: {note}")
-    body = graphs.get("body")
-    if body is None:
-        return Cost(), "unknown_shape", "no body graph"
+
     cost = _walk_subgraph(w, body, f"{here}/body", iterations, counted)
     return cost, "ok", note or f"body x {iterations} iterations"
 
@@ -546,13 +555,16 @@ def _scan_iterations(w: _Walk, node: onnx.NodeProto) -> int | None:
     first = 1 if opset < 9 else 0  # opset 8 has an optional sequence_lens input first
     n_state = len(attrs["body"].g.input) - n_scan
     idx = first + n_state
-    if idx >= len(node.input):
+    if not 0 <= idx < len(node.input):
         return None
     info = w.shapes.types.get(node.input[idx])
     if info is None or not info.is_concrete:
         return None
+    shape = info.concrete_shape
     axis = axes[0] if axes else (1 if opset < 9 else 0)
-    return info.concrete_shape[axis]
+    if not -len(shape) <= axis < len(shape):
+        return None  # an axis past the rank: the length is unknown
+    return shape[axis]
 
 
 def _walk_subgraph(
@@ -561,13 +573,8 @@ def _walk_subgraph(
     scope: str,
     multiplier: int,
     counted: bool,
-    probe: bool = False,
 ) -> Cost:
-    """Cost of a body graph; with ``probe`` nothing is recorded (used to pick an If branch)."""
-    if probe:
-        n_records, n_warnings = len(w.records), len(w.warnings)
-        saved, unknown, unsupported = w.weights.snapshot(), w.unknown, Counter(w.unsupported)
-        n_errors = len(w.errors)
+    """Cost of a body graph; its nodes are recorded, counted in the totals with ``counted``."""
     w.weights.add_initializers(graph.initializer)
     total = Cost()
     for node in graph.node:
@@ -575,14 +582,6 @@ def _walk_subgraph(
             node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
         )
         total = total + _record(w, row, scope, multiplier, counted)[1]
-    if probe:
-        del w.records[n_records:]
-        del w.counted[n_records:]
-        del w.labels[n_records:]
-        del w.warnings[n_warnings:]
-        w.weights.restore(saved)
-        w.unknown, w.unsupported = unknown, unsupported
-        del w.errors[n_errors:]
     return total
 
 
@@ -681,6 +680,7 @@ def _analyze(
     # is analysed through a copy; one prepared here is used up.
     proto = prepared.working_copy() if given is not None else prepared.proto
     view = prepared.view
+    check_nesting(proto.graph)
     _check_domains(proto, view)
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)

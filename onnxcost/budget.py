@@ -37,6 +37,8 @@ BYTE_SUFFIXES: Mapping[str, int] = {
     "GIB": 1024**3,
     "TIB": 1024**4,
 }
+_MAX_BUDGET = Decimal(10) ** 30
+"""The largest budget accepted: far above any model, and small enough to print and compare."""
 _NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
@@ -53,6 +55,11 @@ def _parse(text: str, flag: str, suffixes: Mapping[str, int], examples: str) -> 
         value = Decimal(match.group(1).replace("_", "").replace(",", "")) * suffixes[suffix]
     except InvalidOperation as e:
         raise UsageError(f"{flag} {text!r} is not a number; write it like {examples}") from e
+    if value > _MAX_BUDGET:
+        raise UsageError(
+            f"{flag} {text[:40]!r}{'...' if len(text) > 40 else ''} is larger than any model "
+            f"(at most 1e30); write it like {examples}"
+        )
     if value != value.to_integral_value():
         raise UsageError(f"{flag} {text!r} is not a whole number; write it like {examples}")
     return int(value)

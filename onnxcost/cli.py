@@ -10,6 +10,7 @@ import enum
 import gc
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -262,7 +263,8 @@ def parse_params(param: Sequence[str] | None) -> dict[str, str | int]:
         key, sep, value = p.partition("=")
         if not sep or not key:
             raise UsageError(f"--param {p!r} is not KEY=VALUE, e.g. --param layers=2")
-        params[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
+        number = re.fullmatch(r"-?[0-9]{1,30}", value.strip())  # not isdigit: '²'
+        params[key.strip()] = int(value) if number else value.strip()
     return params
 
 

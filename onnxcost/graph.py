@@ -32,6 +32,53 @@ def _may_carry_graphs(op_type: str, domain: str) -> bool:
     return op_type in SUBGRAPH_OPS or domain not in DEFAULT_DOMAINS
 
 
+MAX_NESTING = 64
+"""Subgraphs nest at most this deep (If in If in Loop...): deeper is refused (GraphError)."""
+
+
+def inline_functions(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with its model-local functions inlined (itself if it has none).
+
+    A function that calls itself, or a call with more inputs than the function declares,
+    is a malformed model: GraphError, not the inliner's own exception.
+    """
+    if not proto.functions:
+        return proto
+    import onnx.checker
+    import onnx.inliner
+
+    try:
+        return onnx.inliner.inline_local_functions(proto)
+    except (onnx.checker.ValidationError, RuntimeError, ValueError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        first = first.rpartition(" failed: ")[2]  # the inliner's C++ assertion prefix
+        raise GraphError(
+            f"the model's local functions cannot be inlined ({first}); the model is malformed: "
+            f"re-export it"
+        ) from e
+
+
+def check_nesting(graph: onnx.GraphProto) -> None:
+    """GraphError if subgraphs nest deeper than ``MAX_NESTING``."""
+    stack = [(graph, 0)]
+    while stack:
+        g, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise GraphError(
+                f"subgraphs nest more than {MAX_NESTING} deep (If, Loop or Scan bodies inside "
+                f"each other); onnxcost does not analyse such a model: flatten the control flow"
+            )
+        for node in g.node:
+            if _may_carry_graphs(node.op_type, node.domain):
+                for a in node.attribute:
+                    stack.extend(
+                        (sub, depth + 1) for sub in (a.g, *a.graphs) if a.type in _GRAPH_TYPES
+                    )
+
+
+_GRAPH_TYPES = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
+
+
 def iter_graphs(graph: onnx.GraphProto, scope: str = "") -> Iterator[tuple[str, onnx.GraphProto]]:
     """The graph and every nested subgraph, with scope names like ``'If_3/then_branch'``."""
     yield scope, graph

@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
-import onnx.inliner
 
 from onnxcost.errors import UsageError
-from onnxcost.graph import GraphView, build
+from onnxcost.graph import GraphView, build, inline_functions
 from onnxcost.model import LoadedModel, ModelSource, build_builtin, load_model
 
 
@@ -88,8 +87,7 @@ def prepare(
         original = onnx.ModelProto()
         original.CopyFrom(proto)
     inlined = bool(proto.functions)
-    if inlined:
-        proto = onnx.inliner.inline_local_functions(proto)
+    proto = inline_functions(proto)
     view = build(proto.graph, name_unnamed=True)
     path = loaded.path
     if path is not None:

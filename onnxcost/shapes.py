@@ -37,7 +37,9 @@ _FOLD_MAX_ELEMENTS = 1 << 16
 _FOLDABLE_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL})
 """Integer tensors that may carry shapes; their data is kept for folding whatever its size."""
 
-_DIMS_RE = re.compile(r"^\s*(\d+\s*(?:[x,]\s*\d+\s*)*)?$")
+_DIMS_RE = re.compile(r"^\s*([0-9]+\s*(?:[x,]\s*[0-9]+\s*)*)?$")
+_MAX_DIM = 2**62
+"""The largest dim a flag may set: ONNX stores dims as int64, and products must stay sane."""
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -47,19 +49,28 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
         raise UsageError(
             f"--input-shape {text!r} is not NAME=DIMS; write it like input=1x3x224x224 (a scalar: NAME=)"
         )
-    values = tuple(int(d) for d in re.split(r"[x,]", dims.replace(" ", ""))) if dims.strip() else ()
+    parts = re.split(r"[x,]", dims.replace(" ", "")) if dims.strip() else []
+    if any(len(d) > 19 for d in parts):  # int() of thousands of digits is slow, then refused
+        shown = text if len(text) <= 60 else text[:60] + "..."
+        raise UsageError(f"--input-shape {shown!r}: a dim is larger than 2**62; pass a real size")
+    values = tuple(int(d) for d in parts)
     if any(v < 0 for v in values):
         raise UsageError(f"--input-shape {text!r}: every dim must be an integer >= 0")
+    if any(v > _MAX_DIM for v in values):
+        raise UsageError(f"--input-shape {text!r}: a dim is larger than 2**62; pass a real size")
     return name.strip(), values
 
 
 def parse_dim(text: str) -> tuple[str, int]:
     """``'batch=8'`` -> ``('batch', 8)``. N may be 0: ``past_seq=0`` is an empty KV cache."""
     name, sep, value = text.partition("=")
-    if not sep or not name.strip() or not value.strip().isdigit():
+    # [0-9], not str.isdigit: that accepts superscripts such as '²', which int() refuses.
+    if not sep or not name.strip() or not re.fullmatch(r"[0-9]+", value.strip()):
         raise UsageError(
             f"--dim {text!r} is not SYMBOL=N with N an integer >= 0; e.g. --dim batch=8"
         )
+    if len(value.strip()) > 19 or int(value) > _MAX_DIM:
+        raise UsageError(f"--dim {text!r}: N must be between 0 and 2**62; e.g. --dim batch=8")
     return name.strip(), int(value)
 
 
@@ -373,7 +384,7 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _shape_value(node: onnx.NodeProto, types: Mapping[str, TensorInfo]) -> np.ndarray | None:
-    info = types.get(node.input[0])
+    info = types.get(node.input[0]) if node.input else None
     if info is None or not info.is_concrete:
         return None
     shape = list(info.concrete_shape)
@@ -461,6 +472,59 @@ _FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]
 }
 
 
+_BROADCASTING = frozenset(
+    {"Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "Equal", "Less", "Greater"}
+    | {"LessOrEqual", "GreaterOrEqual", "And", "Or", "Where"}
+)
+
+
+def _fold_size(node: onnx.NodeProto, x: list[np.ndarray | None]) -> int | None:
+    """Elements ``_FOLD[op]`` would produce, computed from the shapes and values before it
+    runs (Python ints, so 2**62 does not wrap); None when the inputs make no sense.
+
+    Folding a ConstantOfShape([32768, 32768]) would otherwise allocate 8 GB to learn that
+    the result is too large to keep.
+    """
+    present = [v for v in x if v is not None]
+    op_type = node.op_type
+    if op_type == "ConstantOfShape":
+        dims = _ints(x[0])
+        return math.prod(dims) if all(d >= 0 for d in dims) else None
+    if op_type == "Expand":
+        dims = _ints(x[1])
+        if any(d < 0 for d in dims):
+            return None
+        return _broadcast_numel([_x(x, 0).shape, tuple(dims)])
+    if op_type == "Range":
+        start, limit, delta = (float(_x(x, i).reshape(-1)[0]) for i in range(3))
+        if delta == 0 or not all(math.isfinite(v) for v in (start, limit, delta)):
+            return None
+        return max(0, math.ceil((limit - start) / delta))
+    if op_type == "Gather":
+        data, indices = _x(x, 0), _x(x, 1)
+        axis = int(_attr(node, "axis", 0))  # type: ignore[call-overload]
+        if not -data.ndim <= axis < data.ndim:
+            return None
+        return int(data.size // max(1, data.shape[axis]) * indices.size)
+    if op_type == "Concat":
+        return sum(v.size for v in present)
+    if op_type in _BROADCASTING:
+        return _broadcast_numel([v.shape for v in present])
+    return max((v.size for v in present), default=0)  # never larger than an input
+
+
+def _broadcast_numel(shapes: Sequence[tuple[int, ...]]) -> int | None:
+    """Elements of numpy broadcasting ``shapes`` together; None if they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    total = 1
+    for i in range(1, rank + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(sizes) > 1:
+            return None
+        total *= sizes.pop() if sizes else 1
+    return total
+
+
 _ValueSource = TensorProto | onnx.NodeProto
 """An initializer, or a Constant node."""
 
@@ -525,14 +589,26 @@ def _attribute_key(node: onnx.NodeProto) -> bytes:
 def _to_array(source: _ValueSource) -> np.ndarray | None:
     if isinstance(source, onnx.NodeProto):
         for a in source.attribute:
-            if a.name in ("value_int", "value_ints"):
-                return np.array(helper.get_attribute_value(a), dtype=np.int64)
-            if a.name in ("value_float", "value_floats"):
-                return np.array(helper.get_attribute_value(a), dtype=np.float32)
+            # The attribute's type must be the one its name says: a value_int holding a
+            # string or infinity is a malformed model, its value unknown.
+            expected = _CONSTANT_ATTRIBUTES.get(a.name)
+            if expected is None or a.type != expected[0]:
+                continue
             if a.name == "value":
                 return _tensor_to_array(a.t)
+            return np.array(helper.get_attribute_value(a), dtype=expected[1])
         return None
     return _tensor_to_array(source)
+
+
+_CONSTANT_ATTRIBUTES: dict[str, tuple[int, type[np.generic] | None]] = {
+    "value": (onnx.AttributeProto.TENSOR, None),
+    "value_int": (onnx.AttributeProto.INT, np.int64),
+    "value_ints": (onnx.AttributeProto.INTS, np.int64),
+    "value_float": (onnx.AttributeProto.FLOAT, np.float32),
+    "value_floats": (onnx.AttributeProto.FLOATS, np.float32),
+}
+"""A Constant's value attributes, their attribute type and the numpy type of the value."""
 
 
 def _tensor_to_array(source: TensorProto) -> np.ndarray | None:
@@ -544,6 +620,8 @@ def _tensor_to_array(source: TensorProto) -> np.ndarray | None:
         return None
     # numpy_helper.to_array is general and slow; these four types are all a shape needs.
     if source.HasField("raw_data"):
+        if len(source.raw_data) != math.prod(dims) * dtype.itemsize:
+            return None  # bytes that do not fill the dims: unknown, as weights are
         flat = np.frombuffer(source.raw_data, dtype=dtype.newbyteorder("<")).astype(dtype)
     elif source.data_type == TensorProto.INT64:
         flat = np.array(source.int64_data, dtype=dtype)
@@ -600,9 +678,12 @@ def _fold_value(
         return None
     result: np.ndarray | None = None
     if op_type == "Shape":
-        result = _shape_value(node, types)
+        try:
+            result = _shape_value(node, types)
+        except (TypeError, ValueError, OverflowError):  # start or end not an int
+            return None
     elif op_type == "Size":
-        info = types.get(node.input[0])
+        info = types.get(node.input[0]) if node.input else None
         result = (
             np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
         )
@@ -611,6 +692,9 @@ def _fold_value(
         if any(a is None for a, name in zip(args, node.input, strict=True) if name):
             return None
         try:
+            size = _fold_size(node, args)
+            if size is None or size > _FOLD_MAX_ELEMENTS:
+                return None  # never materialise what the limit would then throw away
             result = np.asarray(_FOLD[op_type](node, args))
         except Exception:  # a value we cannot evaluate stays unknown
             return None
@@ -650,7 +734,7 @@ class _Propagation:
         if key not in self.schemas:
             try:
                 self.schemas[key] = onnx.defs.get_schema(op_type, opset, domain)
-            except onnx.defs.SchemaError:
+            except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset past int32
                 self.schemas[key] = None  # an op onnx does not know (contrib, custom)
         return self.schemas[key]
 

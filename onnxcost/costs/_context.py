@@ -23,6 +23,7 @@ from onnxcost.tensors import (
     tensor_bytes,
 )
 
+
 class InvalidAttributeError(Exception):
     """Raised inside a formula when an attribute's value is impossible: infinity or a string
     where a count belongs, a group that does not divide the channels, a stride of 0.

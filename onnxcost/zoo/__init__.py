@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -176,8 +176,34 @@ def _coerce(
             raise UsageError(f"{key}={value!r}: pass an integer")
         else:
             require(coerced > 0, f"{key}={coerced}: pass a positive integer")
+        if isinstance(coerced, int):
+            limit = MAX_LAYERS if key == "layers" else MAX_SIZE
+            require(coerced <= limit, f"{key}={coerced} is too large: pass at most {limit:,}")
         out[key] = coerced
     return out
+
+
+MAX_LAYERS = 1024
+"""The most layers a zoo model is built with: every layer adds nodes held in memory."""
+MAX_SIZE = 2**31 - 1
+"""The largest size any other zoo parameter takes (a dim of the graph)."""
+MAX_WEIGHT_BYTES = 2**40
+"""The most weight bytes a saved model may describe (1 TiB), even as a sparse file."""
+MAX_MATERIALISED_BYTES = 2**32
+"""The most weight bytes built in memory with random values (4 GiB): --no-weights above."""
+
+
+def _check_weight_bytes(name: str, nbytes: int, weights: bool) -> None:
+    require(
+        nbytes <= MAX_WEIGHT_BYTES,
+        f"{name} with these parameters has {nbytes:,} bytes of weights, more than any file "
+        f"onnxcost writes ({MAX_WEIGHT_BYTES:,}); pass smaller parameters",
+    )
+    require(
+        not weights or nbytes <= MAX_MATERIALISED_BYTES,
+        f"{name} with these parameters has {nbytes:,} bytes of weights, too many to build in "
+        f"memory ({MAX_MATERIALISED_BYTES:,} at most); pass --no-weights (weights=False)",
+    )
 
 
 def _build(
@@ -201,7 +227,10 @@ def _build(
     )
     check_options(opts)
     overrides = _coerce(model, params)
-    proto = model.builder(opts=opts, **overrides)
+    # Size the weights from a build without their data (cheap) before making any.
+    skeleton = model.builder(opts=replace(opts, weights=False), **overrides)
+    _check_weight_bytes(name, _external_size(skeleton), weights)
+    proto = skeleton if not weights else model.builder(opts=opts, **overrides)
     entry = proto.metadata_props.add()
     entry.key = "onnxcost.zoo.params"
     entry.value = ",".join(f"{k}={v}" for k, v in {**model.params, **overrides}.items())

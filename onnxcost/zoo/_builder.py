@@ -140,6 +140,10 @@ def check_options(opts: Options) -> None:
         OPSET_MIN <= opts.opset <= OPSET_MAX,
         f"opset {opts.opset} is out of range: pass an opset from {OPSET_MIN} to {OPSET_MAX}",
     )
+    require(
+        0 <= opts.seed < 2**63,
+        f"seed {opts.seed} is out of range: pass a seed from 0 to 2**63 - 1",
+    )
 
 
 def check_dim(name: str, value: Dim, limit: int | None = None) -> None:

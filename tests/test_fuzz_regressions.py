@@ -1,0 +1,349 @@
+"""Crashes, hangs and wrong counts found by fuzzing (issue 11), each with its minimal model.
+
+Every test failed before its fix: an uncaught exception, an allocation of gigabytes, an
+exponential walk, or a count that should not exist. A model may be malformed; what
+onnxcost owes it is a result or one of its own errors, in bounded time and memory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from typer.testing import CliRunner
+
+import onnxcost
+from onnxcost import graph
+from onnxcost.cli import app
+from onnxcost.errors import GraphError
+from onnxcost.records import NodeRecord
+
+INT64, FLOAT, BOOL = TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL
+
+
+def _vi(name: str, elem: int = FLOAT, shape: list[int] | None = None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    inits: list[onnx.TensorProto] | None = None,
+    *,
+    opset: int = 21,
+    functions: list[onnx.FunctionProto] | None = None,
+) -> onnx.ModelProto:
+    opsets = [helper.make_opsetid("", opset)]
+    if functions:
+        opsets.append(helper.make_opsetid("local", 1))
+    graph_ = helper.make_graph(nodes, "g", inputs, outputs, inits or [])
+    return helper.make_model(graph_, opset_imports=opsets, functions=functions or [], ir_version=10)
+
+
+def _records(model: onnx.ModelProto) -> dict[str, NodeRecord]:
+    return {n.op_type: n for n in onnxcost.analyze(model).nodes}
+
+
+def _int_constant(name: str, value: int) -> onnx.NodeProto:
+    return helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name, INT64, [], [value])
+    )
+
+
+def _constant_of_shape(dims: list[int], elem: int) -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Constant", [], ["s"], value_ints=dims),
+        helper.make_node(
+            "ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", elem, [1], [1])
+        ),
+        helper.make_node("Shape", ["y"], ["z"]),
+    ]
+    return _model(nodes, [], [_vi("z", INT64)])
+
+
+def test_fold_never_materialises_constant_of_shape_above_its_limit() -> None:
+    # ConstantOfShape([16384, 16384]) float32 is 16384 x 16384 x 4 = 1 GiB; folding keeps at
+    # most 2**16 elements, so the value must be refused from its shape, never allocated.
+    tracemalloc.start()
+    try:
+        records = _records(_constant_of_shape([16384, 16384], FLOAT))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert records["ConstantOfShape"].output_shapes == ((16384, 16384),)
+    assert peak < 64 * 2**20
+
+
+def test_fold_never_materialises_a_huge_range() -> None:
+    # Range(0, 2**29, 1) int64 would be 2**29 x 8 bytes = 4 GiB; its length is known all the same.
+    tracemalloc.start()
+    try:
+        nodes = [_int_constant("a", 0), _int_constant("b", 2**29), _int_constant("c", 1)]
+        nodes.append(helper.make_node("Range", ["a", "b", "c"], ["y"]))
+        records = _records(_model(nodes, [], [_vi("y", INT64)]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert records["Range"].output_shapes == ((2**29,),)
+    assert peak < 64 * 2**20
+
+
+def test_fold_never_materialises_a_broadcast_product() -> None:
+    # [65536, 1] + [1, 65536]: both inputs fold (2**16 elements each), their sum would be 2**32.
+    nodes = [
+        helper.make_node("ConstantOfShape", ["s1"], ["a"]),
+        helper.make_node("ConstantOfShape", ["s2"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [
+        helper.make_tensor("s1", INT64, [2], [65536, 1]),
+        helper.make_tensor("s2", INT64, [2], [1, 65536]),
+    ]
+    tracemalloc.start()
+    try:
+        records = _records(_model(nodes, [], [_vi("y")], inits))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert records["Add"].output_shapes == ((65536, 65536),)
+    assert peak < 64 * 2**20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dims", "elem"), [([16384, 16384], FLOAT), ([32768, 32768], INT64)], ids=["1GiB", "8GiB"]
+)
+def test_constant_of_shape_model_stays_small_in_a_fresh_process(
+    tmp_path: Path, dims: list[int], elem: int
+) -> None:
+    # A ~130-byte model; its analysis peaks under 150 MB resident (it took 1 GiB and 8.2 GB).
+    path = tmp_path / "cos.onnx"
+    onnx.save_model(_constant_of_shape(dims, elem), path)
+    code = (
+        "import resource, sys, onnxcost\n"
+        "onnxcost.analyze(sys.argv[1])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert path.stat().st_size < 200
+    assert int(out.stdout.split()[-1]) * 1024 < 150 * 10**6  # ru_maxrss is in KiB on Linux
+
+
+def test_int64_raw_data_not_a_multiple_of_8_is_an_unknown_value() -> None:
+    shape = helper.make_tensor("s", INT64, [2], [1, 2])
+    shape.ClearField("int64_data")
+    shape.raw_data = b"\x01" * 13  # two int64 need 16 bytes
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"])]
+    records = _records(_model(nodes, [_vi("x", FLOAT, [2])], [_vi("y")], [shape]))
+    assert records["Reshape"].status == "unknown_shape"
+
+
+def _value_int_holding(value: str | float) -> onnx.NodeProto:
+    constant = helper.make_node("Constant", [], ["s"], value_int=1)
+    attr = constant.attribute[0]
+    attr.ClearField("i")
+    if isinstance(value, str):
+        attr.type, attr.s = onnx.AttributeProto.STRING, value.encode()
+    else:
+        attr.type, attr.f = onnx.AttributeProto.FLOAT, value
+    return constant
+
+
+@pytest.mark.parametrize("value", ["abc", float("inf")])
+def test_constant_value_int_holding_a_string_or_infinity(value: str | float) -> None:
+    nodes = [_value_int_holding(value), helper.make_node("Reshape", ["x", "s"], ["y"])]
+    records = _records(_model(nodes, [_vi("x", FLOAT, [2])], [_vi("y")]))
+    assert records["Reshape"].status == "unknown_shape"
+
+
+def test_opset_past_int32() -> None:
+    # onnx.defs.get_schema takes a C int: 2**40 raised TypeError.
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    records = _records(_model(nodes, [_vi("x", FLOAT, [2])], [_vi("y")], opset=2**40))
+    assert records["Relu"].status in ("ok", "unsupported", "unknown_shape")
+
+
+def test_if_without_branches() -> None:
+    nodes = [helper.make_node("If", ["c"], ["y"])]
+    record = _records(_model(nodes, [_vi("c", BOOL, [])], [_vi("y")]))["If"]
+    assert (record.status, record.note) == (
+        "error",
+        "not costed: If without a then_branch and an else_branch",
+    )
+
+
+def test_scan_without_body() -> None:
+    nodes = [helper.make_node("Scan", ["x"], ["y"], num_scan_inputs=1)]
+    record = _records(_model(nodes, [_vi("x", FLOAT, [2, 3])], [_vi("y")]))["Scan"]
+    assert (record.status, record.note) == ("error", "not costed: no body graph")
+
+
+def test_scan_axis_past_the_rank_counts_one_iteration() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["xi"], ["yo"])],
+        "body",
+        [_vi("xi", FLOAT, [3])],
+        [_vi("yo", FLOAT, [3])],
+    )
+    node = helper.make_node("Scan", ["x"], ["y"], num_scan_inputs=1, body=body, scan_input_axes=[5])
+    record = _records(_model([node], [_vi("x", FLOAT, [2, 3])], [_vi("y")]))["Scan"]
+    assert record.note == "one iteration counted: the scanned axis length is unknown"
+
+
+def test_shape_without_input() -> None:
+    nodes = [helper.make_node("Shape", [], ["y"])]
+    assert _records(_model(nodes, [], [_vi("y", INT64)]))["Shape"].status == "unknown_shape"
+
+
+def test_loop_with_negative_trip_count_runs_no_iteration() -> None:
+    # Trip count -5: ONNX runs zero iterations; the body's MatMul [4,4]x[4,4] (64 MACs each
+    # iteration) must count 0 x 64 = 0, not -5 x 64 = -320.
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond"], ["cond_out"]),
+            helper.make_node("MatMul", ["a", "a"], ["a_out"]),
+        ],
+        "body",
+        [_vi("i", INT64, []), _vi("cond", BOOL, []), _vi("a", FLOAT, [4, 4])],
+        [_vi("cond_out", BOOL, []), _vi("a_out", FLOAT, [4, 4])],
+    )
+    nodes = [_int_constant("n", -5), helper.make_node("Loop", ["n", "", "a0"], ["y"], body=body)]
+    analysis = onnxcost.analyze(_model(nodes, [_vi("a0", FLOAT, [4, 4])], [_vi("y")]))
+    assert analysis.totals.macs == 0
+    assert all(n.macs >= 0 and n.flops >= 0 for n in analysis.nodes)
+
+
+def test_recursive_local_function_is_a_graph_error() -> None:
+    call = helper.make_node("F", ["x"], ["y"], domain="local")
+    function = helper.make_function(
+        "local",
+        "F",
+        ["x"],
+        ["y"],
+        [call],
+        [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)],
+    )
+    model = _model([call], [_vi("x", FLOAT, [2])], [_vi("y")], functions=[function])
+    with pytest.raises(GraphError, match=r"local functions cannot be inlined.*recursive"):
+        onnxcost.analyze(model)
+
+
+def test_function_called_with_more_inputs_than_declared_is_a_graph_error() -> None:
+    function = helper.make_function(
+        "local",
+        "G",
+        ["x"],
+        ["y"],
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_opsetid("", 21)],
+    )
+    call = helper.make_node("G", ["x", "x", "x"], ["y"], domain="local")
+    model = _model([call], [_vi("x", FLOAT, [2])], [_vi("y")], functions=[function])
+    with pytest.raises(GraphError, match="Number of actual parameters cannot exceed"):
+        onnxcost.analyze(model)
+
+
+def _nested_if(depth: int) -> onnx.ModelProto:
+    leaf = helper.make_graph(
+        [helper.make_node("Constant", [], ["o"], value_float=1.0)],
+        "leaf",
+        [],
+        [_vi("o", FLOAT, [])],
+    )
+    body = leaf
+    for level in range(depth):
+        node = helper.make_node("If", ["c"], ["o"], then_branch=body, else_branch=leaf)
+        body = helper.make_graph([node], f"level{level}", [], [_vi("o", FLOAT, [])])
+    return _model(list(body.node), [_vi("c", BOOL, [])], [_vi("o")])
+
+
+def test_deeply_nested_if_is_walked_once_per_branch() -> None:
+    # 24 levels: each If walked both branches twice, 2**24 walks of the innermost (16 s at
+    # 18 levels). Once per branch, the 24 Ifs and 25 Constants are recorded in milliseconds.
+    start = time.perf_counter()
+    analysis = onnxcost.analyze(_nested_if(24))
+    assert time.perf_counter() - start < 5
+    assert [n.op_type for n in analysis.nodes].count("If") == 24
+
+
+def test_nesting_deeper_than_the_limit_is_a_graph_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # protobuf refuses to parse much past 30 levels, so the limit (64) is shown at 3.
+    monkeypatch.setattr(graph, "MAX_NESTING", 3)
+    onnxcost.analyze(_nested_if(3))
+    with pytest.raises(GraphError, match="nest more than 3 deep"):
+        onnxcost.analyze(_nested_if(4))
+
+
+def test_if_branch_choice_is_unchanged_by_walking_once() -> None:
+    # then: MatMul [2,3]x[3,4] = 24 MACs; else: MatMul [2,3]x[3,5] = 30 MACs: else counts.
+    def branch(name: str, n: int) -> onnx.GraphProto:
+        weight = helper.make_tensor(f"w_{name}", FLOAT, [3, n], np.ones(3 * n))
+        node = helper.make_node("MatMul", ["x", f"w_{name}"], [f"o_{name}"], name=f"mm_{name}")
+        return helper.make_graph([node], name, [], [_vi(f"o_{name}", FLOAT, None)], [weight])
+
+    node = helper.make_node(
+        "If", ["c"], ["y"], then_branch=branch("then", 4), else_branch=branch("else", 5)
+    )
+    analysis = onnxcost.analyze(
+        _model([node], [_vi("c", BOOL, []), _vi("x", FLOAT, [2, 3])], [_vi("y")])
+    )
+    assert analysis.totals.macs == 30
+    assert "totals take the larger (else_branch)" in analysis.nodes[0].note
+    assert sum(r.macs for r in analysis.by_op_type) == 30
+
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--input-shape", "x=1x3x99999999999999999999x8"], "a dim is larger than 2**62"),
+        (["--dim", "N=99999999999999999999999"], "N must be between 0 and 2**62"),
+        (["--dim", "N=²"], "is not SYMBOL=N"),
+        (["--input-shape", "x=1x²"], "is not NAME=DIMS"),
+    ],
+)
+def test_shape_flags_that_tracebacked_are_usage_errors(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["analyze", "mlp", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_budget_of_5000_digits_is_a_usage_error() -> None:
+    result = runner.invoke(app, ["check", "mlp", "--max-macs", "9" * 5000])
+    assert result.exit_code == 2
+    assert "larger than any model" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--no-weights", "--param", "layers=100000"], "layers=100000 is too large"),
+        (["--seed", "-1"], "seed -1 is out of range"),
+        (["--param", "layers=²"], "pass an integer"),
+        (["--no-weights", "--param", "vocab=2000000000"], "more than any file onnxcost writes"),
+        ([], "pass --no-weights"),
+    ],
+)
+def test_zoo_save_refuses_what_it_cannot_write(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = tmp_path / "llama.onnx"
+    result = runner.invoke(app, ["zoo", "save", "llama", str(out), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not out.exists()

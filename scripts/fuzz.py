@@ -58,6 +58,9 @@ def _run(
                     (save / name).write_bytes(case.model)
                     (save / (name + ".txt")).write_text(examples[key])
 
+    if n <= 0:
+        return
+
     @settings(
         max_examples=n,
         database=None,
@@ -70,8 +73,7 @@ def _run(
     def one(case: fuzzing.Case) -> None:
         record(pool.submit(case))
 
-    if n > 0:
-        one()
+    one()
     record(pool.drain())
 
 

@@ -629,8 +629,8 @@ def _tensor_to_array(source: TensorProto) -> np.ndarray | None:
         flat = np.array(source.float_data, dtype=dtype)
     else:
         flat = np.array(source.int32_data, dtype=dtype)
-    if flat.size != math.prod(dims):
-        return None  # data that does not fill its dims: unknown, as weights are
+    if flat.size != math.prod(dims) or any(d < 0 or d > _FOLD_MAX_ELEMENTS for d in dims):
+        return None  # data that does not fill its dims (or dims numpy refuses): unknown
     return flat.reshape(dims)
 
 

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost import graph
+from onnxcost import graph, shapes
 from onnxcost.cli import app
 from onnxcost.errors import GraphError
 from onnxcost.records import NodeRecord
@@ -363,3 +363,17 @@ def test_naming_many_nodes_of_one_name_is_linear() -> None:
     assert names[:3] == ["n", "n_1", "n_2"]
     assert names[-1] == "n_19999"
     assert len(set(names)) == 20_000
+
+
+@pytest.mark.parametrize("dims", [[2, 2**62, 0], [-2, -2], [0, -1]])
+def test_initializer_dims_numpy_cannot_hold(dims: list[int]) -> None:
+    # Found by the fuzzer (reshape_chain+data+data): an int64 tensor of dims (2, 2**62, 0) has
+    # 0 elements, so its empty data "fits", and numpy's reshape raised ValueError. Negative
+    # dims likewise. Its value is unknown, like any tensor whose data does not fit.
+    tensor = onnx.TensorProto()
+    tensor.name, tensor.data_type = "s", INT64
+    tensor.dims.extend(dims)
+    tensor.raw_data = b""
+    assert shapes._tensor_to_array(tensor) is None
+    tensor.ClearField("raw_data")
+    assert shapes._tensor_to_array(tensor) is None

@@ -12,6 +12,7 @@ workers), time. Exit 1 if anything was found. --save writes each finding's model
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections import Counter
@@ -85,12 +86,16 @@ def main() -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
     parser.add_argument(
         "--memory-gib", type=float, default=3.0, help="address-space limit per worker"
     )
     parser.add_argument("--save", type=Path, default=None, help="write each finding's model here")
     args = parser.parse_args()
+    # SIGINT (also in a background job, where the shell ignores it) or SIGTERM stops the run
+    # early; the summary then covers the cases that completed.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     findings: Counter[str] = Counter()
     examples: dict[str, str] = {}
     counts: Counter[str] = Counter()

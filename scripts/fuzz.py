@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import given, seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -62,13 +62,7 @@ def _run(
     if n <= 0:
         return
 
-    @settings(
-        max_examples=n,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing.generation_settings(n)
     @seed(seed_value)
     @given(strategy)
     def one(case: fuzzing.Case) -> None:

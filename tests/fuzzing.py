@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
@@ -95,7 +96,8 @@ def _seed_if() -> onnx.ModelProto:
     return _model([node], [_vi("c", BOOL, []), _vi("x", FLOAT, [2, 3])], [_vi("y")])
 
 
-def _seed_loop() -> onnx.ModelProto:
+def seed_loop(trip_count: int = 3) -> onnx.ModelProto:
+    """A Loop of ``trip_count`` iterations whose body multiplies a [4, 4] matrix by itself."""
     body = helper.make_graph(
         [
             helper.make_node("Identity", ["cond"], ["cond_out"]),
@@ -106,7 +108,9 @@ def _seed_loop() -> onnx.ModelProto:
         [_vi("cond_out", BOOL, []), _vi("a_out", FLOAT, [4, 4])],
     )
     nodes = [
-        helper.make_node("Constant", [], ["n"], value=helper.make_tensor("n", INT64, [], [3])),
+        helper.make_node(
+            "Constant", [], ["n"], value=helper.make_tensor("n", INT64, [], [trip_count])
+        ),
         helper.make_node("Loop", ["n", "", "a0"], ["y"], body=body),
     ]
     return _model(nodes, [_vi("a0", FLOAT, [4, 4])], [_vi("y")])
@@ -240,7 +244,7 @@ def _seeds() -> dict[str, onnx.ModelProto]:
         "gru": _recurrent("GRU", 3),
         "rnn": _recurrent("RNN", 1),
         "if": _seed_if(),
-        "loop": _seed_loop(),
+        "loop": seed_loop(),
         "scan": _seed_scan(),
         "attention": _seed_attention(),
         "reshape_chain": _seed_reshape_chain(),
@@ -722,6 +726,19 @@ def cli_cases(draw: Callable[[st.SearchStrategy[Any]], Any], process: float = 0.
         args.append("--force")
     proc = d.chance(process)
     return Case(case.label, case.model, case.files, tuple(args), proc, case.model_path)
+
+
+def generation_settings(n: int, *, derandomize: bool = False) -> settings:
+    """Hypothesis settings that only generate ``n`` cases (no shrinking, no database): the
+    test function hands each case to a ``Pool``, which judges it."""
+    return settings(
+        max_examples=n,
+        derandomize=derandomize,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 # --- running cases --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import fuzzing
 import onnx
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import onnxcost
@@ -24,14 +24,7 @@ import onnxcost
 def _cases(strategy: st.SearchStrategy[fuzzing.Case], n: int) -> list[fuzzing.Case]:
     cases: list[fuzzing.Case] = []
 
-    @settings(
-        max_examples=n,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing.generation_settings(n, derandomize=True)
     @given(strategy)
     def collect(case: fuzzing.Case) -> None:
         cases.append(case)

@@ -13,6 +13,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import fuzzing
 import numpy as np
 import onnx
 import pytest
@@ -208,17 +209,7 @@ def test_shape_without_input() -> None:
 def test_loop_with_negative_trip_count_runs_no_iteration() -> None:
     # Trip count -5: ONNX runs zero iterations; the body's MatMul [4,4]x[4,4] (64 MACs each
     # iteration) must count 0 x 64 = 0, not -5 x 64 = -320.
-    body = helper.make_graph(
-        [
-            helper.make_node("Identity", ["cond"], ["cond_out"]),
-            helper.make_node("MatMul", ["a", "a"], ["a_out"]),
-        ],
-        "body",
-        [_vi("i", INT64, []), _vi("cond", BOOL, []), _vi("a", FLOAT, [4, 4])],
-        [_vi("cond_out", BOOL, []), _vi("a_out", FLOAT, [4, 4])],
-    )
-    nodes = [_int_constant("n", -5), helper.make_node("Loop", ["n", "", "a0"], ["y"], body=body)]
-    analysis = onnxcost.analyze(_model(nodes, [_vi("a0", FLOAT, [4, 4])], [_vi("y")]))
+    analysis = onnxcost.analyze(fuzzing.seed_loop(trip_count=-5))
     assert analysis.totals.macs == 0
     assert all(n.macs >= 0 and n.flops >= 0 for n in analysis.nodes)
 

@@ -6,7 +6,6 @@ parameters once per weight tensor, and computes peak activation memory by livene
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -173,7 +172,10 @@ class Analysis:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """The JSON text of ``to_dict``; a name that is not UTF-8 is written escaped (``\\xff``)."""
+        from onnxcost.report.safe_text import to_json
+
+        return to_json(self.to_dict(), indent=indent)
 
     def to_dataframe(self) -> Any:
         """Per-node records as a pandas DataFrame (needs pandas: pip install pandas)."""
@@ -378,7 +380,9 @@ def _untyped_output(
     for j, name in enumerate(out_names):
         info = types.get(name) if name else None
         if name and (info is None or not info.is_concrete):
-            if not onnx.defs.has(op_type, domain) and not has_rule(domain, op_type):
+            # An op type or domain that is not UTF-8 arrives as bytes, which onnx.defs refuses.
+            known = isinstance(op_type, str) and isinstance(domain, str)
+            if not (known and onnx.defs.has(op_type, domain)) and not has_rule(domain, op_type):
                 why = f"onnx has no shape inference for {_op_label(domain, op_type)} and onnxcost no rule"
             else:
                 why = "shape inference gave it none from these inputs"

@@ -682,7 +682,21 @@ def models(draw: Callable[[st.SearchStrategy[Any]], Any], from_files: float = 0.
         out = model.SerializeToString()
     except Exception:  # a mutation protobuf cannot encode (too deep): the seed as is
         out, applied = data, ["unencodable"]
+    if d.chance(0.05):
+        out = _not_utf8(out, model, d)
+        applied.append("utf8")
     return Case("+".join([name, *applied]), out, files)
+
+
+def _not_utf8(data: bytes, model: onnx.ModelProto, d: _Draw) -> bytes:
+    """``data`` with one name, op type or domain made invalid UTF-8 (protobuf then hands
+    out ``bytes`` for it), the same length so the message stays well-formed."""
+    strings = [s for n in _nodes(model) for s in (n.name, n.op_type, n.domain) if len(s) >= 2]
+    strings += [vi.name for vi in model.graph.input if len(vi.name) >= 2]
+    if not strings:
+        return data
+    raw = d.pick(strings).encode()
+    return data.replace(raw, b"\xff" + raw[1:], 1)
 
 
 CLI_FORMATS = ("table", "json", "csv", "markdown", "html", "netron")

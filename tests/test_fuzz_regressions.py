@@ -368,3 +368,22 @@ def test_initializer_dims_numpy_cannot_hold(dims: list[int]) -> None:
     assert shapes._tensor_to_array(tensor) is None
     tensor.ClearField("raw_data")
     assert shapes._tensor_to_array(tensor) is None
+
+
+def test_analysis_json_of_an_op_type_that_is_not_utf8() -> None:
+    # Found by hand beside the fuzzer: protobuf hands out bytes for a string field that is not
+    # UTF-8; Analysis.to_json() raised TypeError (the CLI's JSON writer already escaped them).
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", FLOAT, [2])], [_vi("y")])
+    data = model.SerializeToString().replace(b"Relu", b"R\xffl\xfe")
+    text = onnxcost.analyze(data).to_json()
+    assert '"op_type": "R\\\\xffl\\\\xfe"' in text
+
+
+def test_unknown_shape_note_of_an_op_type_that_is_not_utf8() -> None:
+    # Found by the fuzzer (reshape_chain+data+utf8): the unknown_shape note asked
+    # onnx.defs.has(op_type) with op_type as bytes: TypeError.
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", FLOAT, [2])], [_vi("y")])
+    data = model.SerializeToString().replace(b"Relu", b"R\xffl\xfe")
+    record = onnxcost.analyze(data).nodes[0]
+    assert record.op_type == b"R\xffl\xfe"
+    assert record.status in ("unsupported", "unknown_shape")

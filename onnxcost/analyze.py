@@ -46,6 +46,7 @@ from onnxcost.tensors import (
     UnknownShapeError,
     dtype_name,
     known_bytes,
+    name_text,
     normalize_domain,
 )
 from onnxcost.weights import Weights
@@ -858,7 +859,9 @@ def _by_op_type(
         for (dom, op), (c, macs, flops, params, br, bw) in acc.items()
         if c
     ]
-    rows.sort(key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), s.op_type))
+    rows.sort(
+        key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), name_text(s.op_type))
+    )
     return tuple(rows)
 
 

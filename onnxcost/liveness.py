@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from onnxcost.records import LiveTensor, PeakActivation
-from onnxcost.tensors import TensorInfo
+from onnxcost.tensors import TensorInfo, name_text
 
 TOP_LIVE = 10
 """How many of the tensors live at the peak a PeakActivation lists (the largest)."""
@@ -74,7 +74,9 @@ def peak_activation(
         running += delta[k]
         if running > peak:
             peak, at = running, k
-    live = sorted((s for s in spans if s[2] <= at <= s[3] and s[4]), key=lambda s: (-s[4], s[0]))
+    live = sorted(
+        (s for s in spans if s[2] <= at <= s[3] and s[4]), key=lambda s: (-s[4], name_text(s[0]))
+    )
     return PeakActivation(
         peak,
         at,

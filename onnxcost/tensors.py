@@ -192,3 +192,9 @@ def shape_text(s: Sequence[int | str | None] | None) -> str:
     if len(s) == 0:
         return "scalar"
     return "x".join("?" if d is None else str(d) for d in s)
+
+
+def name_text(value: str | bytes) -> str:
+    """A model string as text: protobuf hands out ``bytes`` for one that is not UTF-8, which
+    neither sorts nor compares with ``str``; those bytes are escaped (``\\xff``)."""
+    return value if isinstance(value, str) else bytes(value).decode("utf-8", "backslashreplace")

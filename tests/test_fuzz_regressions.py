@@ -387,3 +387,28 @@ def test_unknown_shape_note_of_an_op_type_that_is_not_utf8() -> None:
     record = onnxcost.analyze(data).nodes[0]
     assert record.op_type == b"R\xffl\xfe"
     assert record.status in ("unsupported", "unknown_shape")
+
+
+def test_op_type_summary_sorts_names_that_are_not_utf8() -> None:
+    # Found by the fuzzer (loop+utf8): two op types tied on every figure are ordered by name,
+    # and a bytes name (not UTF-8) against a str one raised TypeError.
+    nodes = [
+        helper.make_node("Fooo", ["x"], ["a"], domain="com.unknown"),
+        helper.make_node("Barr", ["x"], ["b"], domain="com.unknown"),
+    ]
+    model = _model(nodes, [_vi("x", FLOAT, [2])], [_vi("a"), _vi("b")])
+    model.opset_import.append(helper.make_opsetid("com.unknown", 1))
+    data = model.SerializeToString().replace(b"Barr", b"B\xffrr")
+    ops = {s.op_type for s in onnxcost.analyze(data).by_op_type}
+    assert ops == {"Fooo", b"B\xffrr"}
+
+
+def test_peak_activation_sorts_tensor_names_that_are_not_utf8() -> None:
+    # Found by the fuzzer (llama_mlp_source+...+utf8): the tensors live at the peak are
+    # listed by size then name; a bytes name beside a str one raised TypeError.
+    nodes = [helper.make_node("Add", ["x1", "q9"], ["z"])]
+    model = _model(nodes, [_vi("x1", FLOAT, [2]), _vi("q9", FLOAT, [2])], [_vi("z")])
+    data = model.SerializeToString().replace(b"q9", b"\xff9")
+    # x1 and the renamed q9 (2 floats, 8 bytes each) are live at the Add: 16 bytes (z has no
+    # shape: ONNX's inference cannot type a node whose input name is not UTF-8).
+    assert onnxcost.analyze(data).totals.peak_activation_bytes == 16

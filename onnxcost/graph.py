@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import onnx
 
 from onnxcost.errors import GraphError
-from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes
+from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes, name_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -324,7 +324,7 @@ def _topological(dag: nx.DiGraph, where: str) -> list[int]:
     import networkx as nx
 
     if not nx.is_directed_acyclic_graph(dag):
-        cycle = [u for u, _v in nx.find_cycle(dag)]
+        cycle = [name_text(u) for u, _v in nx.find_cycle(dag)]  # bytes: a name not UTF-8
         shown = " -> ".join([*cycle[:6], "..."] if len(cycle) > 6 else [*cycle, cycle[0]])
         raise GraphError(
             f"the graph has a cycle{where}: {shown}; an ONNX graph must be acyclic: re-export the model"

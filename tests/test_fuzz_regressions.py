@@ -412,3 +412,32 @@ def test_peak_activation_sorts_tensor_names_that_are_not_utf8() -> None:
     # x1 and the renamed q9 (2 floats, 8 bytes each) are live at the Add: 16 bytes (z has no
     # shape: ONNX's inference cannot type a node whose input name is not UTF-8).
     assert onnxcost.analyze(data).totals.peak_activation_bytes == 16
+
+
+def _not_utf8_node_name(tmp_path: Path) -> Path:
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="/blk/nm1")]
+    model = _model(nodes, [_vi("x", FLOAT, [2])], [_vi("y")])
+    path = tmp_path / "name.onnx"
+    path.write_bytes(model.SerializeToString().replace(b"nm1", b"n\xff1"))
+    return path
+
+
+@pytest.mark.parametrize("args", [["-f", "netron"], ["-f", "html", "--top", "1"], ["--depth", "2"]])
+def test_reports_of_a_node_name_that_is_not_utf8(tmp_path: Path, args: list[str]) -> None:
+    # Found by the fuzzer (CLI, +utf8): netron's target_of, the scope tree's scope_parts
+    # split the bytes name with a str separator: TypeError.
+    result = runner.invoke(app, ["analyze", str(_not_utf8_node_name(tmp_path)), *args])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None
+
+
+def test_cycle_error_of_names_that_are_not_utf8() -> None:
+    # Found by the fuzzer (CLI, conv+wiring+utf8): the cycle message joined bytes names.
+    nodes = [
+        helper.make_node("Relu", ["b"], ["a"], name="na1"),
+        helper.make_node("Relu", ["a"], ["b"], name="nb2"),
+    ]
+    model = _model(nodes, [], [_vi("b")])
+    data = model.SerializeToString().replace(b"nb2", b"n\xff2")
+    with pytest.raises(GraphError, match=r"cycle.*na1 -> n\\xff2 -> na1"):
+        onnxcost.analyze(data)

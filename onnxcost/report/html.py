@@ -25,6 +25,7 @@ from onnxcost import __version__
 from onnxcost.errors import OnnxcostError
 from onnxcost.records import NodeRecord
 from onnxcost.report import units
+from onnxcost.report.safe_text import jsonable
 from onnxcost.report.tree import scope_tree
 
 if TYPE_CHECKING:
@@ -56,7 +57,10 @@ class HtmlUnavailableError(OnnxcostError):
 
 def script_json(data: object) -> str:
     """``data`` as JSON safe inside ``<script>``: no ``</script>``, ``<!--`` or line separators."""
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    except TypeError:  # bytes: a name that is not UTF-8, written escaped
+        text = json.dumps(jsonable(data), separators=(",", ":"), allow_nan=False)
     for raw, escaped in _JSON_ESCAPES.items():
         text = text.replace(raw, escaped)
     return text

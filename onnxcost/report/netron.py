@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from onnxcost.graph import iter_graphs
+from onnxcost.tensors import name_text
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -48,7 +49,7 @@ class Attachment:
 
 def target_of(name: str) -> str:
     """The part of an entity's name that Netron matches: up to the first newline."""
-    return name.split("\n", 1)[0]
+    return name_text(name).split("\n", 1)[0]  # bytes: a name that is not UTF-8
 
 
 def node_names(model: onnx.ModelProto) -> list[str]:

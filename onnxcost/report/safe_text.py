@@ -136,6 +136,11 @@ def to_json(data: Any, indent: int | None = 2) -> str:
         return json.dumps(_decoded(data), indent=indent)
 
 
+def jsonable(data: Any) -> Any:
+    """``data`` with every ``bytes`` (a name that is not UTF-8) decoded to escaped text."""
+    return _decoded(data)
+
+
 def _decoded(data: Any) -> Any:
     if isinstance(data, bytes | bytearray):
         return bytes(data).decode("utf-8", "backslashreplace")

@@ -128,7 +128,7 @@ def _attrs(node: onnx.NodeProto, opset: int, weight: ShapeOut) -> dict[str, Attr
     out: dict[str, AttrValue] = {}
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset past int32, bytes names
         schema = None
     if schema is not None:
         for name, attr in schema.attributes.items():

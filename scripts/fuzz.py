@@ -95,7 +95,7 @@ def main() -> int:
     counts: Counter[str] = Counter()
     start = time.perf_counter()
     interrupted = False
-    in_process: dict[str, int] = {}
+    in_process: dict[str, int] | None = None
     with fuzzing.Pool(args.workers, args.timeout, int(args.memory_gib * 2**30)) as pool:
         try:
             _run(
@@ -114,8 +114,9 @@ def main() -> int:
             )
         except KeyboardInterrupt:  # Ctrl-C: report what completed
             interrupted = True
-            in_process = in_process or dict(counts)
+            in_process = dict(counts) if in_process is None else in_process
     elapsed = time.perf_counter() - start
+    in_process = dict(counts) if in_process is None else in_process
     cli = {k: counts[k] - in_process.get(k, 0) for k in counts}
     if interrupted:
         print("interrupted: the figures below are the cases that completed")

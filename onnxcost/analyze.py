@@ -323,7 +323,7 @@ def _cost_node(
             w.costed[kind] = costed
     status, cost, note = costed.status, costed.cost, costed.note
     if status == "unsupported":
-        w.unsupported[op_type if domain == "" else f"{domain}::{op_type}"] += 1
+        w.unsupported[_op_label(domain, op_type)] += 1
     elif status == "unknown_shape":
         w.unknown += 1
         note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
@@ -350,7 +350,9 @@ def _cost_node(
 
 
 def _op_label(domain: str, op_type: str) -> str:
-    return op_type if domain == "" else f"{domain}::{op_type}"
+    """``op`` or ``domain::op``, as text (a name that is not UTF-8 escaped: labels are sorted)."""
+    op = name_text(op_type)
+    return op if domain == "" else f"{name_text(domain)}::{op}"
 
 
 def _why_unknown(

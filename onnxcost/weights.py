@@ -29,7 +29,7 @@ from typing import Literal
 
 import onnx
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
 from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, UnknownShapeError, dtype_name
 
@@ -206,8 +206,8 @@ class Weights:
             return
         try:
             count = elements(context())
-        except (UnknownShapeError, IndexError, TypeError, ValueError):
-            return
+        except (UnknownShapeError, InvalidAttributeError, IndexError, TypeError, ValueError):
+            return  # unknown, or an attribute no runtime accepts: the stored count stands
         self._put(name, Counted("param", count, found.elem_type, found.nbytes))
 
     def snapshot(self) -> tuple[dict[str, Counted], dict[Role, int]]:

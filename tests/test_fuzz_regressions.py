@@ -454,3 +454,40 @@ def test_compare_a_model_whose_opset_is_past_int32(tmp_path: Path) -> None:
     result = runner.invoke(app, ["compare", str(path), "mlp"])
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.exit_code in (0, 1), result.output
+
+
+def test_packed_weight_count_with_an_invalid_attribute() -> None:
+    # Found by the long fuzz run (mlp_nbits4+attr): MatMulNBits' logical weight count reads
+    # N x K; N set to a string raised InvalidAttributeError out of the weight count.
+    node = helper.make_node(
+        "MatMulNBits",
+        ["a", "b", "s"],
+        ["y"],
+        domain="com.microsoft",
+        K=16,
+        N="four",
+        bits=4,
+        block_size=16,
+    )
+    inits = [
+        helper.make_tensor("b", TensorProto.UINT8, [4, 1, 8], [1] * 32),
+        helper.make_tensor("s", FLOAT, [4], [1.0] * 4),
+    ]
+    model = _model([node], [_vi("a", FLOAT, [1, 16])], [_vi("y")], inits)
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    record = _records(model)["MatMulNBits"]
+    assert record.status == "error"
+    assert "attribute N='four' is not an integer" in record.note
+
+
+def test_unsupported_op_types_that_are_not_utf8_are_listed() -> None:
+    # Found by the long fuzz run (+utf8): the unsupported list sorted a bytes op type
+    # beside a str one: TypeError.
+    nodes = [
+        helper.make_node("Fooo", ["x"], ["a"], domain="com.unknown"),
+        helper.make_node("Barr", ["x"], ["b"]),
+    ]
+    model = _model(nodes, [_vi("x", FLOAT, [2])], [_vi("a"), _vi("b")])
+    model.opset_import.append(helper.make_opsetid("com.unknown", 1))
+    data = model.SerializeToString().replace(b"Barr", b"B\xffrr")
+    assert onnxcost.analyze(data).unsupported == ("B\\xffrr", "com.unknown::Fooo")

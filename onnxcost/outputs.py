@@ -137,13 +137,20 @@ def check_output(
                     f"{flag} {shown} is {what}; refusing to overwrite it: choose another {flag} path"
                 )
     try:
-        exists = out.exists()
-        is_dir = out.is_dir()
+        mode = out.stat().st_mode  # through a symbolic link: what would be written
+    except FileNotFoundError:
+        mode = None
     except OSError as e:
         raise OutputError(f"{flag} {shown}: {e.strerror or e}; choose another path") from e
-    if is_dir:
+    if mode is not None and stat.S_ISDIR(mode):
         raise OutputError(f"{flag} {shown} is a directory; name a file inside it")
-    if not exists:
+    if mode is not None and not stat.S_ISREG(mode):
+        # A FIFO would block the run, a device be replaced by a file: never write either.
+        raise OutputError(
+            f"{flag} {shown} is not a regular file (a pipe, device or socket); name a file, "
+            f"or leave out {flag} to print to standard output"
+        )
+    if mode is None:
         parent = out.parent
         if not parent.is_dir():
             raise OutputError(

@@ -491,3 +491,17 @@ def test_unsupported_op_types_that_are_not_utf8_are_listed() -> None:
     model.opset_import.append(helper.make_opsetid("com.unknown", 1))
     data = model.SerializeToString().replace(b"Barr", b"B\xffrr")
     assert onnxcost.analyze(data).unsupported == ("B\\xffrr", "com.unknown::Fooo")
+
+
+def test_compare_takes_an_op_type_that_is_not_utf8(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("QQQQ", ["x"], ["y"], name="n0")], "g", [x], [y])
+    data = helper.make_model(graph).SerializeToString()
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data.replace(b"QQQQ", b"\xff\xfe\x1b["))  # protobuf gives bytes back
+    r = CliRunner().invoke(app, ["compare", str(path), str(path)])
+    assert r.exit_code == 0, r.output
+    assert "\\xff\\xfe\\x1b[" in r.output

@@ -218,3 +218,13 @@ def test_check_output_accepts_a_new_file_beside_the_model(model: Path) -> None:
     new = model.with_name("report.txt")
     assert check_output(new, inputs=[str(model)]) == new
     assert check_output(new, inputs=["resnet18"]) == new  # a built-in name has no files
+
+
+def test_a_fifo_or_device_is_refused_without_blocking(model: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/null")):
+        r = runner.invoke(app, ["analyze", str(model), "-o", str(target), "--force"])
+        assert r.exit_code == 1, r.output
+        assert "is not a regular file" in r.output
+    assert Path("/dev/null").is_char_device()

@@ -126,21 +126,18 @@ def _asset(name: str) -> str:
 
 
 def _page(template: str, *, title: str, what: str, data: Mapping[str, Any], **context: Any) -> str:
-    from markupsafe import Markup
+    env = _env()  # first: it says which extra to install when jinja2 is missing
+    from markupsafe import Markup  # jinja2's own dependency
 
-    return (
-        _env()
-        .get_template(template)
-        .render(
-            title=title,
-            what=what,
-            version=__version__,
-            css=Markup(_asset("report.css")),
-            js=Markup(_asset("report.js")),
-            vega=Markup(vega_bundle()),
-            data=Markup(script_json(data)),
-            **context,
-        )
+    return env.get_template(template).render(
+        title=title,
+        what=what,
+        version=__version__,
+        css=Markup(_asset("report.css")),
+        js=Markup(_asset("report.js")),
+        vega=Markup(vega_bundle()),
+        data=Markup(script_json(data)),
+        **context,
     )
 
 

@@ -320,8 +320,8 @@ def rule_outputs(node: onnx.NodeProto, domain: str, opset: int, ins: Inputs) -> 
         return ()
     try:
         typed = rule(node, opset, ins)
-    except (UnknownShapeError, IndexError, ValueError, ZeroDivisionError):
-        return ()
+    except (UnknownShapeError, IndexError, ValueError, ZeroDivisionError, TypeError, OverflowError):
+        return ()  # an input it needs is unknown, or an attribute is unusable (inf, a graph)
     n = len(node.output)
     return tuple(t for t in typed if t[0] < n and node.output[t[0]])
 

@@ -86,10 +86,16 @@ def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
         if d.HasField("dim_value"):
             dims.append(d.dim_value)
         elif d.HasField("dim_param"):
-            dims.append(d.dim_param)
+            dims.append(dim_param(d))
         else:
             dims.append(None)
     return tt.elem_type, tuple(dims)
+
+
+def dim_param(d: onnx.TensorShapeProto.Dimension) -> str:
+    """A dim's symbol as text: protobuf hands out one that is not UTF-8 as bytes (shown \\xff)."""
+    name: str | bytes = d.dim_param
+    return name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else name
 
 
 @dataclass
@@ -135,7 +141,7 @@ def _apply_overrides(
                 f"--input-shape names {name!r}, but the model's inputs are: {', '.join(names) or '(none)'}"
             )
     symbols = {
-        d.dim_param
+        dim_param(d)
         for vi in inputs
         for d in vi.type.tensor_type.shape.dim
         if d.HasField("dim_param")
@@ -170,7 +176,7 @@ def _apply_overrides(
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
-            sym = d.dim_param if d.HasField("dim_param") else ""
+            sym = dim_param(d) if d.HasField("dim_param") else ""
             if sym and sym in dims:
                 d.dim_value = dims[sym]
             else:
@@ -213,7 +219,7 @@ def _check_fixed_dims(name: str, declared: onnx.TensorShapeProto, new: Sequence[
 
 def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
     return "x".join(
-        str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim
+        str(d.dim_value) if d.HasField("dim_value") else (dim_param(d) or "?") for d in shape.dim
     )
 
 

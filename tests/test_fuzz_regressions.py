@@ -7,6 +7,7 @@ onnxcost owes it is a result or one of its own errors, in bounded time and memor
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -505,3 +506,24 @@ def test_compare_takes_an_op_type_that_is_not_utf8(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["compare", str(path), str(path)])
     assert r.exit_code == 0, r.output
     assert "\\xff\\xfe\\x1b[" in r.output
+
+
+FOUND = Path(__file__).resolve().parent / "data" / "fuzz"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # MatMulNBits whose N attribute is a graph: onnxcost's shape rule called int() on it.
+        "matmulnbits_graph_attribute.onnx",
+        # DynamicQuantizeLSTM with hidden_size=inf: OverflowError in the shape rule.
+        "dynamic_quantize_lstm_inf_hidden.onnx",
+        # An input dim whose dim_param is not UTF-8 (protobuf gives bytes): TypeError in the
+        # warning about unset symbols.
+        "dim_param_not_utf8.onnx",
+    ],
+)
+def test_models_found_by_the_long_run(name: str) -> None:
+    """Each file is the fuzzer's own case (seed 101, 100,000 in-process cases)."""
+    with contextlib.suppress(onnxcost.OnnxcostError):
+        onnxcost.analyze(FOUND / name)

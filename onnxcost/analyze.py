@@ -19,7 +19,7 @@ from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import GraphView, check_nesting
+from onnxcost.graph import GraphView, as_text, check_nesting
 from onnxcost.liveness import peak_activation
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
@@ -585,9 +585,8 @@ def _walk_subgraph(
     w.weights.add_initializers(graph.initializer)
     total = Cost()
     for node in graph.node:
-        row = _Node(
-            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
-        )
+        name, op_type, domain = as_text([node.name, node.op_type, node.domain])
+        row = _Node(node, name, op_type, domain, tuple(node.input), tuple(node.output))
         total = total + _record(w, row, scope, multiplier, counted)[1]
     return total
 

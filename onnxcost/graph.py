@@ -159,24 +159,28 @@ class GraphView:
     @cached_property
     def edges(self) -> dict[tuple[str, str], tuple[str, ...]]:
         """(producer, consumer) node names -> the tensors between them."""
-        return _edges(self.order, self.inputs, self.outer_reads, self.producer)
+        return _edges(self.names, self.inputs, self.outer_reads, self.producer)
 
     @cached_property
     def dag(self) -> nx.DiGraph:
         """The networkx view: node name -> {'node': NodeProto, 'index': int}; each edge
         carries its 'tensors' and their total 'bytes'. Built on first use, once."""
-        return _digraph(self.order, self.edges, self.types)
+        return _digraph(self.order, self.names, self.edges, self.types)
 
 
 def _digraph(
     nodes: Sequence[onnx.NodeProto],
+    names: Sequence[str],
     edges: Mapping[tuple[str, str], Sequence[str]],
     types: Mapping[str, TensorInfo],
 ) -> nx.DiGraph:
     import networkx as nx  # ~0.1 s to import: only where a DiGraph is wanted
 
     dag: nx.DiGraph = nx.DiGraph()
-    dag.add_nodes_from((n.name, {"node": n, "index": i}) for i, n in enumerate(nodes))
+    dag.add_nodes_from(
+        (name, {"node": n, "index": i})
+        for i, (n, name) in enumerate(zip(nodes, names, strict=True))
+    )
     dag.add_edges_from(
         (u, v, {"tensors": list(tensors), "bytes": known_bytes(map(types.get, tensors))[0]})
         for (u, v), tensors in edges.items()
@@ -202,6 +206,15 @@ def _outer_inputs(node: onnx.NodeProto) -> Iterable[str]:
                     if i and i not in local:
                         yield i
                 yield from (i for i in _outer_inputs(n) if i not in local)
+
+
+def as_text(values: list[str]) -> list[str]:
+    """``values`` as text. Protobuf hands out a string field that is not UTF-8 as bytes; such a
+    value becomes text with each undecodable byte written ``\\xff``, so that every pass after
+    the index (sorting, grouping, reports) sees str."""
+    if bytes not in set(map(type, values)):
+        return values
+    return [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v for v in values]
 
 
 def build(
@@ -235,6 +248,7 @@ def build(
     if name_unnamed and (carriers or "" in names or len(set(names)) != len(names)):
         renamed = name_nodes(graph)
         names = [node.name for node in nodes]
+    names, op_types, domains = as_text(names), as_text(op_types), as_text(domains)
     # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
     inputs = [tuple(node.input[:]) for node in nodes]
     outputs = [tuple(node.output[:]) for node in nodes]
@@ -268,8 +282,8 @@ def build(
                 in_order = False
     producer_names = {t: names[i] for t, i in producer.items()}
     if not in_order:
-        edges = _edges(nodes, inputs, outer_reads, producer_names)
-        position = _topological(_digraph(nodes, edges, types or {}), where)
+        edges = _edges(names, inputs, outer_reads, producer_names)
+        position = _topological(_digraph(nodes, names, edges, types or {}), where)
         nodes = tuple(nodes[i] for i in position)
         inputs = [inputs[i] for i in position]
         outputs = [outputs[i] for i in position]
@@ -302,18 +316,18 @@ def build(
 
 
 def _edges(
-    nodes: Sequence[onnx.NodeProto],
+    names: Sequence[str],
     inputs: Sequence[tuple[str, ...]],
     outer_reads: Mapping[int, tuple[str, ...]],
     producer: Mapping[str, str],
 ) -> dict[tuple[str, str], tuple[str, ...]]:
     edges: dict[tuple[str, str], list[str]] = {}
-    for i, node in enumerate(nodes):
+    for i, name in enumerate(names):
         for t in (*inputs[i], *outer_reads.get(i, ())):
             src = producer.get(t)
             if src is None:
                 continue
-            tensors = edges.setdefault((src, node.name), [])
+            tensors = edges.setdefault((src, name), [])
             if t not in tensors:
                 tensors.append(t)
     return {key: tuple(ts) for key, ts in edges.items()}

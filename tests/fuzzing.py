@@ -695,7 +695,8 @@ def _not_utf8(data: bytes, model: onnx.ModelProto, d: _Draw) -> bytes:
     strings += [vi.name for vi in model.graph.input if len(vi.name) >= 2]
     if not strings:
         return data
-    raw = d.pick(strings).encode()
+    picked = d.pick(strings)  # already bytes when an earlier mutation broke it
+    raw = picked if isinstance(picked, bytes) else picked.encode()
     return data.replace(raw, b"\xff" + raw[1:], 1)
 
 

@@ -187,15 +187,10 @@ class Analysis:
         return pd.DataFrame([to_jsonable(n) for n in self.nodes])
 
 
-def _text(name: str | bytes) -> str:
-    """A name as text: protobuf hands out a name that is not UTF-8 as bytes (shown ``\\xff``)."""
-    return name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else name
-
-
 def scope_of(rec: NodeRecord, depth: int) -> str:
-    name, graph = _text(rec.name), _text(rec.graph)
+    name = rec.name  # text, also where the file's name is not UTF-8 (graph.as_text)
     parts = [p for p in name.split("/") if p]
-    prefix = [p for p in graph.split("/") if p]
+    prefix = [p for p in rec.graph.split("/") if p]
     if len(parts) > 1:
         parts = parts[:-1]  # the last part names the op itself
     scoped = [*prefix, *parts]

@@ -224,14 +224,10 @@ def compute_nodes(a: Analysis, g: ModelGraph) -> tuple[ComputeNode, ...]:
     return tuple(out)
 
 
-def op_key(op_type: str | bytes, domain: str | bytes) -> str:
-    """``domain::op`` (just ``op`` in the default domain), always text: protobuf hands out an
-    op type or domain that is not UTF-8 as bytes, shown as ``\\xff``."""
-    op, dom = (
-        v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
-        for v in (op_type, domain)
-    )
-    return op if not dom else f"{dom}::{op}"
+def op_key(op_type: str, domain: str) -> str:
+    """``domain::op`` (just ``op`` in the default domain); records carry names as text, also
+    where the file's are not UTF-8 (``graph.as_text``)."""
+    return op_type if not domain else f"{domain}::{op_type}"
 
 
 def _perm(node: onnx.NodeProto) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost.cli import app
+from onnxcost.prepare import prepare
 
 # x [1,3,8,8] fp32 = 768 B; Conv (4 filters 3x3, pad 1) -> c [1,4,8,8] = 1,024 B; BatchNorm
 # -> b 1,024 B; Relu -> r 1,024 B; MaxPool 2x2 stride 2 -> y [1,4,4,4] = 256 B.
@@ -93,6 +94,16 @@ def test_onnxruntime_order_after_its_fusions() -> None:
     assert (a.totals.peak_activation_bytes, a.totals.peak_activation_bytes_ort) == (2_048, 1_792)
     assert a.peak_activation_ort is not None
     assert [(t.tensor, t.bytes) for t in a.peak_activation_ort.live] == [("r", 1_024), ("x", 768)]
+
+
+@pytest.mark.ort
+def test_ort_peak_of_a_model_prepared_without_weights_says_how_to_keep_them() -> None:
+    # resnet18 built without weights has initializers that point at no data: onnxruntime
+    # cannot be given it, and the error says which prepare() keeps them.
+    prepared = prepare("resnet18")
+    with pytest.raises(onnxcost.OnnxcostError, match=r"resnet18 .*weights=True"):
+        onnxcost.analyze(prepared, ort_peak=True)
+    assert onnxcost.analyze(prepare("resnet18", weights=True), ort_peak=True).totals
 
 
 @pytest.mark.ort

@@ -182,7 +182,8 @@ def prepare_model(source: ModelSource | PreparedModel) -> OrtModel:
     proto = prepared.proto
     if _virtual(proto):
         raise ModelLoadError(
-            "this model was built without weight data, so onnxruntime cannot run it; bench a model file instead"
+            f"{prepared.display} was prepared without its weight data, which onnxruntime needs: "
+            f"prepare it with onnxcost.prepare(model, weights=True) (the CLI does)"
         )
     initializers = {t.name for t in proto.graph.initializer}
     inputs = _records(proto.graph.input, initializers)

@@ -403,3 +403,16 @@ def test_by_scope_takes_a_name_that_is_not_utf8(tmp_path: Path) -> None:
     scopes = onnxcost.analyze(path).by_scope(1)
     # The Relu named ff fe 1b 5b has no scope: it stands under its own name, as text.
     assert "\\xff\\xfe\x1b[" in [s.scope for s in scopes]
+
+
+def test_hanging_indent_keeps_wrapped_lines_under_the_text_and_the_text_literal() -> None:
+    # "  - " is 4 cells: every line after the first starts with 4 spaces, the markup stays
+    # literal, and no word is lost to the wrap.
+    out = io.StringIO()
+    note = "A uses MatMul+Add for [bold]3[/] dense layers, B Gemm"
+    Console(file=out, width=24, color_system=None).print(safe_text.hanging("  - ", note))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    assert lines[0].startswith("  - A uses")
+    assert len(lines) > 2
+    assert all(line.startswith("    ") and line[4] != " " for line in lines[1:])
+    assert " ".join(line.strip() for line in lines)[2:] == note

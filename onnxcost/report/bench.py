@@ -25,7 +25,7 @@ from onnxcost.bench.sweep import MaxBatch
 from onnxcost.bench.timing import THROUGHPUT_METHOD
 from onnxcost.report import units
 from onnxcost.report.fit import drop_order, fitted
-from onnxcost.report.safe_text import csv_writer, md, plain
+from onnxcost.report.safe_text import csv_writer, hanging, md, plain
 from onnxcost.report.safe_text import text as _text
 
 CsvTable = Literal["auto", "summary", "nodes", "op_types", "sweep"]
@@ -389,7 +389,7 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
     console.print(_kv_table("Timing", _latency_rows(result), console.width))
     if result.memory.use is not None:
         console.print(_rich(_memory_grid(result.memory.use), console.width))
-        console.print(_text(f"  {MEMORY_NOTE}"))
+        console.print(hanging("  ", MEMORY_NOTE))
     prof = result.profile
     if prof is not None:
         nodes, more = _node_grid(prof, top)
@@ -397,26 +397,25 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
         if more:
             console.print(f"  ... {more} more rows (--top 0 shows all)")
         if prof.suspect_nodes:
-            console.print(_text(f"  {_suspect_note(prof)}", style="yellow"))
+            console.print(hanging("  ", _suspect_note(prof), style="yellow"))
         console.print(_rich(_op_grid(prof), console.width))
-        console.print(_text(f"  {_profile_line(prof)}"))
+        console.print(hanging("  ", _profile_line(prof)))
         if prof.untimed_nodes:
-            console.print(
-                _text(
-                    f"  not run by onnxruntime (folded or removed): {_listed(prof.untimed_nodes)}"
-                )
-            )
+            untimed = _listed(prof.untimed_nodes)
+            console.print(hanging("  ", f"not run by onnxruntime (folded or removed): {untimed}"))
         if prof.note:
-            console.print(_text(f"  {plain(prof.note)}", style="yellow"))
+            console.print(hanging("  ", prof.note, style="yellow"))
         if prof.trace_path:
-            console.print(_text(f"  trace: {prof.trace_path} (open in https://ui.perfetto.dev)"))
+            console.print(
+                hanging("  ", f"trace: {prof.trace_path} (open in https://ui.perfetto.dev)")
+            )
     if result.sweep:
         console.print(_rich(_sweep_grid(result), console.width))
     if result.max_batch is not None:
         console.print(_rich(_probe_grid(result.max_batch), console.width))
-        console.print(_text(f"  {_max_batch_line(result.max_batch)}"))
+        console.print(hanging("  ", _max_batch_line(result.max_batch)))
     for w in result.warnings:
-        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
 
 def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:

@@ -15,7 +15,7 @@ from rich.text import Text
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
 from onnxcost.report import units
 from onnxcost.report.fit import drop_order, fitted, wrap_items
-from onnxcost.report.safe_text import md, plain, text
+from onnxcost.report.safe_text import hanging, md, plain, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,9 +290,9 @@ def render(c: Comparison, console: Console) -> None:
         )
     console.print(Text("Findings", style="bold"))
     for f in c.findings:
-        console.print(text(f"  - {plain(f)}"))
+        console.print(hanging("  - ", f))
     for w in warning_lines(c):
-        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
 
 def to_markdown(c: Comparison) -> str:

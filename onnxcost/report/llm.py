@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from onnxcost.llm import LlmReport, PhaseCost
 from onnxcost.report import units
-from onnxcost.report.safe_text import md, plain, text
+from onnxcost.report.safe_text import hanging, md, text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -100,7 +100,7 @@ def render(r: LlmReport, console: Console) -> None:
         t.add_row(text(label), text(value))
     console.print(t)
     for w in r.warnings:
-        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
 
 def to_markdown(r: LlmReport) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from rich.table import Table
     from rich.text import Text
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -69,6 +70,21 @@ def text(value: object, style: str = "") -> Text:
     from rich.text import Text
 
     return Text(plain(value), style=style)
+
+
+def hanging(lead: str | Text, value: object, style: str = "") -> Table:
+    """``lead`` then ``text(value)``, its wrapped lines aligned under the value's first
+    character (``  - finding`` wraps under ``finding``; rich has no hanging indent, so a
+    two-column grid)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    first = lead if isinstance(lead, Text) else Text(lead)
+    grid = Table.grid()
+    grid.add_column(no_wrap=True, width=first.cell_len)
+    grid.add_column()
+    grid.add_row(first, text(value, style))
+    return grid
 
 
 def md(value: object) -> str:

@@ -20,7 +20,7 @@ from onnxcost.report.columns import (
     with_cumulative,
 )
 from onnxcost.report.fit import MIN_TRIM, fitted, middle_trim, wrap_items
-from onnxcost.report.safe_text import plain, text
+from onnxcost.report.safe_text import hanging, plain, text
 from onnxcost.report.tree import TREE_HEADERS, tree_table
 
 # Which columns go first when a table is too wide, and which text may be cut in the middle.
@@ -287,4 +287,4 @@ def render(
             )
         )
     for w in a.warnings:
-        console.print(Text.assemble(("warning:", "yellow"), " " + plain(w)))
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))

@@ -750,17 +750,19 @@ def llm_cmd(
 
     def go() -> None:
         from onnxcost.llm import llm_report
+        from onnxcost.prepare import prepare
 
         out = checked_output(output, [model], force)
         params = parse_params(param)
         _shapes, dims = parse_shape_flags(None, dim)
         ceilings = _llm_ceilings(peak_tflops, bandwidth_gbs)
+        # One model, loaded or built once, analysed and (with --bench) run.
+        prepared = prepare(model, weights=bench, params=params)
         report = llm_report(
-            model,
+            prepared,
             prompt=prompt,
             generate=generate,
             batch=batch,
-            params=params,
             dims=dims,
             batch_dim=batch_dim,
             seq_dim=seq_dim,
@@ -775,13 +777,9 @@ def llm_cmd(
             from onnxcost.bench.llm_loop import run_llm_loop
             from onnxcost.bench.providers import resolve_provider
             from onnxcost.bench.session import SessionConfig
-            from onnxcost.model import build_builtin
 
-            runnable = (
-                build_builtin(model, weights=True, params=params) if params else None
-            ) or model
             timing = run_llm_loop(
-                runnable,
+                prepared,
                 report.layout,
                 prompt=prompt,
                 generate=generate,

@@ -31,8 +31,8 @@ import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
-from onnxcost.model import ModelSource, build_builtin
-from onnxcost.prepare import prepare
+from onnxcost.model import ModelSource
+from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import to_jsonable
 from onnxcost.tensors import tensor_bytes
 
@@ -310,18 +310,6 @@ class LlmReport:
         }
 
 
-def _source_for(model: ModelSource, params: Mapping[str, str | int] | None) -> ModelSource:
-    """The model, or a built-in one built (without weights) with ``params``."""
-    if not params:
-        return model
-    if not isinstance(model, str):
-        raise UsageError("--param applies to built-in models only (onnxcost zoo list)")
-    proto = build_builtin(model, weights=False, params=params)
-    if proto is None:
-        raise UsageError(f"--param applies to built-in models only; {model!r} is not one")
-    return proto
-
-
 def _phase(a: Analysis) -> PhaseCost:
     t = a.totals
     return PhaseCost(t.macs, t.flops, t.bytes_read, t.bytes_written)
@@ -335,7 +323,7 @@ def _at(formulas: Mapping[str, Formula | None], values: Mapping[str, int]) -> Ph
 
 
 def llm_report(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     *,
     prompt: int,
     generate: int,
@@ -352,13 +340,15 @@ def llm_report(
 ) -> LlmReport:
     """The static LLM figures of ``model`` (see the module docstring for each).
 
-    ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
+    ``model``: a path, bytes, a ModelProto, a built-in model's name (built with ``params``),
+    or a model already prepared (``prepare(name, weights=True, params=...)`` to run the same
+    model in ``onnxcost.bench.llm_loop.run_llm_loop`` afterwards). ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
     cached calibration for the weights' dtype, 'float32' or 'float16') and its source."""
     from onnxcost.analyze import analyze
 
     if prompt < 1 or generate < 1 or batch < 1:
         raise UsageError("--prompt, --generate and --batch must be 1 or more")
-    source = prepare(_source_for(model, params))  # loaded and indexed once for every analysis
+    source = prepare(model, params=params)  # loaded and indexed once for every analysis
     proto = source.proto
     layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
     fixed = dict(dims or {})
@@ -429,7 +419,9 @@ def llm_report(
     )
 
 
-def _display(model: ModelSource) -> str:
+def _display(model: ModelSource | PreparedModel) -> str:
+    if isinstance(model, PreparedModel):
+        return model.builtin or model.display
     if isinstance(model, str | bytes):
         return model if isinstance(model, str) else "<model bytes>"
     if isinstance(model, onnx.ModelProto):

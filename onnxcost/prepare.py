@@ -14,6 +14,7 @@ reading a model; hand the result on rather than the path::
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,28 +59,39 @@ class PreparedModel:
 
 
 def prepare(
-    source: ModelSource | PreparedModel, *, weights: bool = False, keep_source: bool = False
+    source: ModelSource | PreparedModel,
+    *,
+    weights: bool = False,
+    keep_source: bool = False,
+    params: Mapping[str, str | int] | None = None,
 ) -> PreparedModel:
     """Load ``source`` (a path, bytes, a ModelProto, or a built-in model's name) and prepare it.
 
     ``weights``: keep the weight data (onnxruntime needs it; counting does not, so by default
     a built-in model's weights are declared, not built, and a large file's inline weights are
     not read: ``load_model``). ``keep_source``: keep the model as loaded too
-    (``PreparedModel.source``; the copy taken is dropped when preparing changed nothing). A
-    ``PreparedModel`` is returned as it is, unless ``keep_source`` asks for what it lacks.
+    (``PreparedModel.source``; the copy taken is dropped when preparing changed nothing).
+    ``params``: a built-in model's builder parameters (``zoo.build``'s, e.g.
+    ``{"kv_cache": "true"}``); UsageError for any other source. A ``PreparedModel`` is
+    returned as it is, unless ``keep_source`` or ``params`` asks for what it lacks.
     Raises ModelLoadError or GraphError with a line that says what to do.
     """
     if isinstance(source, PreparedModel):
         if keep_source and source.source is None:
             raise UsageError("prepare(..., keep_source=True) again from the model itself")
+        if params:
+            raise UsageError("prepare(..., params=...) again from the built-in model's name")
         return source
     builtin = None
     if isinstance(source, str | os.PathLike) and not os.path.exists(source):
-        proto = build_builtin(os.fspath(source), weights=weights)
+        proto = build_builtin(os.fspath(source), weights=weights, params=params)
         if proto is not None:
             builtin = os.fspath(source)
             loaded = LoadedModel(proto, None, 0)
     if builtin is None:
+        if params:
+            what = f"; {source!r} is not one" if isinstance(source, str) else " (onnxcost zoo list)"
+            raise UsageError(f"--param applies to built-in models only{what}")
         loaded = load_model(source, weights=weights)
     proto = loaded.proto
     original = None

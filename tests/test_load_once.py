@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,6 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-import onnxcost.llm
 import onnxcost.model
 import onnxcost.prepare
 from onnxcost import zoo
@@ -41,7 +41,6 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     for module in (onnxcost.model, onnxcost.prepare):
         monkeypatch.setattr(module, "load_model", load_model)
         monkeypatch.setattr(module, "build_builtin", build_builtin)
-    monkeypatch.setattr(onnxcost.llm, "build_builtin", build_builtin)
     return counts
 
 
@@ -84,12 +83,38 @@ def test_llm_loads_once(loads: Counter[str], tmp_path: Path) -> None:
     assert loads == Counter(load=1)
 
 
+TINY_DECODER = ["-p", "kv_cache=true", "-p", "layers=2", "-p", "hidden=32", "-p", "heads=4"]
+TINY_DECODER += ["-p", "vocab=64", "-p", "max_positions=32"]
+
+
 def test_llm_builtin_with_params_builds_once(loads: Counter[str]) -> None:
-    args = ["llm", "gpt2", "-p", "kv_cache=true", "-p", "layers=2", "-p", "hidden=32"]
-    args += ["-p", "heads=4", "-p", "vocab=64", "--prompt", "8", "--generate", "3", "-f", "json"]
+    args = ["llm", "gpt2", *TINY_DECODER, "--prompt", "8", "--generate", "3", "-f", "json"]
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     assert loads == Counter(build=1)
+
+
+@pytest.mark.ort
+def test_llm_bench_builds_the_builtin_once(loads: Counter[str]) -> None:
+    """The decoder analysed is the one run: built once, with its weights."""
+    pytest.importorskip("onnxruntime")
+    args = ["llm", "gpt2", *TINY_DECODER, "--prompt", "4", "--generate", "3", "--bench"]
+    r = runner.invoke(app, [*args, "--threads", "1", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["bench"]["decode_steps"] == 2  # M - 1 = 3 - 1
+    assert loads == Counter(build=1)
+
+
+@pytest.mark.ort
+def test_llm_bench_loads_the_file_once(loads: Counter[str], tmp_path: Path) -> None:
+    params = {"layers": 2, "hidden": 32, "heads": 4, "vocab": 64, "max_positions": 32}
+    path = zoo.save("gpt2", tmp_path / "gpt2_kv.onnx", params={**params, "kv_cache": True})
+    loads.clear()
+    args = ["llm", str(path), "--prompt", "4", "--generate", "3", "--bench", "--threads", "1"]
+    r = runner.invoke(app, [*args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["bench"]["decode_steps"] == 2
+    assert loads == Counter(load=1)
 
 
 @pytest.mark.ort

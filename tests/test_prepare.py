@@ -108,6 +108,25 @@ def test_a_builtin_model_is_built_once_for_analysis_and_bench(
     assert calls == ["mlp"]
 
 
+def test_prepare_builds_a_builtin_model_with_its_parameters() -> None:
+    prepared = prepare("gpt2", params={"layers": 1, "hidden": 16, "heads": 2, "vocab": 32})
+    assert prepared.builtin == "gpt2"
+    assert prepared.display == "gpt2"
+    # layers=1 was built: GPT-2 has two LayerNorms per block (ln_1, ln_2) and ln_f, 1 x 2 + 1 = 3
+    assert sum(1 for n in prepared.proto.graph.node if n.op_type == "LayerNormalization") == 3
+
+
+def test_prepare_params_apply_to_builtin_models_only(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(parse(UNNAMED), path)
+    with pytest.raises(UsageError, match=r"built-in models only; .*m\.onnx.* is not one"):
+        prepare(str(path), params={"layers": 1})
+    with pytest.raises(UsageError, match=r"built-in models only \(onnxcost zoo list\)"):
+        prepare(parse(UNNAMED), params={"layers": 1})
+    with pytest.raises(UsageError, match="again from the built-in model's name"):
+        prepare(prepare("mlp"), params={"layers": 1})
+
+
 def doubled_relu(ctx: OpContext) -> Cost:
     """FLOPs = 2 x numel(Y): a user's own count."""
     return Cost(flops=2 * ctx.out_numel())

@@ -22,6 +22,7 @@ from onnxcost.bench.session import SessionConfig, open_session, prepare_model
 from onnxcost.errors import BenchError
 from onnxcost.llm import CacheLayout, present_for
 from onnxcost.model import ModelSource
+from onnxcost.prepare import PreparedModel
 from onnxcost.records import NOT_IN_JSON, TensorRecord, to_jsonable
 
 
@@ -117,7 +118,7 @@ def _feeds(
 
 
 def run_llm_loop(
-    model: ModelSource,
+    model: ModelSource | PreparedModel,
     layout: CacheLayout,
     *,
     prompt: int,
@@ -126,7 +127,10 @@ def run_llm_loop(
     config: SessionConfig | None = None,
     seed: int = 0,
 ) -> LoopTiming:
-    """Run prefill then M - 1 cached decode steps in onnxruntime and time each."""
+    """Run prefill then M - 1 cached decode steps in onnxruntime and time each.
+
+    ``model``: best the one ``llm_report`` analysed, prepared with ``weights=True``: then it is
+    neither loaded nor built again."""
     config = config or SessionConfig()
     prepared = prepare_model(model)
     opened = open_session(prepared, config)

@@ -22,8 +22,7 @@ from onnxcost import __version__
 from onnxcost.errors import OnnxcostError, UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console, RenderableType
 
     from onnxcost.analyze import Analysis
     from onnxcost.bench.result import BenchResult
@@ -565,26 +564,39 @@ def ops(
             )
         typer.echo("\n".join(lines))
         return
+    from rich.console import Group
+
     from onnxcost.report.fit import fitted
 
-    # The op type names the row; a narrow terminal loses the opset range, then trims the
-    # formula at its end (--wide or --format markdown keeps it whole).
-    _print_fitted(
-        lambda width: fitted(
-            f"{len(rows)} operators with a formula, {len(missing)} without",
-            ("domain", "op", "opsets", "status", "formula"),
-            (False,) * 5,
-            [[r.domain, r.op_type, r.opsets, r.status, r.formula] for r in [*rows, *missing]],
-            width,
-            drop=[2],
-            trim=[4, 0, 1],
-            tail=[4],
-        ),
-        wide,
-    )
+    # One table per domain, so the formula has the width a domain column would take. The op
+    # type names the row; a narrow terminal loses the opset range, then trims the formula at
+    # its end (--wide or --format markdown keeps it whole).
+    by_domain: dict[str, list[Any]] = {}
+    for r in [*rows, *missing]:
+        by_domain.setdefault(r.domain, []).append(r)
+
+    def tables(width: int | None) -> Group:
+        parts = []
+        for name, group in by_domain.items():
+            costed = sum(1 for r in group if r.status != "unsupported")
+            parts.append(
+                fitted(
+                    f"{name}: {costed} with a formula, {len(group) - costed} without",
+                    ("op", "opsets", "status", "formula"),
+                    (False,) * 4,
+                    [[r.op_type, r.opsets, r.status, r.formula] for r in group],
+                    width,
+                    drop=[1],
+                    trim=[3, 0],
+                    tail=[3],
+                )
+            )
+        return Group(*parts)
+
+    _print_fitted(tables, wide)
 
 
-def _print_fitted(table: Callable[[int | None], Table], wide: bool) -> None:
+def _print_fitted(table: Callable[[int | None], RenderableType], wide: bool) -> None:
     """A ``report.fit`` table laid out for the report width (``report_width``) on stdout."""
     console = _console(report_width(wide))
     console.print(table(console.width))

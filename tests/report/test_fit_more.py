@@ -87,12 +87,23 @@ def test_ops_fits_and_keeps_the_op_type(width: int) -> None:
     r = runner.invoke(app, ["ops"], env={"COLUMNS": str(width)})
     assert r.exit_code == 0, r.output
     assert max(map(len, lines_of(r.stdout))) <= width
-    header, rows = table_rows(r.stdout, "")
-    assert header.split()[:2] == ["domain", "op"]
     everything = [*supported(None), *known_unsupported(None)]
-    assert len(rows) == len(everything)  # no row wrapped onto a second line
+    domains = list(dict.fromkeys(o.domain for o in everything))
+    assert domains[:2] == ["ai.onnx", "com.microsoft"]
+    rows: list[str] = []
+    for domain in domains:  # one table per domain, titled with its counts
+        header, body = table_rows(r.stdout, f"{domain}: ")
+        assert header.split()[0] == "op"
+        assert "status" in header.split()  # the opset range goes first where it does not fit
+        members = [o for o in everything if o.domain == domain]
+        unsupported = sum(1 for o in members if o.status == "unsupported")
+        title = f"{domain}: {len(members) - unsupported} with a formula, {unsupported} without"
+        assert title in r.stdout
+        assert len(body) == len(members)  # no row wrapped onto a second line
+        rows += body
+    assert len(rows) == len(everything)
     # Op types are kept whole where they fit their trimmed column (all but the longest few).
-    ops = [row.split()[1] for row in rows]
+    ops = [row.split()[0] for row in rows]
     assert ops[:3] == ["Abs", "Acos", "Acosh"]
     assert "Conv" in ops
 

@@ -228,6 +228,8 @@ class _Walk:
     kind_labels: dict[int, str] = field(default_factory=dict)
     """Node kind -> its ``labels`` entry, while no DequantizeLinear has been seen (after one,
     two nodes of a kind may differ in whether an operand is dequantized)."""
+    lean: bool = False
+    """Costs only (``costs_at``): no ``labels``, which only the summaries read."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -475,9 +477,10 @@ def _record(
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
-    w.labels.append(_label(w, node, kind))
-    if node.op_type in DEQUANTIZE and node.inputs and node.outputs and node.inputs[0]:
-        w.dequantized_from[node.outputs[0]] = node.inputs[0]
+    if not w.lean:
+        w.labels.append(_label(w, node, kind))
+        if node.op_type in DEQUANTIZE and node.inputs and node.outputs and node.inputs[0]:
+            w.dequantized_from[node.outputs[0]] = node.inputs[0]
     rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
@@ -674,15 +677,19 @@ def _analyze(
     convention: Convention,
     registry: Registry,
     allow_reshape: bool = False,
+    lean: bool = False,
 ) -> Analysis:
+    """``analyze``; with ``lean`` (``costs_at``), only the totals and the node records: no
+    model checks, warnings, peak memory, inputs, outputs or summaries."""
     given = model if isinstance(model, PreparedModel) else None
     prepared = prepare(model)
     # Shape inference writes into the model it is given: a prepared model the caller holds
     # is analysed through a copy; one prepared here is used up.
     proto = prepared.working_copy() if given is not None else prepared.proto
     view = prepared.view
-    check_nesting(proto.graph)
-    _check_domains(proto, view)
+    if not lean:
+        check_nesting(proto.graph)
+        _check_domains(proto, view)
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
@@ -696,6 +703,7 @@ def _analyze(
         frozenset(vi.name for vi in proto.graph.output),
         registry,
         warnings=list(shapes.warnings),
+        lean=lean,
     )
     total_macs = total_flops = 0
     main_records: list[NodeRecord] = []
@@ -708,26 +716,31 @@ def _analyze(
         total_macs += cost.macs
         total_flops += cost.flops
         main_records.append(rec)
-    if walk.unsupported:
+    if walk.unsupported and not lean:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
         walk.warnings.append(
             f"{sum(walk.unsupported.values())} nodes have no cost formula and count as 0: {listed}; "
             f"see `onnxcost ops`"
         )
-    _status_warnings(walk)
+    if not lean:
+        _status_warnings(walk)
     params_by_dtype = weights.params_by_dtype()
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
     totals = Cost(total_macs, total_flops)
-    peak = peak_activation(
-        view.names,
-        view.inputs,
-        view.outputs,
-        [vi.name for vi in proto.graph.input],
-        [vi.name for vi in proto.graph.output],
-        shapes.types,
-        weights.constant,
-        view.last_use,
+    peak = (
+        NO_PEAK
+        if lean
+        else peak_activation(
+            view.names,
+            view.inputs,
+            view.outputs,
+            [vi.name for vi in proto.graph.input],
+            [vi.name for vi in proto.graph.output],
+            shapes.types,
+            weights.constant,
+            view.last_use,
+        )
     )
     result_totals = Totals(
         macs=totals.macs,
@@ -740,13 +753,24 @@ def _analyze(
         peak_activation_bytes=peak.bytes,
         quant_params=weights.totals["quant"],
     )
+    info = _model_info(
+        str(prepared.path) if prepared.path else None, proto, prepared.model_bytes, params_by_dtype
+    )
+    if lean:
+        return Analysis(
+            info,
+            inputs=(),
+            outputs=(),
+            totals=result_totals,
+            nodes=records,
+            by_op_type=(),
+            unsupported=(),
+            warnings=(),
+            convention=convention,
+            _counted=counted,
+        )
     return Analysis(
-        model=_model_info(
-            str(prepared.path) if prepared.path else None,
-            proto,
-            prepared.model_bytes,
-            params_by_dtype,
-        ),
+        model=info,
         inputs=_io_records(proto.graph.input, {t.name for t in proto.graph.initializer}, shapes),
         outputs=_io_records(proto.graph.output, set(), shapes),
         totals=result_totals,
@@ -760,6 +784,21 @@ def _analyze(
         _counted=counted,
         prepared=given,
     )
+
+
+def costs_at(
+    model: PreparedModel,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    dims: Mapping[str, int],
+    convention: Convention,
+    allow_reshape: bool,
+) -> Analysis:
+    """The analysis of ``model`` at ``dims`` reduced to what the formulas sample
+    (formulas.py): the totals and every node's record, walked as ``analyze`` walks them.
+    ``inputs``, ``outputs``, the summaries and the warnings are empty, the peak activation
+    is 0, and the model checks are not made: ``analyze`` of the same model has made them."""
+    return _analyze(model, input_shapes, dims, convention, REGISTRY, allow_reshape, lean=True)
 
 
 def _unknown_starts(w: _Walk) -> list[str]:

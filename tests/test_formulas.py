@@ -12,10 +12,12 @@ from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost import zoo
+from onnxcost.analyze import costs_at
 from onnxcost.cli import app
 from onnxcost.costs.attention import rotated_elements
 from onnxcost.errors import UsageError
 from onnxcost.formulas import Formula
+from onnxcost.prepare import prepare
 
 runner = CliRunner()
 
@@ -123,6 +125,32 @@ def test_gpt2_block_macs_by_hand(tmp_path: Path) -> None:
     assert f.pretty() == "55,552·batch·seq + 128·batch·seq²"
 
 
+def test_analyses_counted_by_hand(tmp_path: Path) -> None:
+    a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
+    assert a.symbolic is not None
+    # Degrees (batch 1, seq 2), grid from (batch, seq) = (2, 3): along batch 2, 3, 4 (the
+    # second difference 0) = 3 analyses; along seq 4, 5, 6 (the base shared; the third
+    # difference 0) = 3; the grid 2..3 x 3..5 adds (3, 4) and (3, 5) = 2; one random point;
+    # the reported analysis at (1, 1); batch = 0 and seq = 0: 3 + 3 + 2 + 1 + 1 + 2 = 12.
+    assert a.symbolic.analyses == 12
+
+
+def test_the_lean_analysis_costs_as_the_full_one() -> None:
+    # what the formulas sample (analyze.costs_at) is the full analysis' totals and records
+    prepared = prepare(parse(KV_ATTENTION))
+    point = {"batch": 2, "seq": 3, "past_seq": 5}
+    full = onnxcost.analyze(prepared, dims=point)
+    lean = costs_at(
+        prepared, input_shapes=None, dims=point, convention="onnxcost", allow_reshape=False
+    )
+    keys = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
+    assert [getattr(lean.totals, k) for k in keys] == [getattr(full.totals, k) for k in keys]
+    assert lean.nodes == full.nodes
+    # q: 2*3*8*8 = 384; scores and context: b*s*(P+s)*8 each = 2*3*8*8 = 384; 384 + 2*384
+    # = 1,152
+    assert lean.totals.macs == 1_152
+
+
 def test_python_syntax_evaluates(tmp_path: Path) -> None:
     path = _small_gpt2(tmp_path)
     a = onnxcost.analyze(path, symbolic=True)
@@ -164,6 +192,33 @@ def test_piecewise_cost_is_null_with_a_warning() -> None:
     assert any("Relu" in w and "null" in w for w in a.warnings)
     data = a.to_dict()
     assert data["formulas"]["flops"] is None
+
+
+def test_a_formula_that_misses_at_one_is_null_with_a_warning() -> None:
+    # Squeeze without axes drops every dim of size 1: x [batch, 8] is [8] at batch = 1 and
+    # stays [batch, 8] from 2 on. ReduceSum over axis 0 then adds the 8 values of [8] into a
+    # scalar at batch = 1 (7 adds, 4 bytes written), and each column of [batch, 8] from 2 on
+    # (8*(batch - 1) adds, 8 floats = 32 bytes written). The grid (batch = 2, 3, ...) fits
+    # 8*batch - 8 adds and 32 bytes, which give 0 and 32 at batch = 1, not 7 and 4.
+    text = """
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,8] x) => (float[m] y) {
+      zero = Constant <value = int64[1] {0}> ()
+      s = Squeeze (x)
+      y = ReduceSum <keepdims=0> (s, zero)
+    }"""
+    a = onnxcost.analyze(parse(text), symbolic=True)
+    reduce = next(k for k, n in enumerate(a.nodes) if n.op_type == "ReduceSum")
+    assert (a.nodes[reduce].flops, a.nodes[reduce].bytes_written) == (7, 4)  # at batch = 1
+    assert a.symbolic is not None
+    formulas = a.symbolic.nodes[reduce]
+    assert formulas["flops"] is None
+    assert formulas["bytes_written"] is None
+    # what it reads is a polynomial: the axes (int64[1], 8 bytes) and x (8*batch floats)
+    assert str(formulas["bytes_read"]) == "8 + 32*batch"
+    assert a.formulas["flops"] is None
+    assert a.formulas["bytes_written"] is None
+    assert any("ReduceSum" in w and "at batch=1" in w and "null" in w for w in a.warnings)
 
 
 def test_a_count_that_stops_at_zero_is_clamped() -> None:

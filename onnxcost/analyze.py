@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 import onnx
@@ -24,8 +24,11 @@ from onnxcost.liveness import peak_activation
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import (
+    Const,
     Convention,
     DtypeSummary,
+    Layout,
+    Merge,
     ModelInfo,
     NodeRecord,
     OpTypeSummary,
@@ -60,20 +63,16 @@ CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
 NO_PEAK = PeakActivation(0, -1, "", ())
 
 
-_JSON_FIELDS = (
-    "model",
-    "inputs",
-    "outputs",
-    "totals",
-    "nodes",
-    "by_op_type",
-    "by_dtype",
-    "peak_activation",
-    "peak_activation_ort",
-    "unsupported",
-    "warnings",
-)
-"""The fields of ``Analysis`` in its JSON, in order (after ``schema`` and ``convention``)."""
+@dataclass(frozen=True, slots=True)
+class NodeWithFormulas:
+    """A node's record and its formulas in the symbolic dims: an entry of ``nodes`` in
+    ``onnxcost.analysis/1`` with ``symbolic=True``."""
+
+    node: NodeRecord
+    formulas: dict[str, str | None]
+    """Keys ``formulas.NODE_KEYS``: Python expressions (None: no exact formula)."""
+
+    JSON_LAYOUT: ClassVar[Layout] = (Merge("node"), "formulas")
 
 
 @dataclass(frozen=True)
@@ -154,23 +153,39 @@ class Analysis:
                 groups.setdefault(scope_of(rec, depth), []).append(rec)
         return tuple(ScopeSummary(scope=s, **summed(recs)) for s, recs in groups.items())
 
+    @property
+    def json_nodes(self) -> tuple[NodeRecord, ...] | tuple[NodeWithFormulas, ...]:
+        """The ``nodes`` of the JSON: the records, each with its formulas when symbolic."""
+        if self.symbolic is None:
+            return self.nodes
+        from onnxcost.formulas import node_formulas_dict
+
+        return tuple(
+            NodeWithFormulas(n, node_formulas_dict(self.symbolic, k))
+            for k, n in enumerate(self.nodes)
+        )
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        ("schema", Const(SCHEMA)),
+        "convention",
+        "model",
+        "inputs",
+        "outputs",
+        "totals",
+        ("nodes", "json_nodes"),
+        "by_op_type",
+        "by_dtype",
+        "peak_activation",
+        "peak_activation_ort",
+        "unsupported",
+        "warnings",
+        Merge("symbolic"),
+    )
+    """The JSON contract ``onnxcost.analysis/1``; keys are stable, new ones may be added."""
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract ``onnxcost.analysis/1``; keys are stable, new ones may be added."""
-        data = self._to_dict()
-        if self.symbolic is not None:
-            from onnxcost.formulas import node_formulas_dict
-
-            data.update(self.symbolic.to_dict())
-            for k, node in enumerate(data["nodes"]):
-                node["formulas"] = node_formulas_dict(self.symbolic, k)
-        return data
-
-    def _to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "convention": self.convention,
-            **{key: to_jsonable(getattr(self, key)) for key in _JSON_FIELDS},
-        }
+        """The JSON contract ``onnxcost.analysis/1``: ``JSON_LAYOUT``."""
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
     def to_json(self, indent: int | None = 2) -> str:
         """The JSON text of ``to_dict``; a name that is not UTF-8 is written escaped (``\\xff``)."""

@@ -32,7 +32,7 @@ import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import onnx
@@ -40,6 +40,7 @@ import onnx
 from onnxcost.errors import OnnxcostError, UsageError
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.records import Layout, to_jsonable
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -195,11 +196,16 @@ class SymbolicCosts:
             lines.append(f"{_LABELS[key]} = {text}")
         return lines
 
+    JSON_LAYOUT: ClassVar[Layout] = ("symbols", ("formulas", "total_texts"))
+    """Merged into ``onnxcost.analysis/1`` by ``analyze(..., symbolic=True)``."""
+
+    @property
+    def total_texts(self) -> dict[str, str | None]:
+        """The totals' formulas as Python expressions (None: no exact formula)."""
+        return _strings(self.totals)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "symbols": list(self.symbols),
-            "formulas": _strings(self.totals),
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import to_jsonable
+from onnxcost.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.tensors import tensor_bytes
 
 if TYPE_CHECKING:
@@ -184,6 +184,8 @@ class PhaseCost:
 
 
 _KEYS = ("macs", "flops", "bytes_read", "bytes_written")
+_STEP: Layout = ("macs", "flops", "bytes_read")
+"""A decode step's or the generation's figures in ``onnxcost.llm/1`` (no bytes written)."""
 _MAX_CONCRETE_STEPS = 64
 """Decode steps analysed one by one when a step has no exact formula."""
 
@@ -260,54 +262,65 @@ class LlmReport:
         f = self.decode_formulas.get(key)
         return None if f is None else f.python()
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract ``onnxcost.llm/1``.
+    @property
+    def decode_formula_texts(self) -> dict[str, str | None]:
+        """The MACs, FLOPs and bytes-read formulas of a decode step as Python expressions."""
+        return {k: self.decode_formula_text(k) for k in _KEYS[:3]}
 
-        The phases, the ceiling and the bench timing go through ``records.to_jsonable``; this
-        tree stays written out, because the contract regroups the report's fields (``symbols``
-        from the layout, ``decode`` from three fields, ``roofline`` from figures and bounds)."""
-        data: dict[str, Any] = {
-            "schema": SCHEMA,
-            "model": self.model,
-            "batch": self.batch,
-            "prompt": self.prompt,
-            "generate": self.generate,
-            "symbols": {
-                "batch": self.layout.batch,
-                "seq": self.layout.seq,
-                "past": self.layout.past,
-            },
-            "weights_bytes": self.weights_bytes,
-            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "prefill": self.prefill.as_dict(),
-            "decode": {
-                "formulas": {k: self.decode_formula_text(k) for k in _KEYS[:3]},
-                "first": None if self.decode_first is None else self.decode_first.as_dict(False),
-                "last": None if self.decode_last is None else self.decode_last.as_dict(False),
-            },
-            "generation": self.generation.as_dict(False),
-            "roofline": {
-                "prefill_flops_per_byte": self.prefill.flops_per_byte,
-                "decode_flops_per_byte": self.decode_flops_per_byte,
-                **self._bounds(),
-            },
-            "warnings": list(self.warnings),
-        }
-        if self.bench is not None:
-            data["bench"] = self.bench.as_dict()
-        return data
+    @property
+    def prefill_bound(self) -> str | None:
+        """'memory' or 'compute' against the ceiling (None without one)."""
+        return None if self.roofline is None else self.roofline.bound(self.prefill)
 
-    def _bounds(self) -> dict[str, Any]:
-        r = self.roofline
-        if r is None:
-            return {"ceiling": None, "prefill_bound": None, "decode_bound": None}
+    @property
+    def decode_bound(self) -> str | None:
+        """The decode steps' bound (the first step's when there are none; None without a
+        ceiling)."""
         decode = self.decode_total if self.generate > 1 else self.decode_first
-        return {
-            "ceiling": to_jsonable(r),
-            "prefill_bound": r.bound(self.prefill),
-            "decode_bound": None if decode is None else r.bound(decode),
-        }
+        return None if self.roofline is None or decode is None else self.roofline.bound(decode)
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        ("schema", Const(SCHEMA)),
+        "model",
+        "batch",
+        "prompt",
+        "generate",
+        ("symbols", Group(("batch", "seq", "past"), of="layout")),
+        "weights_bytes",
+        "kv_cache_bytes_per_token",
+        "kv_cache_bytes",
+        "prefill",
+        (
+            "decode",
+            Group(
+                (
+                    ("formulas", "decode_formula_texts"),
+                    ("first", Group(_STEP, of="decode_first")),
+                    ("last", Group(_STEP, of="decode_last")),
+                )
+            ),
+        ),
+        ("generation", Group(_STEP, of="generation")),
+        (
+            "roofline",
+            Group(
+                (
+                    ("prefill_flops_per_byte", "prefill.flops_per_byte"),
+                    "decode_flops_per_byte",
+                    ("ceiling", "roofline"),
+                    "prefill_bound",
+                    "decode_bound",
+                )
+            ),
+        ),
+        "warnings",
+        When("bench", ("bench",)),
+    )
+    """The JSON contract ``onnxcost.llm/1`` (``records.to_jsonable``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract ``onnxcost.llm/1``: ``JSON_LAYOUT``."""
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 def _phase(a: Analysis) -> PhaseCost:

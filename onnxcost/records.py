@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
@@ -166,16 +166,64 @@ def json_key(name: str) -> dict[str, str]:
     return {"json_key": name}
 
 
+# --- JSON layouts: where a record's JSON is not its fields in order -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A fixed value in the JSON (a schema name, a method described in words)."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A nested object of ``entries``, read from the record itself, or from its attribute ``of``
+    (the object is null when that attribute is None)."""
+
+    entries: Layout
+    of: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """The JSON object of the attribute ``path`` merged into this one (nothing when it is None)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class When:
+    """``entries`` only when the attribute ``path`` is set: true, not None, False or empty."""
+
+    path: str
+    entries: Layout
+
+
+Spec: TypeAlias = str | Const | Group
+"""A value: an attribute (a dotted path such as ``"latency.cv"``, None if a step is None), a
+constant, or a nested object."""
+Entry: TypeAlias = str | tuple[str, Spec] | Merge | When
+"""An attribute under its own name, a key and its value, a merged object, or keys set when."""
+Layout: TypeAlias = tuple[Entry, ...]
+"""A record's JSON object, key by key in order (a class's ``JSON_LAYOUT``)."""
+
+
 def to_jsonable(value: Any) -> Any:
     """``value`` as JSON-ready data, the one serializer of every result record.
 
-    A dataclass becomes a dict of its fields in declaration order: a field whose metadata is
-    NOT_IN_JSON is left out, ``json_key(...)`` renames one; then the attributes its class
-    names in a ``JSON_PROPERTIES`` tuple (computed figures: properties), in that order. Tuples, lists and sets become
-    lists, mappings dicts (keys as they are), an infinite float the string "inf" (or "-inf",
-    which JSON cannot write as a number); anything else stays as it is (str, int, bool,
-    None; and bytes, such as a protobuf name that is not UTF-8, which the JSON writer in
-    onnxcost.report.safe_text turns into text).
+    A dataclass whose class has a ``JSON_LAYOUT`` becomes the object that layout spells out
+    (``Layout``: keys in order, each an attribute, a constant, a nested ``Group``, a ``Merge``d
+    record or keys present only ``When`` an attribute is set), so a published contract that
+    groups, renames or reorders fields is written as data, not as code. Any other dataclass
+    becomes a dict of its fields in declaration order: a field whose metadata is NOT_IN_JSON
+    is left out, ``json_key(...)`` renames one; then the attributes its class names in a
+    ``JSON_PROPERTIES`` tuple (computed figures: properties), in that order. Every value is
+    serialized the same way again. Tuples, lists and sets become lists, mappings dicts (keys
+    as they are), an infinite float the string "inf" (or "-inf", which JSON cannot write as a
+    number); anything else stays as it is (str, int, bool, None; and bytes, such as a
+    protobuf name that is not UTF-8, which the JSON writer in onnxcost.report.safe_text turns
+    into text).
     """
     if isinstance(value, str | int | bool) or value is None:
         return value
@@ -184,6 +232,9 @@ def to_jsonable(value: Any) -> Any:
             value if math.isfinite(value) or math.isnan(value) else ("inf" if value > 0 else "-inf")
         )
     if is_dataclass(value) and not isinstance(value, type):
+        layout: Layout | None = getattr(value, "JSON_LAYOUT", None)
+        if layout is not None:
+            return _object(value, layout)
         out = {
             f.metadata.get("json_key", f.name): to_jsonable(getattr(value, f.name))
             for f in fields(value)
@@ -197,3 +248,40 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, tuple | list | set | frozenset):
         return [to_jsonable(v) for v in value]
     return value
+
+
+def _object(record: Any, layout: Layout) -> dict[str, Any]:
+    """The JSON object ``layout`` spells out for ``record``."""
+    out: dict[str, Any] = {}
+    for entry in layout:
+        if isinstance(entry, str):
+            out[entry] = to_jsonable(_attribute(record, entry))
+        elif isinstance(entry, Merge):
+            merged = _attribute(record, entry.path)
+            if merged is not None:
+                out.update(to_jsonable(merged))
+        elif isinstance(entry, When):
+            if _attribute(record, entry.path):
+                out.update(_object(record, entry.entries))
+        else:
+            key, spec = entry
+            out[key] = _value(record, spec)
+    return out
+
+
+def _value(record: Any, spec: Spec) -> Any:
+    if isinstance(spec, str):
+        return to_jsonable(_attribute(record, spec))
+    if isinstance(spec, Const):
+        return to_jsonable(spec.value)
+    inner = _attribute(record, spec.of) if spec.of else record
+    return None if inner is None else _object(inner, spec.entries)
+
+
+def _attribute(record: Any, path: str) -> Any:
+    """``record.a.b`` for the path ``"a.b"``; None as soon as a step is None."""
+    for name in path.split("."):
+        if record is None:
+            return None
+        record = getattr(record, name)
+    return record

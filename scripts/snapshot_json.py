@@ -3,11 +3,12 @@
 ``capture OUT`` runs a fixed set of commands with ``--format json`` on small models (those in
 models/ and tests/data/, built-in ones with small parameters), on CPUExecutionProvider with one
 thread and few runs, and writes each command's JSON to ``OUT/NAME.json`` (and the command to
-``OUT/commands.txt``). ``check BEFORE AFTER [--again BEFORE2]`` compares two captures: every
-object's keys and their order, every list's length and every leaf's type and value must be the
-same. Measured figures differ from run to run; capture the old code twice and pass the second
-as ``--again``: a difference the two old captures already show is reported as measured, not
-as a change. Nothing else is excused::
+``OUT/commands.txt``). ``check BEFORE AFTER [--again BEFORE2 ...]`` compares two captures:
+every object's keys and their order, every list's length and every leaf's type and value must
+be the same. Measured figures differ from run to run; capture the old code more than once and
+pass the other captures as ``--again``: a field where the old captures already differ from
+each other (in any row of a list: ``nodes[].median_us``) is reported as measured, not as a
+change. Nothing else is excused::
 
     python scripts/snapshot_json.py capture /tmp/before1   # on the old code
     python scripts/snapshot_json.py capture /tmp/before2   # again, for the measured fields
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -136,7 +138,12 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if a == b or (a != a and b != b) else [f"{path}: value {a!r} != {b!r}"]
 
 
-def check(before: Path, after: Path, again: Path | None) -> int:
+def _field(difference: str) -> str:
+    """The path of a difference with list indices dropped: ``.nodes[].median_us``."""
+    return re.sub(r"\[\d+\]", "[]", difference.split(":")[0])
+
+
+def check(before: Path, after: Path, again: list[Path]) -> int:
     failed = 0
     names = sorted(p.name for p in before.glob("*.json"))
     if sorted(p.name for p in after.glob("*.json")) != names:
@@ -145,13 +152,13 @@ def check(before: Path, after: Path, again: Path | None) -> int:
     for name in names:
         a_text, b_text = (before / name).read_text(), (after / name).read_text()
         a, b = json.loads(a_text), json.loads(b_text)
-        measured = set()
-        if again is not None:
-            measured = {
-                d.split(":")[0] for d in differences(a, json.loads((again / name).read_text()))
-            }
+        measured = {
+            _field(d)
+            for other in again
+            for d in differences(a, json.loads((other / name).read_text()))
+        }
         found = differences(a, b)
-        changed = [d for d in found if d.split(":")[0] not in measured]
+        changed = [d for d in found if _field(d) not in measured]
         same_text = a_text == b_text
         print(
             f"{name}: {'identical text' if same_text else 'same structure'}, "
@@ -175,7 +182,9 @@ def main() -> None:
     chk = sub.add_parser("check")
     chk.add_argument("before", type=Path)
     chk.add_argument("after", type=Path)
-    chk.add_argument("--again", type=Path, help="A second capture of the old code.")
+    chk.add_argument(
+        "--again", type=Path, action="append", default=[], help="Another capture of the old code."
+    )
     args = ap.parse_args()
     if args.command == "capture":
         capture(args.out, args.only)

@@ -32,6 +32,21 @@ def only_node(text: str, **kwargs: Any) -> NodeRecord:
     return nodes[0]
 
 
+def key_paths(data: Any, maps: frozenset[str] = frozenset(), path: str = "") -> list[str]:
+    """Every key of JSON ``data`` as a path, in order: ``totals.macs``, ``nodes[].name`` (a
+    list's entries read from its first). The objects at ``maps`` are data keyed by data (op
+    type counts, opsets): their keys are not listed."""
+    if isinstance(data, list):
+        return key_paths(data[0], maps, path + "[]") if data else []
+    if not isinstance(data, dict) or path in maps:
+        return []
+    out: list[str] = []
+    for key, value in data.items():
+        inner = f"{path}.{key}" if path else key
+        out += [inner, *key_paths(value, maps, inner)]
+    return out
+
+
 def formula_cost(
     op: str,
     inputs: list[tuple[int, tuple[int, ...]]],

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from onnxcost.errors import BenchError, UsageError
-from onnxcost.records import NodeRecord, TensorRecord
+from onnxcost.records import NOT_IN_JSON, NodeRecord, TensorRecord
 from onnxcost.report.units import shape as fmt_shape
 
 INT_LOW, INT_HIGH = 1, 5
@@ -55,8 +55,9 @@ class InputSpec:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    high: int | None = None
-    """Exclusive upper bound of integer values (a vocabulary size), when a lookup bounds them."""
+    high: int | None = field(default=None, metadata=NOT_IN_JSON)
+    """Exclusive upper bound of integer values (a vocabulary size), when a lookup bounds them
+    (not in ``onnxcost.bench/1``'s ``inputs``; ``as_dict``, what a probe is given, has it)."""
 
     def with_shape(self, shape: tuple[int, ...]) -> InputSpec:
         return InputSpec(self.name, self.dtype, shape, self.high)

@@ -28,12 +28,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import onnx
 
 from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
-from onnxcost.records import NodeRecord
+from onnxcost.records import Layout, NodeRecord
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
 
@@ -361,6 +361,36 @@ class NodeProfile(PerRunTimes):
     """The row's time in each profiled run (its kernels added up), in run order; empty when
     unknown, and then the figures below fall back to ``mean_us``."""
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "name",
+        "op_type",
+        "provider",
+        "calls",
+        "mean_us",
+        "median_us",
+        ("p10_us", "spread.p10_us"),
+        ("p90_us", "spread.p90_us"),
+        "share",
+        "macs",
+        "flops",
+        "gflops_per_s",
+        "gbytes_per_s",
+        "bound",
+        "bytes_read",
+        "bytes_written",
+        "arithmetic_intensity",
+        "floor_us",
+        "efficiency",
+        "efficiency_suspect",
+        "mapping",
+        "kernels",
+        "kernel_op_types",
+        "sources",
+        "input_shapes",
+        "output_shapes",
+    )
+    """One entry of ``nodes`` in ``onnxcost.bench/1``."""
+
     @property
     def bytes_total(self) -> int:
         return self.bytes_read + self.bytes_written
@@ -414,6 +444,19 @@ class OpTypeProfile(PerRunTimes):
     cumulative_share: float
     per_run_us: tuple[float, ...] = ()
     """The op type's time in each profiled run, in run order."""
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "op_type",
+        "count",
+        "mean_us",
+        "median_us",
+        ("p10_us", "spread.p10_us"),
+        ("p90_us", "spread.p90_us"),
+        "share",
+        "cumulative_share",
+        "calls",
+    )
+    """One entry of ``by_op_type`` in ``onnxcost.bench/1``."""
 
 
 def join(

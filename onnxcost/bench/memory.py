@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from onnxcost.records import Const, Layout, to_jsonable
 
 ARENA_NOTE = (
     "onnxruntime's Python API exposes no allocator statistics (the C API's AllocatorGetStats "
@@ -155,20 +157,23 @@ class MemoryUse:
         """run peak measured / activations estimate (None without both)."""
         return _ratio(self.run_peak_measured_bytes, self.activations_estimate_bytes)
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "weights_estimate_bytes",
+        "weights_measured_bytes",
+        "weights_ratio",
+        "activations_estimate_bytes",
+        "run_peak_measured_bytes",
+        "run_peak_ratio",
+        "run_peak_method",
+        "device_weights_measured_bytes",
+        "device_run_peak_measured_bytes",
+        "arena_planned_bytes",
+        ("arena_note", Const(ARENA_NOTE)),
+    )
+    """Merged into the ``memory`` object of ``onnxcost.bench/1``."""
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "weights_estimate_bytes": self.weights_estimate_bytes,
-            "weights_measured_bytes": self.weights_measured_bytes,
-            "weights_ratio": self.weights_ratio,
-            "activations_estimate_bytes": self.activations_estimate_bytes,
-            "run_peak_measured_bytes": self.run_peak_measured_bytes,
-            "run_peak_ratio": self.run_peak_ratio,
-            "run_peak_method": self.run_peak_method,
-            "device_weights_measured_bytes": self.device_weights_measured_bytes,
-            "device_run_peak_measured_bytes": self.device_run_peak_measured_bytes,
-            "arena_planned_bytes": self.arena_planned_bytes,
-            "arena_note": ARENA_NOTE,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 def _ratio(measured: int | None, estimate: int) -> float | None:

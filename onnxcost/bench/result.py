@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.join import NodeProfile, OpTypeProfile
@@ -14,7 +14,7 @@ from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import BatchPoint, MaxBatch
 from onnxcost.bench.timing import NOISY_CV, THROUGHPUT_METHOD, LatencyStats, throughput_per_s
-from onnxcost.records import to_jsonable
+from onnxcost.records import Const, Group, Layout, Merge, When, to_jsonable
 
 SCHEMA = "onnxcost.bench/1"
 
@@ -35,21 +35,24 @@ class Environment:
     python: str
     platform: str
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "onnxruntime_version",
+        "providers_available",
+        "cpu",
+        "gpu",
+        "gpu_driver",
+        (
+            "threads",
+            Group(
+                (("intra_op", "intra_op_threads"), ("inter_op", "inter_op_threads"), "logical_cpus")
+            ),
+        ),
+        "python",
+        "platform",
+    )
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "onnxruntime_version": self.onnxruntime_version,
-            "providers_available": list(self.providers_available),
-            "cpu": self.cpu,
-            "gpu": self.gpu,
-            "gpu_driver": self.gpu_driver,
-            "threads": {
-                "intra_op": self.intra_op_threads,
-                "inter_op": self.inter_op_threads,
-                "logical_cpus": self.logical_cpus,
-            },
-            "python": self.python,
-            "platform": self.platform,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +83,22 @@ class Settings:
     inputs_source: str
     """'random (seed N)' or the .npz path."""
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "opt_level",
+        ("provider_options", "provider_options_map"),
+        "io_binding",
+        "include_copies",
+        "cuda_graph",
+        "inputs_source",
+    )
+
+    @property
+    def provider_options_map(self) -> dict[str, str]:
+        """``provider_options`` as a mapping, the way the JSON writes them."""
+        return dict(self.provider_options)
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "opt_level": self.opt_level,
-            "provider_options": dict(self.provider_options),
-            "io_binding": self.io_binding,
-            "include_copies": self.include_copies,
-            "cuda_graph": self.cuda_graph,
-            "inputs_source": self.inputs_source,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +112,10 @@ class Memory:
     use: MemoryUse | None = None
     """Estimate vs measured: weights and run peak (``onnxcost.bench.memory``)."""
 
+    JSON_LAYOUT: ClassVar[Layout] = ("host_peak_rss_mb", "gpu_used_delta_mb", Merge("use"))
+
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "host_peak_rss_mb": self.host_peak_rss_mb,
-            "gpu_used_delta_mb": self.gpu_used_delta_mb,
-        }
-        if self.use is not None:
-            out.update(self.use.as_dict())
-        return out
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,68 +157,23 @@ class ProfileResult:
         """Rows whose efficiency is above 100% (a measurement problem, not a fact)."""
         return tuple(n.name for n in self.nodes if n.efficiency_suspect)
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "runs",
+        "warmup_runs",
+        "run_mean_us",
+        "run_median_us",
+        "kernel_sum_us",
+        ("node_time", Const("median over the profiled runs; p10 and p90 give the spread")),
+        "coverage",
+        "host_launch_times",
+        "mapped_with",
+        "untimed_nodes",
+        "note",
+        ("trace", "trace_path"),
+    )
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "runs": self.runs,
-            "warmup_runs": self.warmup_runs,
-            "run_mean_us": self.run_mean_us,
-            "run_median_us": self.run_median_us,
-            "kernel_sum_us": self.kernel_sum_us,
-            "node_time": "median over the profiled runs; p10 and p90 give the spread",
-            "coverage": self.coverage,
-            "host_launch_times": self.host_launch_times,
-            "mapped_with": self.mapped_with,
-            "untimed_nodes": list(self.untimed_nodes),
-            "note": self.note,
-            "trace": self.trace_path,
-        }
-
-
-def node_dict(n: NodeProfile) -> dict[str, Any]:
-    """One entry of ``nodes`` in the JSON contract."""
-    return {
-        "name": n.name,
-        "op_type": n.op_type,
-        "provider": n.provider,
-        "calls": n.calls,
-        "mean_us": n.mean_us,
-        "median_us": n.median_us,
-        "p10_us": n.spread.p10_us,
-        "p90_us": n.spread.p90_us,
-        "share": n.share,
-        "macs": n.macs,
-        "flops": n.flops,
-        "gflops_per_s": n.gflops_per_s,
-        "gbytes_per_s": n.gbytes_per_s,
-        "bound": n.bound,
-        "bytes_read": n.bytes_read,
-        "bytes_written": n.bytes_written,
-        "arithmetic_intensity": n.arithmetic_intensity,
-        "floor_us": n.floor_us,
-        "efficiency": n.efficiency,
-        "efficiency_suspect": n.efficiency_suspect,
-        "mapping": n.mapping,
-        "kernels": list(n.kernels),
-        "kernel_op_types": list(n.kernel_op_types),
-        "sources": list(n.sources),
-        "input_shapes": [list(s) for s in n.input_shapes],
-        "output_shapes": [list(s) for s in n.output_shapes],
-    }
-
-
-def op_type_dict(o: OpTypeProfile) -> dict[str, Any]:
-    """One entry of ``by_op_type`` in the JSON contract."""
-    return {
-        "op_type": o.op_type,
-        "count": o.count,
-        "mean_us": o.mean_us,
-        "median_us": o.median_us,
-        "p10_us": o.spread.p10_us,
-        "p90_us": o.spread.p90_us,
-        "share": o.share,
-        "cumulative_share": o.cumulative_share,
-        "calls": o.calls,
-    }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,55 +223,35 @@ class BenchResult:
     def noisy(self) -> bool:
         return self.latency.noisy
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON contract (schema ``onnxcost.bench/1``).
+    JSON_LAYOUT: ClassVar[Layout] = (
+        ("schema", Const(SCHEMA)),
+        "model",
+        "provider",
+        "environment",
+        "inputs",
+        "phases",
+        ("latency_ms", "latency"),
+        "runs",
+        "warmup",
+        "batch",
+        "throughput_per_s",
+        ("throughput_method", Const(THROUGHPUT_METHOD)),
+        ("cv", "latency.cv"),
+        "noisy",
+        ("noisy_cv_threshold", Const(NOISY_CV)),
+        "settings",
+        "memory",
+        "warnings",
+        When(
+            "profile", (("nodes", "profile.nodes"), ("by_op_type", "profile.by_op_type"), "profile")
+        ),
+        When("roofline", ("roofline",)),
+        When("sweep", ("sweep",)),
+        When("max_batch", ("max_batch",)),
+    )
+    """The JSON contract ``onnxcost.bench/1`` (``records.to_jsonable``; keys are stable, new
+    ones may be added)."""
 
-        Leaf records (phases, latency, probes, ceilings) go through ``records.to_jsonable``.
-        This tree, Environment, Settings, Memory, ProfileResult, the node and op-type rows,
-        BatchPoint and MaxBatch stay written out: their keys nest, flatten, rename or order
-        the fields in ways the published contract fixed (``threads`` groups three fields,
-        ``provider_options`` is an object, ``p10_us`` comes from ``spread``, ``run_median_us``
-        sits before later fields), and keys are never renamed or reordered to suit a generic
-        path."""
-        out: dict[str, Any] = {
-            "schema": SCHEMA,
-            "model": self.model,
-            "provider": self.provider,
-            "environment": self.environment.as_dict(),
-            "inputs": [
-                {"name": s.name, "dtype": s.dtype, "shape": list(s.shape)} for s in self.inputs
-            ],
-            "phases": self.phases.as_dict(),
-            "latency_ms": self.latency.as_dict(),
-            "runs": self.runs,
-            "warmup": self.warmup,
-            "batch": self.batch,
-            "throughput_per_s": self.throughput_per_s,
-            "throughput_method": THROUGHPUT_METHOD,
-            "cv": self.latency.cv,
-            "noisy": self.noisy,
-            "noisy_cv_threshold": NOISY_CV,
-            "settings": self.settings.as_dict(),
-            "memory": self.memory.as_dict(),
-            "warnings": list(self.warnings),
-        }
-        if self.profile is not None:
-            out["nodes"] = [node_dict(n) for n in self.profile.nodes]
-            out["by_op_type"] = [op_type_dict(o) for o in self.profile.by_op_type]
-            out["profile"] = self.profile.as_dict()
-        if self.roofline is not None:
-            r = self.roofline
-            out["roofline"] = {
-                "ceilings": r.ceilings.as_dict(),
-                "floor_ms": r.floor_ms,
-                "measured_ms": r.measured_ms,
-                "efficiency": r.efficiency,
-                "efficiency_suspect": r.efficiency_suspect,
-                "ceilings_from_cache": r.cache_path is not None,
-                "cache_path": r.cache_path,
-            }
-        if self.sweep:
-            out["sweep"] = [p.as_dict() for p in self.sweep]
-        if self.max_batch is not None:
-            out["max_batch"] = self.max_batch.as_dict()
-        return out
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (schema ``onnxcost.bench/1``): ``JSON_LAYOUT``."""
+        return to_jsonable(self)  # type: ignore[no-any-return]

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from onnx import TensorProto, helper
@@ -31,7 +31,7 @@ from onnxcost.bench.providers import CPU, CUDA_LIKE
 from onnxcost.bench.session import SessionConfig, session_options
 from onnxcost.bench.system import cpu_name, gpu_info
 from onnxcost.errors import BenchError, ProviderError
-from onnxcost.records import NodeRecord, to_jsonable
+from onnxcost.records import Layout, NodeRecord, to_jsonable
 
 Bound = Literal["compute", "memory"]
 
@@ -97,6 +97,17 @@ class ModelRoofline:
     def efficiency_suspect(self) -> bool:
         """Above 100%: the ceilings are too low for this run, not a real efficiency."""
         return self.efficiency > 1.0
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "ceilings",
+        "floor_ms",
+        "measured_ms",
+        "efficiency",
+        "efficiency_suspect",
+        ("ceilings_from_cache", "from_cache"),
+        "cache_path",
+    )
+    """The ``roofline`` object of ``onnxcost.bench/1``."""
 
 
 def model_roofline(

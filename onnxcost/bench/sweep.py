@@ -17,13 +17,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, throughput_per_s
 from onnxcost.errors import UsageError
-from onnxcost.records import TensorRecord, to_jsonable
+from onnxcost.records import Layout, TensorRecord, to_jsonable
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +119,16 @@ class BatchPoint:
         """batch / median latency, from the same runs as ``latency``."""
         return throughput_per_s(self.batch, self.latency.median_ms)
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "batch",
+        "runs",
+        ("latency_ms", "latency"),
+        "throughput_per_s",
+        "from_main_run",
+    )
+
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "runs": self.runs,
-            "latency_ms": self.latency.as_dict(),
-            "throughput_per_s": self.throughput_per_s,
-            "from_main_run": self.from_main_run,
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,16 +168,17 @@ class MaxBatch:
         """The search stopped at ``limit``, not at a failure: the true maximum may be larger."""
         return self.largest_ok == self.limit
 
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "limit",
+        "largest_ok",
+        "hit_limit",
+        ("best_batch", "best.batch"),
+        ("best_throughput_per_s", "best.throughput_per_s"),
+        "probes",
+    )
+
     def as_dict(self) -> dict[str, Any]:
-        best = self.best
-        return {
-            "limit": self.limit,
-            "largest_ok": self.largest_ok,
-            "hit_limit": self.hit_limit,
-            "best_batch": best.batch if best else None,
-            "best_throughput_per_s": best.throughput_per_s if best else None,
-            "probes": [p.as_dict() for p in self.probes],
-        }
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
 
 def search_max_batch(

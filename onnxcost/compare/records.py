@@ -5,10 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from onnxcost.analyze import Analysis
-from onnxcost.records import NOT_IN_JSON, Convention, ShapeOut, json_key, to_jsonable
+from onnxcost.records import (
+    NOT_IN_JSON,
+    Const,
+    Convention,
+    Layout,
+    Merge,
+    ShapeOut,
+    When,
+    json_key,
+    to_jsonable,
+)
 
 SCHEMA = "onnxcost.compare/1"
 
@@ -77,6 +87,20 @@ class AlignedPair:
     def macs_b(self) -> int:
         return sum(n.macs for n in self.b)
 
+    JSON_LAYOUT: ClassVar[Layout] = ("kind", "a", "b", "macs_a", "macs_b", "differences")
+
+
+@dataclass(frozen=True, slots=True)
+class AlignmentRow:
+    """One pair of an alignment with the two labels it aligns: an entry of ``alignment`` in
+    ``onnxcost.compare/1``."""
+
+    baseline: str
+    candidate: str
+    pair: AlignedPair
+
+    JSON_LAYOUT: ClassVar[Layout] = ("baseline", "candidate", Merge("pair"))
+
 
 @dataclass(frozen=True, slots=True)
 class Alignment:
@@ -114,6 +138,8 @@ class MetricRow:
     label: str
     kind: Literal["count", "bytes", "ms", "rate"] = field(metadata=NOT_IN_JSON)
     values: tuple[float | None, ...]
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("diff_percent",)
 
     @property
     def diff_percent(self) -> tuple[float | None, ...]:
@@ -180,6 +206,25 @@ class ComparedModel:
     compute: tuple[ComputeNode, ...]
     facts: Facts
     bench: BenchSummary | None = None
+
+    @property
+    def compute_nodes(self) -> int:
+        """How many compute nodes the alignment saw."""
+        return len(self.compute)
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "label",
+        "path",
+        ("inputs", "analysis.inputs"),
+        ("outputs", "analysis.outputs"),
+        ("totals", "analysis.totals"),
+        ("node_count", "analysis.model.node_count"),
+        "compute_nodes",
+        ("op_counts", "facts.op_counts"),
+        ("warnings", "analysis.warnings"),
+        When("bench", ("bench",)),
+    )
+    """An entry of ``models`` in ``onnxcost.compare/1``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,57 +300,38 @@ class Comparison:
                 )
         return tuple(lines)
 
+    @property
+    def benched(self) -> bool:
+        """Whether any model was benchmarked."""
+        return any(m.bench is not None for m in self.models)
+
+    @property
+    def alignment_rows(self) -> tuple[AlignmentRow, ...]:
+        """Every alignment's pairs in order, each with the labels it aligns."""
+        return tuple(
+            AlignmentRow(al.baseline, al.candidate, p) for al in self.alignments for p in al.pairs
+        )
+
+    JSON_LAYOUT: ClassVar[Layout] = (
+        ("schema", Const(SCHEMA)),
+        "convention",
+        "models",
+        ("totals_diff", "totals"),
+        "by_op_type",
+        ("alignment", "alignment_rows"),
+        "only_in",
+        "findings",
+        "inputs_differ",
+        When("benched", (("bench_by_op_type", "time_by_op_type"),)),
+    )
+    """The JSON contract ``onnxcost.compare/1``; keys are stable, new ones may be added."""
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract ``onnxcost.compare/1``; keys are stable, new ones may be added."""
-        benched = any(m.bench is not None for m in self.models)
-        return {
-            "schema": SCHEMA,
-            "convention": self.convention,
-            "models": [_model_dict(m) for m in self.models],
-            "totals_diff": [
-                to_jsonable(r) | {"diff_percent": to_jsonable(r.diff_percent)} for r in self.totals
-            ],
-            "by_op_type": to_jsonable(self.by_op_type),
-            "alignment": [
-                {
-                    "baseline": al.baseline,
-                    "candidate": al.candidate,
-                    "kind": p.kind,
-                    "a": to_jsonable(p.a),
-                    "b": to_jsonable(p.b),
-                    "macs_a": p.macs_a,
-                    "macs_b": p.macs_b,
-                    "differences": to_jsonable(p.differences),
-                }
-                for al in self.alignments
-                for p in al.pairs
-            ],
-            "only_in": to_jsonable(self.only_in),
-            "findings": list(self.findings),
-            "inputs_differ": self.inputs_differ,
-            **({"bench_by_op_type": to_jsonable(self.time_by_op_type)} if benched else {}),
-        }
+        """The JSON contract ``onnxcost.compare/1``: ``JSON_LAYOUT``."""
+        return to_jsonable(self)  # type: ignore[no-any-return]
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
-
-
-def _model_dict(m: ComparedModel) -> dict[str, Any]:
-    a = m.analysis
-    out: dict[str, Any] = {
-        "label": m.label,
-        "path": m.path,
-        "inputs": to_jsonable(a.inputs),
-        "outputs": to_jsonable(a.outputs),
-        "totals": to_jsonable(a.totals),
-        "node_count": a.model.node_count,
-        "compute_nodes": len(m.compute),
-        "op_counts": dict(m.facts.op_counts),
-        "warnings": list(a.warnings),
-    }
-    if m.bench is not None:
-        out["bench"] = to_jsonable(m.bench)
-    return out
 
 
 def percent_change(base: float | None, value: float | None) -> float | None:

@@ -58,10 +58,9 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
     out.append((f"generation of {m} tokens", _phase(r.generation, False)))
     if r.roofline is not None:
         ro = r.roofline
-        decode = r.decode_total if m > 1 else r.decode_first
-        bounds = f"prefill {ro.bound(r.prefill)}-bound"
-        if decode is not None:
-            bounds += f", decode {ro.bound(decode)}-bound"
+        bounds = f"prefill {r.prefill_bound}-bound"
+        if r.decode_bound is not None:
+            bounds += f", decode {r.decode_bound}-bound"
         out.append(
             (
                 "roofline",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 
 import pytest
+from onnxcost_testing import key_paths
 from rich.console import Console
 
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.join import NodeProfile, OpTypeProfile
+from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.result import BenchResult, Environment, Memory, Phases, ProfileResult, Settings
 from onnxcost.bench.roofline import Ceilings, ModelRoofline
 from onnxcost.bench.sweep import BatchPoint, MaxBatch, Probe
@@ -90,51 +93,102 @@ def result(*, profile: bool = True) -> BenchResult:
     )
 
 
+LATENCY = ["min", "mean", "median", "p90", "p95", "p99", "max", "std"]
+BENCH = [
+    "schema",
+    "model",
+    "provider",
+    "environment",
+    *(f"environment.{k}" for k in ("onnxruntime_version", "providers_available", "cpu", "gpu")),
+    "environment.gpu_driver",
+    "environment.threads",
+    *(f"environment.threads.{k}" for k in ("intra_op", "inter_op", "logical_cpus")),
+    "environment.python",
+    "environment.platform",
+    "inputs",
+    *(f"inputs[].{k}" for k in ("name", "dtype", "shape")),
+    "phases",
+    *(f"phases.{k}" for k in ("session_create_ms", "first_run_ms", "warmup_ms", "timed_s")),
+    "latency_ms",
+    *(f"latency_ms.{k}" for k in LATENCY),
+    "runs",
+    "warmup",
+    "batch",
+    "throughput_per_s",
+    "throughput_method",
+    "cv",
+    "noisy",
+    "noisy_cv_threshold",
+    "settings",
+    *(f"settings.{k}" for k in ("opt_level", "provider_options", "io_binding", "include_copies")),
+    "settings.cuda_graph",
+    "settings.inputs_source",
+    "memory",
+    "memory.host_peak_rss_mb",
+    "memory.gpu_used_delta_mb",
+    *(f"memory.{k}" for k in ("weights_estimate_bytes", "weights_measured_bytes", "weights_ratio")),
+    *(f"memory.{k}" for k in ("activations_estimate_bytes", "run_peak_measured_bytes")),
+    *(
+        f"memory.{k}"
+        for k in ("run_peak_ratio", "run_peak_method", "device_weights_measured_bytes")
+    ),
+    *(f"memory.{k}" for k in ("device_run_peak_measured_bytes", "arena_planned_bytes")),
+    "memory.arena_note",
+    "warnings",
+    "nodes",
+    *(f"nodes[].{k}" for k in ("name", "op_type", "provider", "calls", "mean_us", "median_us")),
+    *(f"nodes[].{k}" for k in ("p10_us", "p90_us", "share", "macs", "flops", "gflops_per_s")),
+    *(f"nodes[].{k}" for k in ("gbytes_per_s", "bound", "bytes_read", "bytes_written")),
+    *(f"nodes[].{k}" for k in ("arithmetic_intensity", "floor_us", "efficiency")),
+    *(f"nodes[].{k}" for k in ("efficiency_suspect", "mapping", "kernels", "kernel_op_types")),
+    *(f"nodes[].{k}" for k in ("sources", "input_shapes", "output_shapes")),
+    "by_op_type",
+    *(f"by_op_type[].{k}" for k in ("op_type", "count", "mean_us", "median_us", "p10_us")),
+    *(f"by_op_type[].{k}" for k in ("p90_us", "share", "cumulative_share", "calls")),
+    "profile",
+    *(f"profile.{k}" for k in ("runs", "warmup_runs", "run_mean_us", "run_median_us")),
+    *(f"profile.{k}" for k in ("kernel_sum_us", "node_time", "coverage", "host_launch_times")),
+    *(f"profile.{k}" for k in ("mapped_with", "untimed_nodes", "note", "trace")),
+    "roofline",
+    "roofline.ceilings",
+    *(f"roofline.ceilings.{k}" for k in ("peak_flops_per_s", "bandwidth_bytes_per_s", "provider")),
+    *(f"roofline.ceilings.{k}" for k in ("device", "dtype", "onnxruntime_version", "measured_at")),
+    *(f"roofline.{k}" for k in ("floor_ms", "measured_ms", "efficiency", "efficiency_suspect")),
+    *(f"roofline.{k}" for k in ("ceilings_from_cache", "cache_path")),
+    "sweep",
+    *(f"sweep[].{k}" for k in ("batch", "runs", "latency_ms")),
+    *(f"sweep[].latency_ms.{k}" for k in LATENCY),
+    *(f"sweep[].{k}" for k in ("throughput_per_s", "from_main_run")),
+    "max_batch",
+    *(f"max_batch.{k}" for k in ("limit", "largest_ok", "hit_limit", "best_batch")),
+    *(f"max_batch.{k}" for k in ("best_throughput_per_s", "probes")),
+    *(f"max_batch.probes[].{k}" for k in ("batch", "ok", "throughput_per_s", "median_ms")),
+    "max_batch.probes[].detail",
+]
+"""``onnxcost.bench/1`` in order, as the contract defines it."""
+
+
 def test_json_contract_keys() -> None:
-    d = result().to_dict()
-    for key in (
-        "schema",
-        "model",
-        "provider",
-        "environment",
-        "inputs",
-        "phases",
-        "latency_ms",
-        "runs",
-        "warmup",
-        "batch",
-        "throughput_per_s",
-        "nodes",
-        "by_op_type",
-    ):
-        assert key in d
+    use = MemoryUse(1000, 2000, 1100, 2500, "VmHWM reset")
+    full = dataclasses.replace(result(), memory=Memory(100.0, None, use))
+    d = full.to_dict()
+    assert key_paths(d, frozenset({"settings.provider_options"})) == BENCH
     assert d["schema"] == "onnxcost.bench/1"
-    assert set(d["environment"]) >= {
-        "onnxruntime_version",
-        "providers_available",
-        "cpu",
-        "gpu",
-        "gpu_driver",
-        "threads",
-    }
     assert d["inputs"] == [{"name": "x", "dtype": "float32", "shape": [4, 3, 8, 8]}]
-    assert set(d["phases"]) >= {"session_create_ms", "first_run_ms"}
-    assert list(d["latency_ms"]) == ["min", "mean", "median", "p90", "p95", "p99", "max", "std"]
-    assert set(d["nodes"][0]) >= {
-        "name",
-        "op_type",
-        "provider",
-        "calls",
-        "mean_us",
-        "share",
-        "macs",
-        "flops",
-        "gflops_per_s",
-        "gbytes_per_s",
-        "bound",
-    }
-    assert set(d["by_op_type"][0]) >= {"op_type", "count", "mean_us", "share", "cumulative_share"}
-    assert "nodes" not in result(profile=False).to_dict()
+    # weights 1,100 measured / 1,000 estimated = 1.1; run peak 2,500 / 2,000 = 1.25
+    assert (d["memory"]["weights_ratio"], d["memory"]["run_peak_ratio"]) == (1.1, 1.25)
+    # The spread of a row with no per-run times is its mean: p10 = p90 = 1,500 us.
+    assert (d["nodes"][0]["p10_us"], d["nodes"][0]["p90_us"]) == (1500.0, 1500.0)
+    # Without a profile, a roofline, a sweep, a max-batch search or a memory estimate, their
+    # keys are left out; the ones before stay in order.
+    bare = dataclasses.replace(
+        result(profile=False), roofline=None, sweep=(), max_batch=None
+    ).to_dict()
+    memory_end = BENCH.index("memory.gpu_used_delta_mb") + 1
+    assert key_paths(bare, frozenset({"settings.provider_options"})) == [
+        *BENCH[:memory_end],
+        "warnings",
+    ]
 
 
 def test_json_figures() -> None:

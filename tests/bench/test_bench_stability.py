@@ -175,6 +175,9 @@ def test_calibration_cache_is_shown() -> None:
     d = bench_result((), roofline=cached).to_dict()["roofline"]
     assert (d["ceilings_from_cache"], d["cache_path"]) == (True, "/c/ceilings.json")
     fresh = ModelRoofline(ceilings, 1.0, 2.0, from_cache=False, cache_path="/c/ceilings.json")
+    # Measured now and stored in the cache: not from the cache (the JSON said true before).
+    d = bench_result((), roofline=fresh).to_dict()["roofline"]
+    assert (d["ceilings_from_cache"], d["cache_path"]) == (False, "/c/ceilings.json")
     assert "ceilings measured now (2026-01-02T03:04:05), cached in /c/ceilings.json" in to_markdown(
         bench_result((), roofline=fresh)
     )

@@ -13,15 +13,21 @@ interpolating the concrete analysis:
    expanded into monomials with exact integer arithmetic.
 3. Verification: every formula is checked against the analysis at ``verify`` random points
    beyond the grid, at every symbol = 1 (the analysis reported, where a dim of 1 may
-   broadcast) and, for each symbol, at 0 with the others random. A cost that does not match
-   (a Loop whose trip count depends on a symbol in a non-polynomial way, a clamped Slice, a
-   data-dependent shape, a Squeeze that drops a dim of 1) has no formula (None) and a
-   warning names the node.
+   broadcast) and, for each symbol, at 0 with the others at the base point. A cost that does
+   not match (a Loop whose trip count depends on a symbol in a non-polynomial way, a clamped
+   Slice, a data-dependent shape, a Squeeze that drops a dim of 1) has no formula (None) and
+   a warning names the node.
 
-Runs the analysis reported (every symbol at 1), (degree + 2) analyses along each symbol
-(sharing the base point), the grid points not on those lines, one random point and one point
-per symbol at 0: 12 for GPT-2 in (batch, seq) of degrees (1, 2): 1 + 6 + 2 + 1 + 2. Every
-analysis but the reported one is ``analyze.costs_at``: the same walk, without the summaries.
+The point at 0 lies on the line symbol i is probed on: where the model analyses there and
+every cost is on the polynomial through the points so far, it confirms the degree in place of
+the next point along the line (a count such as n - 1, 0 and not -1 at 0, needs that point).
+
+Runs the analysis reported (every symbol at 1), (degree + 2) analyses along each symbol, one
+fewer where its 0 confirms the degree (the base point shared), the grid points not on those
+lines, one random point and the points at 0: 11 for GPT-2 in (batch, seq) of degrees (1, 2):
+1 reported, 2 along batch with batch 0 confirming, 3 along seq (its 0 breaks the model's
+shapes, and is run and found so: 1 more), 2 more on the grid, 1 random. Every analysis but
+the reported one is ``analyze.costs_at``: the same walk, without the summaries.
 """
 
 from __future__ import annotations
@@ -406,6 +412,17 @@ def _differences(rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
     return out
 
 
+def _newton_at(differences: Sequence[np.ndarray], x: int) -> list[int]:
+    """Newton's forward formula at offset ``x`` from the first point: sum_j D^j f * C(x, j),
+    for every cost (integers: C(x, j) is one for negative x too)."""
+    total = np.zeros(len(differences[0]), dtype=object)
+    binomial = 1  # C(x, j) = x (x - 1) ... (x - j + 1) / j!
+    for j, d in enumerate(differences):
+        total = total + d * binomial
+        binomial = binomial * (x - j) // (j + 1)
+    return [int(v) for v in total]
+
+
 def _binomial_rows(a: int, d: int) -> np.ndarray:
     """Row j: the monomial coefficients (x^0 .. x^d) of C(x - a, j) * d!, integers."""
     rows = np.zeros((d + 1, d + 1), dtype=object)
@@ -569,10 +586,33 @@ def symbolic_costs(
     """Costs with no formula: too high a degree, or failed verification."""
     reasons: dict[int, str] = {}
     degrees: list[int] = []
+
+    def zero(i: int) -> tuple[int, ...]:
+        """Symbol i at 0, the others at the base point: on the line symbol i is probed on."""
+        return tuple(0 if j == i else v for j, v in enumerate(start))
+
+    def allowed(sample: _Sample | None) -> bool:
+        """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
+        base_sample = sampler(start)
+        return (
+            sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
+        )
+
     for i, sym in enumerate(symbols):
         rows: list[list[int]] = []
         degree = 0
         for m in range(max_degree + 2):
+            # The point at 0, run anyway to check the formulas there, confirms the degree
+            # as a next point along the line would, where every cost is on the polynomial
+            # through the points so far (not where a count stops at 0: max(0, n - 1)).
+            if m >= 2:
+                at_zero = sampler(zero(i))
+                if (
+                    at_zero is not None
+                    and allowed(at_zero)
+                    and _newton_at(_differences(rows), -start[i]) == at_zero.values
+                ):
+                    break
             point = tuple(v + (m if j == i else 0) for j, v in enumerate(start))
             rows.append(sampler.need(point))
             if m < 2:
@@ -599,7 +639,6 @@ def symbolic_costs(
         tuple(b + d + rng.randint(1, 9) for b, d in zip(start, degrees, strict=True))
         for _ in range(verify if k else 0)
     ]
-    base_unknown = sampler(start)
     fitted = (coefficients, denominator, columns)
     for point in checks:
         _verify(sampler, point, fitted, bad, reasons, "")
@@ -611,15 +650,9 @@ def symbolic_costs(
     """Node costs that are max(0, polynomial): negative at a 0 where the analysis gives 0."""
     zeros: list[tuple[int, ...]] = []
     for i, sym in enumerate(symbols):
-        point = tuple(0 if j == i else v for j, v in enumerate(checks[0] if checks else start))
-        sample = sampler(point)
-        allowed = (
-            sample is not None
-            and base_unknown is not None
-            and sample.unknown <= base_unknown.unknown
-        )
-        zero_allowed[sym] = allowed
-        if allowed:
+        point = zero(i)
+        zero_allowed[sym] = allowed(sampler(point))
+        if zero_allowed[sym]:
             zeros.append(point)
             _verify(sampler, point, fitted, bad, reasons, f" at {sym}=0", clamp)
         else:

@@ -128,11 +128,13 @@ def test_gpt2_block_macs_by_hand(tmp_path: Path) -> None:
 def test_analyses_counted_by_hand(tmp_path: Path) -> None:
     a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
     assert a.symbolic is not None
-    # Degrees (batch 1, seq 2), grid from (batch, seq) = (2, 3): along batch 2, 3, 4 (the
-    # second difference 0) = 3 analyses; along seq 4, 5, 6 (the base shared; the third
-    # difference 0) = 3; the grid 2..3 x 3..5 adds (3, 4) and (3, 5) = 2; one random point;
-    # the reported analysis at (1, 1); batch = 0 and seq = 0: 3 + 3 + 2 + 1 + 1 + 2 = 12.
-    assert a.symbolic.analyses == 12
+    # Degrees (batch 1, seq 2), grid from (batch, seq) = (2, 3): along batch 2, 3 and the
+    # point (0, 3), on the line through 2 and 3 (it confirms degree 1 in place of batch 4)
+    # = 3 analyses; along seq 4, 5, 6 (the base shared; seq 0 breaks the model, so 6
+    # confirms degree 2: the third difference is 0) and (2, 0) = 4; the grid 2..3 x 3..5 adds
+    # (3, 4) and (3, 5) = 2; one random point; the reported analysis at (1, 1):
+    # 3 + 4 + 2 + 1 + 1 = 11.
+    assert a.symbolic.analyses == 11
 
 
 def test_the_lean_analysis_costs_as_the_full_one() -> None:

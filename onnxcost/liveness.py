@@ -75,15 +75,14 @@ def peak_activation(
         if running > peak:
             peak, at = running, k
     live = sorted(
-        (s for s in spans if s[2] <= at <= s[3] and s[4]), key=lambda s: (-s[4], name_text(s[0]))
+        (
+            LiveTensor(tensor, producer, nbytes)
+            for tensor, producer, start, end, nbytes in spans
+            if start <= at <= end and nbytes
+        ),
+        key=lambda t: (-t.bytes, name_text(t.tensor)),
     )
-    return PeakActivation(
-        peak,
-        at,
-        names[at],
-        tuple(LiveTensor(t, p, b) for t, p, _s, _e, b in live[:TOP_LIVE]),
-        len(live),
-    )
+    return PeakActivation(peak, at, names[at], tuple(live[:TOP_LIVE]), len(live))
 
 
 __all__ = ["GRAPH_INPUT", "TOP_LIVE", "last_uses", "peak_activation"]

@@ -6,9 +6,10 @@ parameters once per weight tensor, and computes peak activation memory by livene
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -303,6 +304,16 @@ def _types_of(
     return tuple([types.get(n) if n else None for n in names])
 
 
+def _op_context(
+    proto: onnx.NodeProto,
+    opset: int,
+    types: Mapping[str, TensorInfo],
+    in_names: Sequence[str],
+    out_names: Sequence[str],
+) -> OpContext:
+    return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
+
+
 def _cost_node(
     w: _Walk,
     node: _Node,
@@ -316,10 +327,9 @@ def _cost_node(
     domain, opset, spec = found if found is not None else _spec_of(w, node_domain, op_type)
     params = 0
     types = w.shapes.types
-
-    def context() -> OpContext:
-        return OpContext(proto, opset, _types_of(types, in_names), _types_of(types, out_names))
-
+    # Built only where a packed weight's count needs it (a partial: a closure here would
+    # make every local of this function a cell, read more slowly for every node).
+    context = partial(_op_context, proto, opset, types, in_names, out_names)
     if in_names or op_type == "Constant":
         if not w.weights.see(op_type, in_names, out_names, spec, types, domain == ""):
             params = w.weights.count(in_names, spec, types, context)
@@ -703,7 +713,8 @@ def _analyze(
     proto = prepared.working_copy() if given is not None else prepared.proto
     view = prepared.view
     if not lean:
-        check_nesting(proto.graph)
+        if view.outer_reads:  # only a node that holds subgraphs can nest them too deep
+            check_nesting(proto.graph)
         _check_domains(proto, view)
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
@@ -880,35 +891,23 @@ def _io_records(
 def _by_op_type(
     records: Sequence[NodeRecord], counted: Sequence[bool]
 ) -> tuple[OpTypeSummary, ...]:
-    acc: dict[tuple[str, str], list[int]] = {}
+    """Costs by (domain, op type). A main-graph control-flow node is counted as a node, its
+    costs left to its bodies' nodes."""
+    costed: defaultdict[tuple[str, str], list[NodeRecord]] = defaultdict(list)
+    control_flow: Counter[tuple[str, str]] = Counter()
     for rec, flag in zip(records, counted, strict=True):
         key = (rec.domain, rec.op_type)
-        row = acc.get(key)
-        if row is None:
-            row = acc[key] = [0, 0, 0, 0, 0, 0]
-        if not flag and not (rec.op_type in SUBGRAPH_OPS and rec.graph == ""):
-            continue
-        row[0] += 1
+        group = costed[key]  # listed in the order first seen, counted or not
         if flag:
-            row[1] += rec.macs
-            row[2] += rec.flops
-            row[3] += rec.params
-            row[4] += rec.bytes_read
-            row[5] += rec.bytes_written
-    rows = [
-        OpTypeSummary(
-            op_type=op,
-            domain=dom,
-            count=c,
-            macs=macs,
-            flops=flops,
-            params=params,
-            bytes_read=br,
-            bytes_written=bw,
-        )
-        for (dom, op), (c, macs, flops, params, br, bw) in acc.items()
-        if c
-    ]
+            group.append(rec)
+        elif rec.op_type in SUBGRAPH_OPS and rec.graph == "":
+            control_flow[key] += 1
+    rows = []
+    for (domain, op_type), group in costed.items():
+        sums = summed(group)
+        sums["count"] += control_flow[domain, op_type]
+        if sums["count"]:
+            rows.append(OpTypeSummary(op_type=op_type, domain=domain, **sums))
     rows.sort(
         key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), name_text(s.op_type))
     )

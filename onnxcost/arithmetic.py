@@ -15,6 +15,7 @@ MACs, FLOPs, params and bytes of the nodes counted in the totals are summed per 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import onnx
@@ -92,10 +93,10 @@ def by_dtype(
 ) -> tuple[DtypeSummary, ...]:
     """MACs, FLOPs, params and bytes of the counted nodes by arithmetic type, most MACs first
     (then most FLOPs, then bytes)."""
-    groups: dict[str, list[NodeRecord]] = {}
+    groups: defaultdict[str, list[NodeRecord]] = defaultdict(list)
     for rec, flag, key in zip(records, counted, labels, strict=True):
         if flag:
-            groups.setdefault(key, []).append(rec)
+            groups[key].append(rec)
     rows = [DtypeSummary(dtype=key, **summed(recs)) for key, recs in groups.items()]
     rows.sort(key=lambda s: (-s.macs, -s.flops, -(s.bytes_read + s.bytes_written), s.dtype))
     return tuple(rows)

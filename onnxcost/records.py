@@ -146,15 +146,15 @@ class ModelInfo:
 
 def summed(records: Iterable[NodeRecord]) -> dict[str, int]:
     """The ``CostSums`` fields of ``records``: their count and their summed costs."""
-    out = dict.fromkeys(("count", "macs", "flops", "params", "bytes_read", "bytes_written"), 0)
-    for r in records:
-        out["count"] += 1
-        out["macs"] += r.macs
-        out["flops"] += r.flops
-        out["params"] += r.params
-        out["bytes_read"] += r.bytes_read
-        out["bytes_written"] += r.bytes_written
-    return out
+    recs = list(records)
+    return {
+        "count": len(recs),
+        "macs": sum(r.macs for r in recs),
+        "flops": sum(r.flops for r in recs),
+        "params": sum(r.params for r in recs),
+        "bytes_read": sum(r.bytes_read for r in recs),
+        "bytes_written": sum(r.bytes_written for r in recs),
+    }
 
 
 NOT_IN_JSON = {"json": False}

@@ -108,7 +108,7 @@ class Weights:
         if (
             op_type in _NOT_CONSTANT_OPS
             or (op_type in SUBGRAPH_OPS and default_domain)
-            or any(i and i not in constant for i in inputs)
+            or not constant.issuperset(filter(None, inputs))  # a named input not constant
             or not any(inputs)
         ):
             return False

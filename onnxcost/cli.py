@@ -2,9 +2,12 @@
 
 The only module that imports typer. Exit codes: 0 ok, 1 a problem with the model, the
 environment or a budget (one line on stderr; --debug shows the traceback), 2 usage errors.
-"""
 
-from __future__ import annotations
+Unlike the rest of the package, annotations here are evaluated where they are written (no
+``from __future__ import annotations``): typer reads every command's parameter annotations
+at each start, and as strings it would compile and evaluate each of them twice, a tenth of
+``onnxcost analyze``'s start-up. Names imported for type checking only are quoted.
+"""
 
 import enum
 import gc
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
     from onnxcost.analyze import Analysis
     from onnxcost.bench.result import BenchResult
+    from onnxcost.bench.roofline import Ceilings
+    from onnxcost.compare import BenchSettings
     from onnxcost.prepare import PreparedModel
 
 app = typer.Typer(
@@ -143,6 +148,38 @@ WideOpt = Annotated[
     ),
 ]
 
+ConventionFlag = Annotated[
+    ConventionOpt,
+    typer.Option(
+        help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
+    ),
+]
+
+
+# Bench flags of compare and check (the same settings for every model measured).
+GateBenchOpt = Annotated[
+    bool, typer.Option("--bench", help="Also measure latency with onnxruntime (see --provider).")
+]
+GateProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
+        show_default=False,
+    ),
+]
+GateRunsOpt = Annotated[
+    int | None,
+    typer.Option(help="Timed runs per model for --bench (default 100).", show_default=False),
+]
+GateWarmupOpt = Annotated[
+    int | None,
+    typer.Option(help="Warm-up runs per model for --bench (default 10).", show_default=False),
+]
+GateThreadsOpt = Annotated[
+    int | None,
+    typer.Option(help="Intra-op threads for --bench (default: onnxruntime's).", show_default=False),
+]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -184,7 +221,7 @@ def _reader_gone() -> NoReturn:
     raise typer.Exit(141)
 
 
-def _console(width: int | None = None) -> Console:
+def _console(width: int | None = None) -> "Console":
     """A rich Console on stdout that ends quietly on a closed pipe (rich's own default exits 1)."""
     from rich.console import Console
 
@@ -289,10 +326,10 @@ def emit_page(render: Callable[[], str], output: Path | None) -> None:
 
 
 def emit_netron(
-    model: PreparedModel,
-    result: Analysis,
+    model: "PreparedModel",
+    result: "Analysis",
     output: Path | None,
-    bench: BenchResult | None = None,
+    bench: "BenchResult | None" = None,
 ) -> None:
     """Write Netron's attachment for ``model`` (prepared with ``keep_source=True``: Netron
     shows the node names as the file has them); say how many nodes it cannot carry."""
@@ -331,7 +368,7 @@ def report_width(wide: bool = False) -> int | None:
 
 
 def render_rich(
-    draw: Callable[[Console], None], output: Path | None, *, wide: bool = False
+    draw: Callable[["Console"], None], output: Path | None, *, wide: bool = False
 ) -> None:
     """Draw with rich on the terminal (see ``report_width``), or as plain text into ``output``
     (200 columns, or no limit with ``wide``)."""
@@ -596,7 +633,7 @@ def ops(
     _print_fitted(tables, wide)
 
 
-def _print_fitted(table: Callable[[int | None], RenderableType], wide: bool) -> None:
+def _print_fitted(table: Callable[[int | None], "RenderableType"], wide: bool) -> None:
     """A ``report.fit`` table laid out for the report width (``report_width``) on stdout."""
     console = _console(report_width(wide))
     console.print(table(console.width))
@@ -819,7 +856,7 @@ def llm_cmd(
     run_guarded(debug, go)
 
 
-def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> Ceilings | None:
+def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> "Ceilings | None":
     """The roofline ceiling from --peak-tflops and --bandwidth-gbs (both or neither)."""
     if (peak_tflops is None) != (bandwidth_gbs is None):
         raise UsageError("pass both --peak-tflops and --bandwidth-gbs, or neither")
@@ -832,7 +869,9 @@ def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> Cei
     return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags")
 
 
-def _cached_ceilings(provider: str, threads: int | None, dtype: str) -> tuple[Ceilings, str] | None:
+def _cached_ceilings(
+    provider: str, threads: int | None, dtype: str
+) -> "tuple[Ceilings, str] | None":
     """This provider's cached ``bench --calibrate`` figures for ``dtype``, if any."""
     try:
         from onnxcost.bench.providers import resolve_provider
@@ -855,49 +894,13 @@ class CompareFormat(str, enum.Enum):
     html = "html"
 
 
-# Bench flags of compare and check (the same settings for every model measured).
-GateBenchOpt = Annotated[
-    bool, typer.Option("--bench", help="Also measure latency with onnxruntime (see --provider).")
-]
-GateProviderOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
-        show_default=False,
-    ),
-]
-GateRunsOpt = Annotated[
-    int | None,
-    typer.Option(help="Timed runs per model for --bench (default 100).", show_default=False),
-]
-GateWarmupOpt = Annotated[
-    int | None,
-    typer.Option(help="Warm-up runs per model for --bench (default 10).", show_default=False),
-]
-GateThreadsOpt = Annotated[
-    int | None,
-    typer.Option(help="Intra-op threads for --bench (default: onnxruntime's).", show_default=False),
-]
-ConventionFlag = Annotated[
-    ConventionOpt,
-    typer.Option(
-        help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
-    ),
-]
-
-
-if TYPE_CHECKING:
-    from onnxcost.bench.roofline import Ceilings
-    from onnxcost.compare import BenchSettings
-
-
 def _bench_settings(
     bench: bool,
     provider: str | None,
     runs: int | None,
     warmup: int | None,
     threads: int | None,
-) -> BenchSettings | None:
+) -> "BenchSettings | None":
     """The bench settings, or None without --bench (bench flags alone are a usage error)."""
     from onnxcost.compare import BenchSettings
 

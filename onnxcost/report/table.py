@@ -21,7 +21,6 @@ from onnxcost.report.columns import (
 )
 from onnxcost.report.fit import MIN_TRIM, fitted, middle_trim, wrap_items
 from onnxcost.report.safe_text import hanging, plain, text
-from onnxcost.report.tree import TREE_HEADERS, tree_table
 
 # Which columns go first when a table is too wide, and which text may be cut in the middle.
 DROP_FIRST = (
@@ -231,6 +230,8 @@ def render_by_op_type(a: Analysis, console: Console) -> None:
 
 def render_tree(a: Analysis, console: Console, depth: int | None) -> None:
     """torchinfo's and fvcore's max_depth view: indented scopes with subtotals and share."""
+    from onnxcost.report.tree import TREE_HEADERS, tree_table  # only with --tree or --depth
+
     title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
     console.print(
         fitted(

@@ -9,6 +9,7 @@ at each start, and as strings it would compile and evaluate each of them twice, 
 ``onnxcost analyze``'s start-up. Names imported for type checking only are quoted.
 """
 
+import copy
 import enum
 import gc
 import math
@@ -1441,17 +1442,23 @@ _METAVARS = {
 def plain_help(command: Any) -> Any:
     """``command`` (``typer.main.get_command(app)``) with help free of type labels: a flag shows
     nothing after its name, a value its metavar (N, TEXT, ... unless given; choices as they
-    are), an argument its name only. Returns ``command``."""
+    are), an argument its name only. Returns ``command``.
+
+    typer 0.29 labels a parameter through its ``display_type_rich``; earlier versions label an
+    option with its metavar and an argument with its type's metavar (``<str>``, ``<path>``)."""
     ctx = typer.Context(command)
     for param in command.get_params(ctx):
         kind = getattr(param, "param_type_name", "")
-        if not hasattr(param, "display_type_rich"):
-            continue  # a typer without typed help labels: nothing to take away
+        typed = hasattr(param, "display_type_rich")
         if kind == "option" and param.metavar is None:
-            shown = "" if param.is_flag else str(param.display_type_rich(ctx) or "")
+            label = param.display_type_rich(ctx) if typed else param.make_metavar(ctx)
+            shown = "" if param.is_flag else str(label or "")
             param.metavar = _METAVARS.get(shown, shown)
-        elif kind == "argument":
+        elif kind == "argument" and typed:
             setattr(param, "display_type_rich", lambda ctx: None)  # noqa: B010
+        elif kind == "argument":
+            param.type = copy.copy(param.type)  # types may be shared: label this one only
+            setattr(param.type, "get_metavar", lambda param, ctx: "")  # noqa: B010
     for sub in getattr(command, "commands", {}).values():
         plain_help(sub)
     return command

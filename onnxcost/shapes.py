@@ -648,12 +648,21 @@ _VALUE_DTYPES: dict[int, np.dtype[Any]] = {
 }
 
 
+_FLOAT_VALUE_MAX_ELEMENTS = 64
+"""A float initializer is a known value up to this many elements. A shape never comes from a
+larger one (scales, Range bounds and pads are a scalar or one per axis); the per-channel
+weights exporters keep inline (LayerNorm scales, biases) are larger, and reading them made
+every layer a node kind of its own (GPT-2 saved with its weights: 154 kinds, not 86)."""
+
+
 def _known_values(graph: onnx.GraphProto, constants: bool = True) -> KnownValues:
     """Where the value of each initializer and (with ``constants``) Constant output can be
     read, if it is needed. Without, the caller registers Constants as it meets them."""
     sources: dict[str, _ValueSource] = {}
     for t in graph.initializer:
-        if t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES:
+        readable = t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES
+        small = t.data_type != TensorProto.FLOAT or math.prod(t.dims) <= _FLOAT_VALUE_MAX_ELEMENTS
+        if readable and small:
             sources[t.name] = t
     if constants:
         for node in graph.node:

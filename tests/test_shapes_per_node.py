@@ -145,6 +145,31 @@ g (float[2,16] a0, float[16] b) => (float[2,16] a8) {{
     assert -1 not in (relu, add)
 
 
+def test_large_float_weights_are_not_values_so_layers_that_differ_only_in_them_are_one_kind() -> (
+    None
+):
+    # Two Adds of a [2,80] input and a bias, as two layers of an export: biases of 80 floats
+    # (over the 64-element limit) with different values leave both Adds one kind; scales of
+    # 4 floats are read as values, so two Muls with different scales are two kinds.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,80] x, float[2,4] z) => (float[2,80] a2, float[2,4] m2)
+  <float[80] b1 = {1.0}, float[80] b2 = {2.0}, float[4] s1 = {1.0}, float[4] s2 = {2.0}> {
+  a1 = Add (x, b1)
+  a2 = Add (a1, b2)
+  m1 = Mul (z, s1)
+  m2 = Mul (m1, s2)
+}""")
+    for t in model.graph.initializer:  # the parser fills one value: give every element one
+        value = t.float_data[0]
+        del t.float_data[:]
+        t.float_data.extend([value] * t.dims[0])
+    name_nodes(model.graph)
+    result = infer(model, None, None, build(model.graph))
+    assert result.kinds[0] == result.kinds[1] != -1
+    assert result.kinds[2] != result.kinds[3]
+
+
 def test_a_declared_type_that_replaces_an_inferred_one_makes_a_node_its_own_kind() -> None:
     # Both Reshapes infer [N] with N unknown (the target shape is an input); value_info
     # declares r2 as [6], so r2's node no longer has r1's node's output type.

@@ -272,9 +272,11 @@ def build(
     in_order = True
     for i in carriers:
         outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(nodes[i])))
+    last_use: dict[str, int] = {}  # gathered with the check (again below if the order changes)
     for i, ins in enumerate(inputs):
         reads: Iterable[str] = (*ins, *outer_reads[i]) if i in outer_reads else ins
         for t in reads:
+            last_use[t] = i
             src = producer.get(t)
             if src is None:
                 if t and t not in available:
@@ -297,13 +299,7 @@ def build(
         domains = [domains[i] for i in position]
         moved_to = {i: k for k, i in enumerate(position)}
         outer_reads = {moved_to[i]: r for i, r in outer_reads.items()}
-    last_use: dict[str, int] = {}
-    for k, ins in enumerate(inputs):
-        for t in ins:
-            last_use[t] = k
-    for k, reads in outer_reads.items():
-        for t in reads:
-            last_use[t] = max(last_use.get(t, k), k)
+        last_use = _last_uses(inputs, outer_reads)
     last_use.pop("", None)
     return GraphView(
         order=nodes,
@@ -318,6 +314,17 @@ def build(
         types={} if types is None else types,
         renamed=renamed,
     )
+
+
+def _last_uses(
+    inputs: Sequence[tuple[str, ...]], outer_reads: Mapping[int, tuple[str, ...]]
+) -> dict[str, int]:
+    """Tensor -> index of the last node that reads it (its subgraphs' reads included)."""
+    last_use: dict[str, int] = {}
+    for k, ins in enumerate(inputs):
+        for t in (*ins, *outer_reads.get(k, ())):
+            last_use[t] = k
+    return last_use
 
 
 def _edges(

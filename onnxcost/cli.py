@@ -9,6 +9,7 @@ at each start, and as strings it would compile and evaluate each of them twice, 
 ``onnxcost analyze``'s start-up. Names imported for type checking only are quoted.
 """
 
+import atexit
 import copy
 import enum
 import gc
@@ -1465,6 +1466,10 @@ def plain_help(command: Any) -> Any:
 
 
 def main() -> None:
+    # The process ends with the command. Frozen, its heap is skipped by the collector's full
+    # passes during interpreter shutdown (with onnx, typer and rich loaded, 80 ms of a small
+    # model's 0.48 s); what those passes would free, the process's exit frees anyway.
+    atexit.register(gc.freeze)
     plain_help(typer.main.get_command(app))()
 
 

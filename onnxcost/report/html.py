@@ -678,19 +678,27 @@ def llm_html(r: LlmReport) -> str:
     if r.decode_last is not None:
         phases.append(("last decode step", r.decode_last))
     values = [{"phase": n, "FLOP/B": p.flops_per_byte} for n, p in phases if p.flops_per_byte > 0]
+    # A dot per phase, labelled: a bar on a log scale starts at 0, which has no place on it,
+    # and Vega then draws nothing at all.
+    y = {"field": "phase", "type": "nominal", "sort": None, "title": None}
+    x = {"field": "FLOP/B", "type": "quantitative"}
     layers: list[dict[str, Any]] = [
         {
-            "mark": {"type": "bar", "tooltip": True, "color": "#3b6fd8"},
+            "mark": {"type": "circle", "size": 120, "opacity": 1, "color": "#3b6fd8"},
             "encoding": {
-                "y": {"field": "phase", "type": "nominal", "sort": None, "title": None},
+                "y": y,
                 "x": {
-                    "field": "FLOP/B",
-                    "type": "quantitative",
+                    **x,
                     "scale": {"type": "log"},
                     "title": "arithmetic intensity (FLOPs per byte moved, log scale)",
                 },
+                "tooltip": [{"field": "phase"}, {**x, "format": ".4~g"}],
             },
-        }
+        },
+        {
+            "mark": {"type": "text", "align": "left", "dx": 9, "fontSize": 11},
+            "encoding": {"y": y, "x": x, "text": {**x, "format": ".3~g"}},
+        },
     ]
     ridge_note = "No ceiling known: the ridge point needs --peak-tflops and --bandwidth-gbs."
     if r.roofline is not None:

@@ -157,4 +157,10 @@ def test_llm_page(tmp_path: Path) -> None:
         "last decode step",
     ]
     # The ridge point: 1 TFLOP/s / 50 GB/s = 20 FLOPs per byte.
-    assert chart["layer"][1]["data"]["values"] == [{"ridge": 20.0}]
+    assert [layer["data"]["values"] for layer in chart["layer"] if "data" in layer] == [
+        [{"ridge": 20.0}]
+    ]
+    # Drawn, one dot per phase (bars on the log scale drew nothing: they start at 0).
+    import vl_convert
+
+    assert vl_convert.vegalite_to_svg(chart).count('aria-roledescription="circle"') == 3

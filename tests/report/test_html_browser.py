@@ -12,7 +12,8 @@ from hostile import CLOSE_SCRIPT, IMG, MARKUP, hostile_model
 
 import onnxcost
 from onnxcost.compare import compare
-from onnxcost.report.html import analysis_html, compare_html
+from onnxcost.llm import llm_report
+from onnxcost.report.html import analysis_html, compare_html, llm_html
 
 pytestmark = pytest.mark.browser
 
@@ -113,5 +114,14 @@ def test_compare_page_renders(browser: Any, tmp_path: Path) -> None:
     p = Page(browser, compare_html(compare(["resnet18", "resnet50"])), tmp_path / "c.html")
     assert p.page.locator("#chart-optype svg").count() == 1
     assert "only in B" in p.page.inner_text("#align-0")
+    assert p.requests == [p.url]
+    assert p.errors == []
+
+
+def test_llm_page_draws_a_dot_per_phase(browser: Any, tmp_path: Path) -> None:
+    report = llm_report("gpt2", prompt=16, generate=4, params={"kv_cache": "true", "layers": 2})
+    p = Page(browser, llm_html(report), tmp_path / "l.html")
+    # prefill, the first and the last decode step: three dots on the log axis
+    assert p.page.locator("#chart-phases svg path[aria-roledescription='circle']").count() == 3
     assert p.requests == [p.url]
     assert p.errors == []

@@ -95,6 +95,14 @@ def test_compare_page_has_findings_and_alignment() -> None:
     assert len(data["tables"][0]["rows"]) == len(c.alignments[0].pairs)
 
 
+def test_compare_page_heads_each_section_once() -> None:
+    # Keras writes a dense layer as MatMul+Add, torch as Gemm: the extra Adds are listed
+    # under one heading, not under the section's heading and again the table's.
+    page = compare_html(compare(["models/mlp_keras.onnx", "models/mlp_torch_script.onnx"]))
+    assert page.count("Other op types whose counts differ") == 1
+    assert 'id="only-in"' in page
+
+
 def test_cli_html_writes_a_file(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     result = CliRunner().invoke(app, ["analyze", "mlp", "--format", "html", "-o", str(out)])

@@ -27,7 +27,7 @@ from onnxcost.errors import ShapeError, UsageError
 from onnxcost.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX
 from onnxcost.shape_rules import has_rule, rule_outputs
-from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo, shape_text
+from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo, name_text, shape_text
 
 _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""
@@ -158,20 +158,21 @@ def _apply_overrides(
         if not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
+        name = name_text(vi.name)  # bytes where it is not UTF-8: messages and sorting need text
         if vi.name in input_shapes:
             new = list(input_shapes[vi.name])
             if tt.HasField("shape") and len(tt.shape.dim) != len(new):
                 raise ShapeError(
-                    f"--input-shape {vi.name}=... gives {len(new)} dims but input {vi.name!r} has rank "
+                    f"--input-shape {name}=... gives {len(new)} dims but input {name!r} has rank "
                     f"{len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
                 )
             if tt.HasField("shape") and not allow_reshape:
-                _check_fixed_dims(vi.name, tt.shape, new)
+                _check_fixed_dims(name, tt.shape, new)
             _set_dims(vi, new)
             continue
         if not tt.HasField("shape"):
             raise ShapeError(
-                f"input {vi.name!r} has no shape in the model; pass --input-shape {vi.name}=D1xD2x..."
+                f"input {name!r} has no shape in the model; pass --input-shape {name}=D1xD2x..."
             )
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -181,14 +182,14 @@ def _apply_overrides(
                 d.dim_value = dims[sym]
             else:
                 d.dim_value = 1
-                defaulted.setdefault(sym or f"{vi.name}[{i}]", []).append(vi.name)
+                defaulted.setdefault(sym or f"{name}[{i}]", []).append(name)
             if sym:
                 applied[sym] = d.dim_value
     for sym, users in defaulted.items():
         where = ", ".join(dict.fromkeys(users))
         if sym.endswith("]"):
             warnings.append(
-                f"dim {sym} of input {where!r} is unknown; using 1 (set it with --input-shape {where}=...)"
+                f"dim {sym} of input '{where}' is unknown; using 1 (set it with --input-shape {where}=...)"
             )
         else:
             warnings.append(

@@ -529,6 +529,14 @@ def test_models_found_by_the_long_run(name: str) -> None:
         onnxcost.analyze(FOUND / name)
 
 
+def test_an_input_whose_name_is_not_utf8_with_an_unknown_dim() -> None:
+    """The final long run's finding (seed 109, case 60,000 or so): an input named b'\\xff0' whose
+    dim is unknown, defaulted to 1; joining the input names for the warning mixed bytes with
+    str. The warning names the input as text, its byte escaped."""
+    a = onnxcost.analyze(FOUND / "input_name_not_utf8.onnx")
+    assert any("of input '\\xff0' is unknown; using 1" in w for w in a.warnings), a.warnings
+
+
 def test_compare_of_a_scan_body_whose_op_type_is_not_utf8() -> None:
     """The long CLI run's finding (seed 102): a Scan body's op type came out of protobuf as
     bytes and sorting compare's op-type rows mixed bytes with str."""

@@ -17,7 +17,7 @@ import bisect
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -353,39 +353,49 @@ def _with_depth(kernels: Sequence[KernelEvent]) -> tuple[KernelEvent, ...]:
     return tuple(out)
 
 
+@dataclass
+class _KernelTotals:
+    """One kernel's figures while the measured runs are read."""
+
+    first: KernelEvent
+    calls: int = 0
+    total_us: float = 0.0
+    order: int = 0
+    by_run: dict[int, float] = field(default_factory=dict)
+
+
 def kernel_stats(trace: Trace) -> tuple[KernelStat, ...]:
     """Per-kernel totals and per-run times over the measured runs, in order of first execution
     within a run."""
     run_ids = [r.index for r in trace.measured_runs]
-    measured = len(run_ids)
-    acc: dict[str, list[Any]] = {}
+    acc: dict[str, _KernelTotals] = {}
     counters: dict[int, int] = {}
     for k in trace.measured_kernels:
         position = counters.get(k.run, 0)
         counters[k.run] = position + 1
-        row = acc.get(k.name)
-        if row is None:
-            row = acc[k.name] = [k, 0, 0.0, position, {}]
+        totals = acc.get(k.name)
+        if totals is None:
+            totals = acc[k.name] = _KernelTotals(k, order=position)
         us = k.device_us if k.device_us is not None else k.dur_us
-        row[1] += 1
-        row[2] += us
-        row[3] = min(row[3], position)
-        row[4][k.run] = row[4].get(k.run, 0.0) + us
+        totals.calls += 1
+        totals.total_us += us
+        totals.order = min(totals.order, position)
+        totals.by_run[k.run] = totals.by_run.get(k.run, 0.0) + us
     stats = [
         KernelStat(
-            name=first.name,
-            op_type=first.op_type,
-            provider=first.provider,
-            calls=calls,
-            runs=measured,
-            total_us=total,
-            order=order,
-            input_shapes=first.input_shapes,
-            output_shapes=first.output_shapes,
-            nested=first.depth > 0,
-            per_run_us=tuple(by_run.get(i, 0.0) for i in run_ids),
+            name=t.first.name,
+            op_type=t.first.op_type,
+            provider=t.first.provider,
+            calls=t.calls,
+            runs=len(run_ids),
+            total_us=t.total_us,
+            order=t.order,
+            input_shapes=t.first.input_shapes,
+            output_shapes=t.first.output_shapes,
+            nested=t.first.depth > 0,
+            per_run_us=tuple(t.by_run.get(i, 0.0) for i in run_ids),
         )
-        for first, calls, total, order, by_run in acc.values()
+        for t in acc.values()
     ]
     return tuple(sorted(stats, key=lambda s: (s.order, s.name)))
 

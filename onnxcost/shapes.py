@@ -1146,7 +1146,7 @@ def _infer_all(
         declared = _declared_in(model.graph)
         types, values, kinds = _per_node(model, view, declared, symbols, failures)
         nodes = zip(view.order, view.op_types, view.domains, view.inputs, strict=True)
-        failures += _channel_failures(nodes, types)
+        failures += _static_failures(nodes, types)
         return ShapeResult(model, types, values, warnings, tuple(kinds)), failures
     declared = _declared(model.graph)
     _detach_large_initializers(model.graph)
@@ -1160,7 +1160,7 @@ def _infer_all(
         _use_declared(types, declared, symbols)
         _propagate(inferred, types, values, failures)
     main = ((n, n.op_type, n.domain, n.input) for n in inferred.graph.node)
-    failures += _channel_failures(main, types)
+    failures += _static_failures(main, types)
     return ShapeResult(inferred, types, values, warnings), failures
 
 
@@ -1195,41 +1195,70 @@ def _op_label(domain: str, op_type: str) -> str:
     return op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"
 
 
-def _channel_failures(
+def _static_failures(
     nodes: Iterable[tuple[onnx.NodeProto, str, str, Sequence[str]]],
     types: Mapping[str, TensorInfo],
 ) -> list[_NodeFailure]:
-    """Conv-like nodes whose input channels C differ from what the weight W takes:
-    Conv, ConvInteger, QLinearConv: C = W[1] x group; ConvTranspose: C = W[0]."""
+    """Nodes whose concrete shapes disagree where ONNX's inference does not look: a Conv-like
+    node's input channels against its weight, a Reshape that changes the element count."""
     out = []
     for node, op_type, domain, ins in nodes:
-        where = _CHANNEL_OPS.get(op_type)
-        if where is None or domain not in DEFAULT_DOMAINS or len(ins) <= where[1]:
+        if domain not in DEFAULT_DOMAINS:
             continue
-        x, w = types.get(ins[where[0]]), types.get(ins[where[1]])
-        if x is None or w is None or not (x.is_concrete and w.is_concrete):
-            continue
-        if x.shape is None or w.shape is None or len(x.shape) < 3 or len(w.shape) < 3:
-            continue
-        group = _attr(node, "group", 1)
-        if not isinstance(group, int) or group < 1:
-            continue  # a malformed group is the cost formula's to report
-        c, wdims = x.shape[1], cast(tuple[int, ...], w.shape)  # concrete: ints
-        if op_type == "ConvTranspose":
-            expected, how = wdims[0], f"weight {shape_text(wdims)} takes {wdims[0]}"
+        if op_type in _CHANNEL_OPS:
+            why = _channel_mismatch(node, op_type, ins, types)
+        elif op_type == "Reshape":
+            why = _reshape_mismatch(node, ins, types)
         else:
-            expected = wdims[1] * group
-            how = f"weight {shape_text(wdims)} with group {group} takes {expected}"
-        if c != expected:
-            out.append(
-                _NodeFailure(
-                    node.name,
-                    _op_label(domain, op_type),
-                    f"input {ins[where[0]]!r} has {c} channels but {how}",
-                    tuple(shape_text(types[i].shape) if i in types else "?" for i in ins if i),
-                )
-            )
+            continue
+        if why:
+            shapes = tuple(shape_text(types[i].shape) if i in types else "?" for i in ins if i)
+            out.append(_NodeFailure(node.name, _op_label(domain, op_type), why, shapes))
     return out
+
+
+def _channel_mismatch(
+    node: onnx.NodeProto, op_type: str, ins: Sequence[str], types: Mapping[str, TensorInfo]
+) -> str:
+    """Why a Conv-like node's input channels C differ from what its weight W takes, else '':
+    Conv, ConvInteger, QLinearConv: C = W[1] x group; ConvTranspose: C = W[0]."""
+    x_at, w_at = _CHANNEL_OPS[op_type]
+    if len(ins) <= w_at:
+        return ""
+    x, w = types.get(ins[x_at]), types.get(ins[w_at])
+    if x is None or w is None or not (x.is_concrete and w.is_concrete):
+        return ""
+    if x.shape is None or w.shape is None or len(x.shape) < 3 or len(w.shape) < 3:
+        return ""
+    group = _attr(node, "group", 1)
+    if not isinstance(group, int) or group < 1:
+        return ""  # a malformed group is the cost formula's to report
+    c, wdims = x.shape[1], cast(tuple[int, ...], w.shape)  # concrete: ints
+    if op_type == "ConvTranspose":
+        expected, how = wdims[0], f"weight {shape_text(wdims)} takes {wdims[0]}"
+    else:
+        expected = wdims[1] * group
+        how = f"weight {shape_text(wdims)} with group {group} takes {expected}"
+    return "" if c == expected else f"input {ins[x_at]!r} has {c} channels but {how}"
+
+
+def _reshape_mismatch(
+    node: onnx.NodeProto, ins: Sequence[str], types: Mapping[str, TensorInfo]
+) -> str:
+    """Why a Reshape's output holds another number of elements than its input, else ''. ONNX
+    takes a fully given target shape as it is: an export that baked a traced length into it
+    (a torch MultiheadAttention's key reshape) reads 128x8x64 from a 1x1x512 input."""
+    x = types.get(ins[0]) if ins and ins[0] else None
+    y = types.get(node.output[0]) if node.output and node.output[0] else None
+    if x is None or y is None or not (x.is_concrete and y.is_concrete):
+        return ""
+    old, new = cast(tuple[int, ...], x.shape), cast(tuple[int, ...], y.shape)  # concrete: ints
+    n_in, n_out = math.prod(old), math.prod(new)
+    if n_in == n_out:
+        return ""
+    return (
+        f"input {ins[0]!r} has {n_in:,} elements but the new shape {shape_text(new)} has {n_out:,}"
+    )
 
 
 def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

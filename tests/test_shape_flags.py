@@ -123,6 +123,43 @@ def test_without_flags_a_disagreement_is_a_warning() -> None:
     )
 
 
+# A torch MultiheadAttention exported by tracing at seq 4 bakes that length into the key's
+# Reshape target: [S,1,8] -> [4,2,4] holds S x 8 elements in and 32 out, right only at S=4.
+BAKED = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[S,1,8] x) => (float[2,S,S] y) <int64[3] t = {4, 2, 4}> {
+  k = Reshape (x, t)
+  kt = Transpose <perm=[1,2,0]> (k)
+  qt = Transpose <perm=[1,0,2]> (k)
+  y = MatMul (qt, kt)
+}"""
+
+
+def test_a_reshape_that_changes_the_element_count_is_named(tmp_path: Path) -> None:
+    # No flag: S at 1 puts 1 x 1 x 8 = 8 elements into a 4x2x4 = 32-element shape; a warning.
+    a = onnxcost.analyze(parse(BAKED))
+    assert any(
+        w.startswith(
+            "input shapes disagree at node 'Reshape_0' (Reshape): input 'x' has 8 elements but "
+            "the new shape 4x2x4 has 32 (inputs 1x1x8, 3)"
+        )
+        for w in a.warnings
+    ), a.warnings
+    # --dim S=2: 16 elements in, 32 out; the flag is blamed and the analysis refused.
+    with pytest.raises(ShapeError, match=r"--dim S=2 do not fit .*'x' has 16 elements but"):
+        onnxcost.analyze(parse(BAKED), dims={"S": 2})
+    path = tmp_path / "baked.onnx"
+    onnx.save(parse(BAKED), path)
+    r = runner.invoke(app, ["analyze", str(path), "--dim", "S=2"])
+    assert r.exit_code == 1
+    assert "Traceback" not in r.output
+    # S=4 fits, as traced: 4 x 8 = 32 elements; the MatMul [2,4,4] x [2,4,4]: 2 x 4 x 4 x 4 = 128
+    assert macs(parse(BAKED), dims={"S": 4}) == 128
+    assert not [
+        w for w in onnxcost.analyze(parse(BAKED), dims={"S": 4}).warnings if "disagree" in w
+    ]
+
+
 def test_a_flag_that_does_not_reach_the_broken_node_is_not_blamed() -> None:
     # mm is broken whatever N is (3x5 against 6x2); the flag only sizes the Relu.
     model = parse("""

@@ -1257,8 +1257,15 @@ def _reshape_mismatch(
     if n_in == n_out:
         return ""
     return (
-        f"input {ins[0]!r} has {n_in:,} elements but the new shape {shape_text(new)} has {n_out:,}"
+        f"input {ins[0]!r} has {_count(n_in)} elements but the new shape {shape_text(new)} "
+        f"has {_count(n_out)}"
     )
+
+
+def _count(n: int) -> str:
+    """``n`` with thousands separators; past int64, its power of two (Python refuses to write
+    an integer of over 4,300 digits, and a declared shape of many huge dims makes one)."""
+    return f"{n:,}" if n.bit_length() <= 63 else f"about 2^{n.bit_length() - 1}"
 
 
 def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

@@ -160,6 +160,22 @@ def test_a_reshape_that_changes_the_element_count_is_named(tmp_path: Path) -> No
     ]
 
 
+def test_a_reshape_of_an_element_count_past_int64_is_said_as_a_power_of_two() -> None:
+    # 300 declared dims of 2**62 hold 2**18600 elements, an integer of 5,600 digits that Python
+    # refuses to write out; the output's 300 dims of 2 hold 2**300.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**62] * 300)
+    t = helper.make_tensor_value_info("t", TensorProto.INT64, [300])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2] * 300)
+    node = helper.make_node("Reshape", ["x", "t"], ["y"], name="R")
+    graph = helper.make_graph([node], "g", [x, t], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    a = onnxcost.analyze(model)
+    assert any(
+        "'x' has about 2^18600 elements but the new shape" in w and "has about 2^300" in w
+        for w in a.warnings
+    ), a.warnings
+
+
 def test_a_flag_that_does_not_reach_the_broken_node_is_not_blamed() -> None:
     # mm is broken whatever N is (3x5 against 6x2); the flag only sizes the Relu.
     model = parse("""

@@ -1253,19 +1253,33 @@ def _reshape_mismatch(
     if x is None or y is None or not (x.is_concrete and y.is_concrete):
         return ""
     old, new = cast(tuple[int, ...], x.shape), cast(tuple[int, ...], y.shape)  # concrete: ints
-    n_in, n_out = math.prod(old), math.prod(new)
+    n_in, n_out = _elements(old), _elements(new)
     if n_in == n_out:
-        return ""
+        return ""  # equal, or both past 2**64: no tensor that size is run
     return (
         f"input {ins[0]!r} has {_count(n_in)} elements but the new shape {shape_text(new)} "
         f"has {_count(n_out)}"
     )
 
 
-def _count(n: int) -> str:
-    """``n`` with thousands separators; past int64, its power of two (Python refuses to write
-    an integer of over 4,300 digits, and a declared shape of many huge dims makes one)."""
-    return f"{n:,}" if n.bit_length() <= 63 else f"about 2^{n.bit_length() - 1}"
+_HUGE = 1 << 64
+
+
+def _elements(shape: Sequence[int]) -> int | None:
+    """The number of elements of ``shape``, None past 2**64: a product of thousands of huge
+    dims (a malformed model) is an integer of millions of bits, seconds to compute."""
+    if 0 in shape:
+        return 0
+    n = 1
+    for d in shape:
+        n *= d
+        if n > _HUGE:
+            return None
+    return n
+
+
+def _count(n: int | None) -> str:
+    return "more than 2^64" if n is None else f"{n:,}"
 
 
 def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

@@ -90,6 +90,9 @@ class Analysis:
     warnings: tuple[str, ...]
     convention: Convention = "onnxcost"
     _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
+    _kinds: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    """``ShapeResult.kinds`` of the main graph's nodes, on ``costs_at``'s result (formulas.py
+    analyses one node per kind); empty otherwise."""
     prepared: PreparedModel | None = field(default=None, repr=False, compare=False)
     """The prepared model analysed, when ``analyze`` was given one (``compare`` reads its
     graph); None when it was given a path, bytes or a ModelProto, whose preparation the
@@ -794,6 +797,7 @@ def _analyze(
             warnings=(),
             convention=convention,
             _counted=counted,
+            _kinds=shapes.kinds,
         )
     return Analysis(
         model=info,
@@ -821,7 +825,8 @@ def costs_at(
     allow_reshape: bool,
 ) -> Analysis:
     """The analysis of ``model`` at ``dims`` reduced to what the formulas sample
-    (formulas.py): the totals and every node's record, walked as ``analyze`` walks them.
+    (formulas.py): the totals, every node's record, walked as ``analyze`` walks them, and
+    the main graph's node kinds (``Analysis._kinds``).
     ``inputs``, ``outputs``, the summaries and the warnings are empty, the peak activation
     is 0, and the model checks are not made: ``analyze`` of the same model has made them."""
     return _analyze(model, input_shapes, dims, convention, REGISTRY, allow_reshape, lean=True)

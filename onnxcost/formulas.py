@@ -22,11 +22,21 @@ The point at 0 lies on the line symbol i is probed on: where the model analyses 
 every cost is on the polynomial through the points so far, it confirms the degree in place of
 the next point along the line (a count such as n - 1, 0 and not -1 at 0, needs that point).
 
-Runs the analysis reported (every symbol at 1), (degree + 2) analyses along each symbol, one
-fewer where its 0 confirms the degree (the base point shared), the grid points not on those
-lines, one random point and the points at 0: 11 for GPT-2 in (batch, seq) of degrees (1, 2):
-1 reported, 2 along batch with batch 0 confirming, 3 along seq (its 0 breaks the model's
-shapes, and is run and found so: 1 more), 2 more on the grid, 1 random. Every analysis but
+Where the formulas are checked (every symbol at 1, the base point, the random point, the
+points at 0), the whole model is analysed. At the other points, on a model whose nodes are
+mostly alike, the reduced model is (``_Reduced``): one node per class of nodes with the same
+op, attributes, and input and output types and values at the base and the random points.
+Each layer of a decoder is like every other, so a point costs the analysis of one layer's
+worth of nodes (88 for GPT-2 small, of 2,030), not of the whole graph. The reduced model is
+also run at every point the whole model is, and must give its costs exactly there; where it
+does not, the search is made again on the whole model alone.
+
+For GPT-2 in (batch, seq) of degrees (1, 2), from the base point (2, 3): the whole model at
+(1, 1) (the analysis reported), (2, 3), the random point, (0, 3) and (2, 0) = 5 analyses;
+the reduced model at (1, 1), (2, 3) and the random point (the first checks), at (3, 3) along
+batch, where (0, 3), on the line through 2 and 3, confirms degree 1 in place of batch 4, at
+(2, 4), (2, 5), (2, 6) along seq (its 0 breaks the model's shapes, which is found so), at
+(0, 3) and (2, 0) (checks), and at (3, 4) and (3, 5) on the grid = 11. Every analysis but
 the reported one is ``analyze.costs_at``: the same walk, without the summaries.
 """
 
@@ -38,12 +48,14 @@ import operator
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import onnx
 
 from onnxcost.errors import OnnxcostError, UsageError
+from onnxcost.graph import build
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import Layout, to_jsonable
@@ -180,8 +192,13 @@ class SymbolicCosts:
     zero_allowed: dict[str, bool]
     """Per symbol, whether the model analyses at 0 (every node keeps its shapes)."""
     analyses: int
-    """Concrete analyses run to find and check the formulas."""
+    """Concrete analyses of the whole model run to find and check the formulas."""
     warnings: tuple[str, ...] = ()
+    reduced_analyses: int = 0
+    """Analyses of the model reduced to one node per class (``_Reduced``), which found the
+    polynomials at the other points; 0 where no reduced model was used."""
+    reduced_nodes: int = 0
+    """The reduced model's nodes (0: none used)."""
 
     def at(self, **values: int) -> FormulaTotals:
         """The totals at a point: every symbol bound to an integer >= 0."""
@@ -367,29 +384,187 @@ def _vector(a: Analysis) -> _Sample:
     return _Sample(values, unknown)
 
 
+class _ReducedMissError(Exception):
+    """The reduced model's costs differ from the whole model's at a point both were run."""
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """The model cut down to one node per class, where a class is the nodes with the same op,
+    attributes, and input and output types and values (``ShapeResult.kinds``) at two points
+    that differ in every symbol. Such nodes are taken to stay alike at every point: a
+    32-layer decoder's layers become one, and each point costs the analysis of ~100 nodes
+    rather than of thousands. The sampler checks it: where it runs both, the reduced model
+    must give the whole model's costs exactly, or every point is run on the whole model."""
+
+    model: PreparedModel
+    of_node: tuple[int, ...]
+    """Node of the whole model -> its class, the index of its node in the reduced model."""
+    sizes: tuple[int, ...]
+    """Class -> how many of the whole model's nodes it stands for."""
+    params: tuple[int, int]
+    """The totals' params and param bytes, the same at every point (see ``_reduce``)."""
+
+    def sample(self, a: Analysis) -> _Sample:
+        """The whole model's costs (``_vector``'s layout) from the reduced model's analysis."""
+        per_class = [(r.macs, r.flops, r.bytes_read, r.bytes_written) for r in a.nodes]
+        totals = [0, 0, 0, 0]
+        for costs, size in zip(per_class, self.sizes, strict=True):
+            for key, value in enumerate(costs):
+                totals[key] += size * value
+        values = [*totals, *self.params]
+        for c in self.of_node:
+            values += per_class[c]
+        unknown_classes = {c for c, r in enumerate(a.nodes) if r.status == "unknown_shape"}
+        unknown = frozenset(k for k, c in enumerate(self.of_node) if c in unknown_classes)
+        return _Sample(values, unknown)
+
+
+def _reduce(
+    prepared: PreparedModel,
+    analyses: Sequence[Analysis],
+    params: tuple[int, int],
+    min_saving: float = 0.5,
+) -> _Reduced | None:
+    """The reduced model from the whole model's analyses at two or more points, or None where
+    it would not pay (fewer than ``min_saving`` of the nodes merged) or cannot be built: a
+    model with If/Loop/Scan bodies (no kinds), or params that differ between the points (a
+    weight generated at a symbolic size: the reduced model reads fewer weights, so its
+    params are not the whole model's, and they are taken from these analyses)."""
+    view = prepared.view
+    n = len(view.order)
+    if any(len(a._kinds) != n or len(a.nodes) != n for a in analyses):
+        return None
+    first = analyses[0]
+    for a in analyses:
+        if (a.totals.params, a.totals.param_bytes) != params or any(
+            x.params != y.params for x, y in zip(a.nodes, first.nodes, strict=True)
+        ):
+            return None
+    classes: dict[tuple[int, ...], int] = {}
+    of_node: list[int] = []
+    sizes: list[int] = []
+    members: list[int] = []
+    """Class -> its first node, the one the reduced model keeps."""
+    renamed: dict[str, str] = {}
+    """A merged node's output -> the same output of its class's first node."""
+    for k in range(n):
+        kinds = tuple(a._kinds[k] for a in analyses)
+        key = kinds if min(kinds) >= 0 else (-1 - k,)  # -1: this node shares with none
+        c = classes.setdefault(key, len(classes))
+        if c == len(sizes):
+            sizes.append(0)
+            members.append(k)
+        else:
+            kept = view.outputs[members[c]]
+            renamed.update((o, r) for o, r in zip(view.outputs[k], kept, strict=True) if o)
+        sizes[c] += 1
+        of_node.append(c)
+    if len(sizes) > (1 - min_saving) * n:
+        return None
+    whole = prepared.proto.graph
+    proto = onnx.ModelProto(
+        ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
+    )  # the fields an analysis reads; functions are inlined already
+    graph = proto.graph
+    graph.name = whole.name
+    graph.input.extend(whole.input)
+    read: set[str] = set()
+    for k in members:
+        node = graph.node.add()
+        node.CopyFrom(view.order[k])
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+        read.update(node.input)
+    graph.initializer.extend(t for t in whole.initializer if t.name in read)
+    graph.output.extend(o for o in whole.output if o.name not in renamed)
+    graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
+    model = replace(prepared, proto=proto, view=build(graph, name_unnamed=False))
+    return _Reduced(model, tuple(of_node), tuple(sizes), params)
+
+
 @dataclass
 class _Sampler:
+    """The costs at each point: from the whole model's analysis (``run``), or, once
+    ``reduced`` is set, from the reduced model's (``run_reduced``), except at the points the
+    formulas are checked at (``whole``), where the whole model's is taken and both must agree."""
+
     run: Callable[[dict[str, int]], Analysis]
     symbols: tuple[str, ...]
     names: tuple[str, ...]
+    run_reduced: Callable[[PreparedModel, dict[str, int]], Analysis] | None = None
     samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
+    whole_points: set[tuple[int, ...]] = field(default_factory=set)
+    """The points ``samples`` holds the whole model's analysis at."""
+    reduced: _Reduced | None = None
+    reduced_runs: int = 0
 
     def __call__(self, point: tuple[int, ...]) -> _Sample | None:
         """The costs at ``point``; None where the model does not analyse there."""
         if point not in self.samples:
-            try:
-                a = self.run(dict(zip(self.symbols, point, strict=True)))
-            except OnnxcostError:
-                self.samples[point] = None
-            else:
-                if tuple(n.name for n in a.nodes) != self.names:
-                    self.samples[point] = None  # another graph walk (a different If branch)
-                else:
-                    self.samples[point] = _vector(a)
+            if self.reduced is None or self.run_reduced is None:
+                return self.whole(point)
+            self.samples[point] = self._reduced_at(point)
         return self.samples[point]
 
-    def need(self, point: tuple[int, ...]) -> list[int]:
-        sample = self(point)
+    def whole(self, point: tuple[int, ...]) -> _Sample | None:
+        """The costs at ``point`` from the whole model. While the reduced model is in use it
+        is run there too, and _ReducedMissError raised where its costs are not the same."""
+        if point not in self.whole_points:
+            sample = self._sample(self.analysis(point))
+            if self.reduced is not None:
+                reduced = self.samples[point] if point in self.samples else self._reduced_at(point)
+                if reduced != sample:
+                    raise _ReducedMissError(point)
+            self.samples[point] = sample
+        return self.samples[point]
+
+    def analysis(self, point: tuple[int, ...]) -> Analysis | None:
+        """The whole model's analysis at ``point`` (None where it does not analyse)."""
+        self.whole_points.add(point)
+        try:
+            return self.run(dict(zip(self.symbols, point, strict=True)))
+        except OnnxcostError:
+            return None
+
+    def use_reduced(
+        self, source: PreparedModel, base: Analysis, points: Sequence[tuple[int, ...]]
+    ) -> None:
+        """Run the whole model at ``points`` and, where its node classes there make a
+        reduced model that pays (``_reduce``), use it from now on. Raises _ReducedMissError
+        where the reduced model misses the whole model's costs at the reported point or at
+        ``points``."""
+        analyses = [self.analysis(p) for p in points]
+        for p, a in zip(points, analyses, strict=True):
+            self.samples[p] = self._sample(a)
+        found = [a for a in analyses if a is not None]
+        if len(found) < 2 or [n.params for n in base.nodes] != [n.params for n in found[0].nodes]:
+            return  # params that change with the point: see ``_reduce``
+        reduced = _reduce(source, found, (base.totals.params, base.totals.param_bytes))
+        if reduced is None:
+            return
+        self.reduced = reduced
+        for p in ((1,) * len(self.symbols), *points):
+            if self._reduced_at(p) != self.samples[p]:
+                raise _ReducedMissError(p)
+
+    def _reduced_at(self, point: tuple[int, ...]) -> _Sample | None:
+        assert self.reduced is not None and self.run_reduced is not None
+        self.reduced_runs += 1
+        try:
+            a = self.run_reduced(self.reduced.model, dict(zip(self.symbols, point, strict=True)))
+        except OnnxcostError:
+            return None
+        return self.reduced.sample(a)
+
+    def _sample(self, a: Analysis | None) -> _Sample | None:
+        if a is None or tuple(n.name for n in a.nodes) != self.names:
+            return None  # no analysis, or another graph walk (a different If branch)
+        return _vector(a)
+
+    def need(self, point: tuple[int, ...], *, whole: bool = False) -> list[int]:
+        sample = self.whole(point) if whole else self(point)
         if sample is None:
             at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
             raise UsageError(
@@ -554,10 +729,46 @@ def symbolic_costs(
     verify: int = 1,
     seed: int = 0,
     allow_reshape: bool = False,
+    reduce: bool = True,
 ) -> SymbolicCosts:
     """Formulas in the model's free symbolic dims for the totals and every node of ``base``,
     the analysis of ``model`` with ``dims`` and every free symbol at 1 (one of the points the
-    formulas are checked at)."""
+    formulas are checked at). ``reduce``: find the polynomials on the model reduced to one
+    node per class (``_Reduced``) where that pays; the formulas are checked on the whole
+    model, and where the reduced model misses the whole model's costs at a point both were
+    run, the search is made again on the whole model alone."""
+    search = partial(
+        _search,
+        model,
+        base,
+        input_shapes=input_shapes,
+        dims=dims,
+        convention=convention,
+        max_degree=max_degree,
+        verify=verify,
+        seed=seed,
+        allow_reshape=allow_reshape,
+    )
+    try:
+        return search(reduce=reduce)
+    except _ReducedMissError:
+        return search(reduce=False)
+
+
+def _search(
+    model: ModelSource | PreparedModel,
+    base: Analysis,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+    max_degree: int = 3,
+    verify: int = 1,
+    seed: int = 0,
+    allow_reshape: bool = False,
+    reduce: bool = True,
+) -> SymbolicCosts:
+    """``symbolic_costs``, one try."""
     from onnxcost.analyze import costs_at
 
     input_shapes = dict(input_shapes or {})
@@ -565,10 +776,10 @@ def symbolic_costs(
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)
 
-    def run(values: dict[str, int]) -> Analysis:
+    def run_on(prepared: PreparedModel, values: dict[str, int]) -> Analysis:
         point = with_derived(source.proto, input_shapes, {**dims, **values})
         return costs_at(
-            source,
+            prepared,
             input_shapes=input_shapes,
             dims=point,
             convention=convention,
@@ -576,12 +787,22 @@ def symbolic_costs(
         )
 
     names = tuple(n.name for n in base.nodes)
-    sampler = _Sampler(run, symbols, names)
+    sampler = _Sampler(partial(run_on, source), symbols, names, run_on)
     ones = (1,) * len(symbols)
     sampler.samples[ones] = _vector(base)
+    sampler.whole_points.add(ones)
     n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(names)
     k = len(symbols)
     start = tuple(_FIRST_BASE + i for i in range(k))
+    rng = random.Random(seed)
+    # The checks lie beyond every point the degrees and the grid can reach (base + degree
+    # + 1 at most); the first one, with the base point, also sorts the nodes into classes.
+    checks = [
+        tuple(b + max_degree + 1 + rng.randint(1, 9) for b in start)
+        for _ in range(verify if k else 0)
+    ]
+    if reduce and checks:
+        sampler.use_reduced(source, base, [start, checks[0]])
     bad = np.zeros(n_costs, dtype=bool)
     """Costs with no formula: too high a degree, or failed verification."""
     reasons: dict[int, str] = {}
@@ -593,7 +814,7 @@ def symbolic_costs(
 
     def allowed(sample: _Sample | None) -> bool:
         """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
-        base_sample = sampler(start)
+        base_sample = sampler.whole(start)
         return (
             sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
         )
@@ -606,7 +827,7 @@ def symbolic_costs(
             # as a next point along the line would, where every cost is on the polynomial
             # through the points so far (not where a count stops at 0: max(0, n - 1)).
             if m >= 2:
-                at_zero = sampler(zero(i))
+                at_zero = sampler.whole(zero(i))
                 if (
                     at_zero is not None
                     and allowed(at_zero)
@@ -633,12 +854,6 @@ def symbolic_costs(
                 break
         degrees.append(min(degree, max_degree))
     coefficients, denominator, columns = _interpolate(sampler, start, tuple(degrees))
-
-    rng = random.Random(seed)
-    checks = [
-        tuple(b + d + rng.randint(1, 9) for b, d in zip(start, degrees, strict=True))
-        for _ in range(verify if k else 0)
-    ]
     fitted = (coefficients, denominator, columns)
     for point in checks:
         _verify(sampler, point, fitted, bad, reasons, "")
@@ -651,7 +866,7 @@ def symbolic_costs(
     zeros: list[tuple[int, ...]] = []
     for i, sym in enumerate(symbols):
         point = zero(i)
-        zero_allowed[sym] = allowed(sampler(point))
+        zero_allowed[sym] = allowed(sampler.whole(point))
         if zero_allowed[sym]:
             zeros.append(point)
             _verify(sampler, point, fitted, bad, reasons, f" at {sym}=0", clamp)
@@ -696,7 +911,9 @@ def symbolic_costs(
         totals=totals,
         nodes=nodes,
         zero_allowed=zero_allowed,
-        analyses=sum(1 for _ in sampler.samples),
+        analyses=len(sampler.whole_points),
+        reduced_analyses=sampler.reduced_runs,
+        reduced_nodes=len(sampler.reduced.sizes) if sampler.reduced is not None else 0,
         warnings=tuple(warnings),
     )
 
@@ -714,7 +931,7 @@ def _verify(
     with a 0), a node cost the analysis gives as 0 where its polynomial is negative is
     max(0, polynomial) instead."""
     coefficients, denominator, columns = fitted
-    actual = sampler.need(point)
+    actual = sampler.need(point, whole=True)
     predicted = _evaluate_all(coefficients, denominator, point)
     for q, (c, want) in enumerate(zip(columns.of, actual, strict=True)):
         got = predicted[c]
@@ -754,7 +971,7 @@ def _with_clamped_parts(
     whole = replace(_formula(sampler.symbols, base, denominator), parts=tuple(parts))
     for point in zeros:
         values = dict(zip(sampler.symbols, point, strict=True))
-        if whole.evaluate(values) != sampler.need(point)[total]:
+        if whole.evaluate(values) != sampler.need(point, whole=True)[total]:
             return None
     return whole
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from onnxcost_testing import formula_cost, parse
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost import zoo
+from onnxcost import formulas, zoo
 from onnxcost.analyze import costs_at
 from onnxcost.cli import app
 from onnxcost.costs.attention import rotated_elements
@@ -128,13 +129,112 @@ def test_gpt2_block_macs_by_hand(tmp_path: Path) -> None:
 def test_analyses_counted_by_hand(tmp_path: Path) -> None:
     a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
     assert a.symbolic is not None
-    # Degrees (batch 1, seq 2), grid from (batch, seq) = (2, 3): along batch 2, 3 and the
-    # point (0, 3), on the line through 2 and 3 (it confirms degree 1 in place of batch 4)
-    # = 3 analyses; along seq 4, 5, 6 (the base shared; seq 0 breaks the model, so 6
-    # confirms degree 2: the third difference is 0) and (2, 0) = 4; the grid 2..3 x 3..5 adds
-    # (3, 4) and (3, 5) = 2; one random point; the reported analysis at (1, 1):
-    # 3 + 4 + 2 + 1 + 1 = 11.
-    assert a.symbolic.analyses == 11
+    # The whole model is analysed where the formulas are checked: the reported point (1, 1),
+    # the base point (2, 3) and the random point, which also sort the nodes into classes,
+    # and the points at 0, (0, 3) and (2, 0) = 5. Its 182 nodes make 88 classes, so the
+    # reduced model (88 nodes) pays: it is run at (1, 1), (2, 3) and the random point to
+    # check it; along batch at 3 (then (0, 3), on the line through 2 and 3, confirms degree
+    # 1 in place of batch 4, and the reduced model is run there too as a check); along seq
+    # at 4, 5, 6 (seq 0 breaks the model, so 6 confirms degree 2: the third difference is 0;
+    # checked at (2, 0) too); the grid 2..3 x 3..5 adds (3, 4) and (3, 5):
+    # 3 + 1 + 1 + 3 + 1 + 2 = 11.
+    assert (a.symbolic.analyses, a.symbolic.reduced_analyses) == (5, 11)
+    assert a.symbolic.reduced_nodes == 88
+
+
+def _small_kv_decoder(tmp_path: Path, layers: int = 3) -> Path:
+    return zoo.save(
+        "gpt2",
+        tmp_path / "gpt2_kv.onnx",
+        weights=False,
+        params={
+            "layers": layers,
+            "hidden": 32,
+            "heads": 4,
+            "vocab": 64,
+            "max_positions": 64,
+            "kv_cache": "true",
+        },
+    )
+
+
+def _searched(path: str | Path, **options: Any) -> formulas.SymbolicCosts:
+    prepared = prepare(path)
+    symbols = formulas.model_symbols(prepared.proto, {}, {})
+    base = onnxcost.analyze(prepared, dims=dict.fromkeys(symbols, 1))
+    return formulas.symbolic_costs(prepared, base, **options)
+
+
+@pytest.mark.parametrize("which", ["built-in", "torch export"])
+def test_the_reduced_model_finds_the_same_formulas(which: str, tmp_path: Path) -> None:
+    # The formulas found on the model reduced to one node per class are the ones found on
+    # the whole model alone, for every total and every node.
+    path = (
+        _small_kv_decoder(tmp_path)
+        if which == "built-in"
+        else MODELS_DIR / "decoder_kv_torch_script.onnx"
+    )
+    reduced, whole = _searched(path), _searched(path, reduce=False)
+    assert reduced.reduced_analyses > 0
+    assert whole.reduced_analyses == 0
+    assert reduced.analyses < whole.analyses
+    assert (reduced.totals, reduced.nodes) == (whole.totals, whole.nodes)
+    assert reduced.warnings == whole.warnings
+
+
+def test_a_reduced_model_that_misses_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reduced model whose costs differ from the whole model's where both run (here: one
+    # more MAC on its first node, as a wrong merge would give) is found out by the checks at
+    # the reported point, and the search is made on the whole model alone.
+    path = _small_kv_decoder(tmp_path)
+    sample = formulas._Reduced.sample
+
+    def off_by_one(self: formulas._Reduced, a: onnxcost.Analysis) -> formulas._Sample:
+        found = sample(self, a)
+        values = list(found.values)
+        values[len(formulas.TOTAL_KEYS)] += 1
+        return formulas._Sample(values, found.unknown)
+
+    monkeypatch.setattr(formulas._Reduced, "sample", off_by_one)
+    dropped = _searched(path)
+    monkeypatch.undo()
+    whole = _searched(path, reduce=False)
+    assert dropped.reduced_analyses == 0
+    assert (dropped.totals, dropped.nodes, dropped.analyses) == (
+        whole.totals,
+        whole.nodes,
+        whole.analyses,
+    )
+
+
+def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nodes alike at every point but 0 (a clamp such as max(0, n - 1) in one of them): the
+    # points at 0 are run on the whole model and on the reduced one, which must agree.
+    path = _small_kv_decoder(tmp_path)
+    reduced_at = formulas._Sampler._reduced_at
+
+    def wrong_at_zero(self: formulas._Sampler, point: tuple[int, ...]) -> formulas._Sample | None:
+        found = reduced_at(self, point)
+        if found is None or 0 not in point:
+            return found
+        return formulas._Sample([v + 1 for v in found.values], found.unknown)
+
+    monkeypatch.setattr(formulas._Sampler, "_reduced_at", wrong_at_zero)
+    dropped = _searched(path)
+    monkeypatch.undo()
+    whole = _searched(path, reduce=False)
+    assert dropped.reduced_analyses == 0
+    assert (dropped.totals, dropped.nodes) == (whole.totals, whole.nodes)
+
+
+def test_no_reduced_model_where_few_nodes_are_alike() -> None:
+    # KV_ATTENTION's six nodes are all different: a reduced model would not pay.
+    found = _searched(parse(KV_ATTENTION))
+    assert (found.reduced_analyses, found.reduced_nodes) == (0, 0)
 
 
 def test_the_lean_analysis_costs_as_the_full_one() -> None:
@@ -283,8 +383,8 @@ def _check_everywhere(source: str | Path, points: int = 3) -> None:
         for key, f in costs.totals.items():
             assert f is not None, (key, a.warnings)
             assert f.evaluate(point) == getattr(concrete.totals, key), (point, key)
-        for node, formulas in zip(concrete.nodes, costs.nodes, strict=True):
-            for key, f in formulas.items():
+        for node, found in zip(concrete.nodes, costs.nodes, strict=True):
+            for key, f in found.items():
                 assert f is not None, (node.name, key, a.warnings)
                 assert f.evaluate(point) == getattr(node, key), (point, node.name, key)
 

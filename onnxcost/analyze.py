@@ -91,8 +91,8 @@ class Analysis:
     convention: Convention = "onnxcost"
     _counted: tuple[bool, ...] = field(default=(), repr=False, compare=False)
     _kinds: tuple[int, ...] = field(default=(), repr=False, compare=False)
-    """``ShapeResult.kinds`` of the main graph's nodes, on ``costs_at``'s result (formulas.py
-    analyses one node per kind); empty otherwise."""
+    """``ShapeResult.kinds``: per main-graph node, a number shared by the nodes that cost the
+    same (formulas.py analyses one node per class of them); empty where none is known."""
     prepared: PreparedModel | None = field(default=None, repr=False, compare=False)
     """The prepared model analysed, when ``analyze`` was given one (``compare`` reads its
     graph); None when it was given a path, bytes or a ModelProto, whose preparation the
@@ -812,6 +812,7 @@ def _analyze(
         warnings=tuple(dict.fromkeys(walk.warnings)),
         convention=convention,
         _counted=counted,
+        _kinds=shapes.kinds,
         prepared=given,
     )
 

@@ -370,22 +370,55 @@ def _light(prepared: PreparedModel) -> PreparedModel:
 @dataclass(frozen=True, slots=True)
 class _Sample:
     values: list[int]
-    """TOTAL_KEYS, then NODE_KEYS of each node."""
+    """TOTAL_KEYS, then NODE_KEYS of each unit (``_Units``)."""
     unknown: frozenset[int]
-    """Indices of nodes with status unknown_shape."""
+    """Indices of the units with status unknown_shape."""
 
 
-def _vector(a: Analysis) -> _Sample:
-    t = a.totals
-    values = [t.macs, t.flops, t.bytes_read, t.bytes_written, t.params, t.param_bytes]
-    for n in a.nodes:
-        values += (n.macs, n.flops, n.bytes_read, n.bytes_written)
-    unknown = frozenset(k for k, n in enumerate(a.nodes) if n.status == "unknown_shape")
-    return _Sample(values, unknown)
+@dataclass(frozen=True)
+class _Units:
+    """What the samples hold NODE_KEYS for: every node, or, with the reduced model, every
+    class of alike nodes (each node's formulas are then its class's)."""
+
+    of_node: tuple[int, ...]
+    """Node -> its unit."""
+    first: tuple[int, ...]
+    """Unit -> its first node."""
+    sizes: tuple[int, ...]
+    """Unit -> how many nodes it stands for."""
+
+    @classmethod
+    def nodes(cls, n: int) -> _Units:
+        return cls(tuple(range(n)), tuple(range(n)), (1,) * n)
+
+    def members(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.sizes]
+        for node, unit in enumerate(self.of_node):
+            out[unit].append(node)
+        return out
 
 
 class _ReducedMissError(Exception):
-    """The reduced model's costs differ from the whole model's at a point both were run."""
+    """The reduced model, or the classes it stands for, missed the whole model's costs at a
+    point where the whole model was analysed."""
+
+
+def _vector(a: Analysis, units: _Units) -> _Sample:
+    """The sample of a whole model's analysis. Raises _ReducedMissError where two nodes of
+    one unit cost differently."""
+    t = a.totals
+    values = [t.macs, t.flops, t.bytes_read, t.bytes_written, t.params, t.param_bytes]
+    costs = [(n.macs, n.flops, n.bytes_read, n.bytes_written) for n in a.nodes]
+    for node in units.first:
+        values += costs[node]
+    if len(units.first) < len(costs) and any(
+        cost != costs[units.first[unit]] for cost, unit in zip(costs, units.of_node, strict=True)
+    ):
+        raise _ReducedMissError("nodes of one class cost differently")
+    unknown = frozenset(
+        units.of_node[k] for k, n in enumerate(a.nodes) if n.status == "unknown_shape"
+    )
+    return _Sample(values, unknown)
 
 
 @dataclass(frozen=True)
@@ -394,30 +427,35 @@ class _Reduced:
     attributes, and input and output types and values (``ShapeResult.kinds``) at two points
     that differ in every symbol. Such nodes are taken to stay alike at every point: a
     32-layer decoder's layers become one, and each point costs the analysis of ~100 nodes
-    rather than of thousands. The sampler checks it: where it runs both, the reduced model
-    must give the whole model's costs exactly, or every point is run on the whole model."""
+    rather than of thousands. The sampler checks it wherever the whole model is analysed."""
 
     model: PreparedModel
-    of_node: tuple[int, ...]
-    """Node of the whole model -> its class, the index of its node in the reduced model."""
-    sizes: tuple[int, ...]
-    """Class -> how many of the whole model's nodes it stands for."""
+    units: _Units
+    """The classes: the reduced model's node j is the whole model's node ``units.first[j]``."""
     params: tuple[int, int]
     """The totals' params and param bytes, the same at every point (see ``_reduce``)."""
 
     def sample(self, a: Analysis) -> _Sample:
-        """The whole model's costs (``_vector``'s layout) from the reduced model's analysis."""
+        """The whole model's costs from the reduced model's analysis."""
         per_class = [(r.macs, r.flops, r.bytes_read, r.bytes_written) for r in a.nodes]
         totals = [0, 0, 0, 0]
-        for costs, size in zip(per_class, self.sizes, strict=True):
+        values: list[int] = []
+        for costs, size in zip(per_class, self.units.sizes, strict=True):
+            values += costs
             for key, value in enumerate(costs):
                 totals[key] += size * value
-        values = [*totals, *self.params]
-        for c in self.of_node:
-            values += per_class[c]
-        unknown_classes = {c for c, r in enumerate(a.nodes) if r.status == "unknown_shape"}
-        unknown = frozenset(k for k, c in enumerate(self.of_node) if c in unknown_classes)
-        return _Sample(values, unknown)
+        unknown = frozenset(c for c, r in enumerate(a.nodes) if r.status == "unknown_shape")
+        return _Sample([*totals, *self.params, *values], unknown)
+
+    def agrees(self, kinds: Sequence[int]) -> bool:
+        """Whether every node has its class's first node's kind (``ShapeResult.kinds``) at a
+        point: then every node costs as that node does, and the reduced model's costs are
+        the whole model's there, node for node."""
+        first = self.units.first
+        return len(kinds) == len(self.units.of_node) and all(
+            kind >= 0 and kind == kinds[first[unit]]
+            for kind, unit in zip(kinds, self.units.of_node, strict=True)
+        )
 
 
 def _reduce(
@@ -435,17 +473,16 @@ def _reduce(
     n = len(view.order)
     if any(len(a._kinds) != n or len(a.nodes) != n for a in analyses):
         return None
-    first = analyses[0]
+    first_params = [r.params for r in analyses[0].nodes]
     for a in analyses:
-        if (a.totals.params, a.totals.param_bytes) != params or any(
-            x.params != y.params for x, y in zip(a.nodes, first.nodes, strict=True)
-        ):
+        if (a.totals.params, a.totals.param_bytes) != params or [
+            r.params for r in a.nodes
+        ] != first_params:
             return None
     classes: dict[tuple[int, ...], int] = {}
     of_node: list[int] = []
     sizes: list[int] = []
-    members: list[int] = []
-    """Class -> its first node, the one the reduced model keeps."""
+    first: list[int] = []
     renamed: dict[str, str] = {}
     """A merged node's output -> the same output of its class's first node."""
     for k in range(n):
@@ -454,9 +491,9 @@ def _reduce(
         c = classes.setdefault(key, len(classes))
         if c == len(sizes):
             sizes.append(0)
-            members.append(k)
+            first.append(k)
         else:
-            kept = view.outputs[members[c]]
+            kept = view.outputs[first[c]]
             renamed.update((o, r) for o, r in zip(view.outputs[k], kept, strict=True) if o)
         sizes[c] += 1
         of_node.append(c)
@@ -470,7 +507,7 @@ def _reduce(
     graph.name = whole.name
     graph.input.extend(whole.input)
     read: set[str] = set()
-    for k in members:
+    for k in first:
         node = graph.node.add()
         node.CopyFrom(view.order[k])
         for i, name in enumerate(node.input):
@@ -481,87 +518,100 @@ def _reduce(
     graph.output.extend(o for o in whole.output if o.name not in renamed)
     graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
     model = replace(prepared, proto=proto, view=build(graph, name_unnamed=False))
-    return _Reduced(model, tuple(of_node), tuple(sizes), params)
+    return _Reduced(model, _Units(tuple(of_node), tuple(first), tuple(sizes)), params)
 
 
 @dataclass
 class _Sampler:
     """The costs at each point: from the whole model's analysis (``run``), or, once
     ``reduced`` is set, from the reduced model's (``run_reduced``), except at the points the
-    formulas are checked at (``whole``), where the whole model's is taken and both must agree."""
+    formulas are checked at (``whole``). There the whole model is analysed, and the reduced
+    model must agree with it: every node has its class's kind (``_Reduced.agrees``), or the
+    reduced model, run there too, gives the same costs; else _ReducedMissError."""
 
     run: Callable[[dict[str, int]], Analysis]
+    run_reduced: Callable[[PreparedModel, dict[str, int]], Analysis]
     symbols: tuple[str, ...]
     names: tuple[str, ...]
-    run_reduced: Callable[[PreparedModel, dict[str, int]], Analysis] | None = None
+    units: _Units
     samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
     whole_points: set[tuple[int, ...]] = field(default_factory=set)
-    """The points ``samples`` holds the whole model's analysis at."""
+    """The points ``samples`` holds the whole model's costs at."""
     reduced: _Reduced | None = None
-    reduced_runs: int = 0
+    reduced_samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
 
     def __call__(self, point: tuple[int, ...]) -> _Sample | None:
         """The costs at ``point``; None where the model does not analyse there."""
         if point not in self.samples:
-            if self.reduced is None or self.run_reduced is None:
+            if self.reduced is None:
                 return self.whole(point)
             self.samples[point] = self._reduced_at(point)
         return self.samples[point]
 
-    def whole(self, point: tuple[int, ...]) -> _Sample | None:
-        """The costs at ``point`` from the whole model. While the reduced model is in use it
-        is run there too, and _ReducedMissError raised where its costs are not the same."""
-        if point not in self.whole_points:
-            sample = self._sample(self.analysis(point))
-            if self.reduced is not None:
-                reduced = self.samples[point] if point in self.samples else self._reduced_at(point)
-                if reduced != sample:
-                    raise _ReducedMissError(point)
-            self.samples[point] = sample
-        return self.samples[point]
+    def whole(self, point: tuple[int, ...], analysis: Analysis | None = None) -> _Sample | None:
+        """The whole model's costs at ``point`` (its ``analysis`` there, when run already)."""
+        if point in self.whole_points:
+            return self.samples[point]
+        self.whole_points.add(point)
+        a = analysis or self.analysis(point)
+        sample = None
+        if a is not None and tuple(n.name for n in a.nodes) == self.names:
+            sample = _vector(a, self.units)  # else another walk (a different If branch)
+        unproven = self.reduced is not None and (a is None or not self.reduced.agrees(a._kinds))
+        if unproven and self._reduced_at(point) != sample:
+            raise _ReducedMissError(point)
+        self.samples[point] = sample
+        return sample
 
     def analysis(self, point: tuple[int, ...]) -> Analysis | None:
         """The whole model's analysis at ``point`` (None where it does not analyse)."""
-        self.whole_points.add(point)
         try:
-            return self.run(dict(zip(self.symbols, point, strict=True)))
+            return self.run(self._values(point))
         except OnnxcostError:
             return None
 
     def use_reduced(
-        self, source: PreparedModel, base: Analysis, points: Sequence[tuple[int, ...]]
+        self,
+        source: PreparedModel,
+        reported: tuple[tuple[int, ...], Analysis],
+        points: Sequence[tuple[int, ...]],
     ) -> None:
-        """Run the whole model at ``points`` and, where its node classes there make a
-        reduced model that pays (``_reduce``), use it from now on. Raises _ReducedMissError
-        where the reduced model misses the whole model's costs at the reported point or at
-        ``points``."""
-        analyses = [self.analysis(p) for p in points]
-        for p, a in zip(points, analyses, strict=True):
-            self.samples[p] = self._sample(a)
-        found = [a for a in analyses if a is not None]
-        if len(found) < 2 or [n.params for n in base.nodes] != [n.params for n in found[0].nodes]:
-            return  # params that change with the point: see ``_reduce``
-        reduced = _reduce(source, found, (base.totals.params, base.totals.param_bytes))
-        if reduced is None:
-            return
-        self.reduced = reduced
-        for p in ((1,) * len(self.symbols), *points):
-            if self._reduced_at(p) != self.samples[p]:
-                raise _ReducedMissError(p)
+        """Analyse the whole model at ``points`` and, where its analyses there make a reduced
+        model that pays (``_reduce``) and every node has the params of the ``reported``
+        analysis (every symbol at 1), use it from now on. Its wiring is checked once, at the
+        reported point."""
+        at_one, base = reported
+        analyses = {p: self.analysis(p) for p in points}
+        found = [a for a in analyses.values() if a is not None]
+        params = [r.params for r in base.nodes]
+        if len(found) == len(points) and all([r.params for r in a.nodes] == params for a in found):
+            reduced = _reduce(source, found, (base.totals.params, base.totals.param_bytes))
+            if reduced is not None:
+                self.reduced, self.units = reduced, reduced.units
+        for p, a in analyses.items():
+            if a is None:
+                self.whole_points.add(p)
+                self.samples[p] = None
+            else:
+                self.whole(p, a)
+        self.whole(at_one, base)
+        if self.reduced is not None and self._reduced_at(at_one) != self.samples[at_one]:
+            raise _ReducedMissError(at_one)
+
+    def _values(self, point: tuple[int, ...]) -> dict[str, int]:
+        return dict(zip(self.symbols, point, strict=True))
 
     def _reduced_at(self, point: tuple[int, ...]) -> _Sample | None:
-        assert self.reduced is not None and self.run_reduced is not None
-        self.reduced_runs += 1
-        try:
-            a = self.run_reduced(self.reduced.model, dict(zip(self.symbols, point, strict=True)))
-        except OnnxcostError:
-            return None
-        return self.reduced.sample(a)
-
-    def _sample(self, a: Analysis | None) -> _Sample | None:
-        if a is None or tuple(n.name for n in a.nodes) != self.names:
-            return None  # no analysis, or another graph walk (a different If branch)
-        return _vector(a)
+        assert self.reduced is not None
+        if point not in self.reduced_samples:
+            try:
+                found = self.reduced.sample(
+                    self.run_reduced(self.reduced.model, self._values(point))
+                )
+            except OnnxcostError:
+                found = None
+            self.reduced_samples[point] = found
+        return self.reduced_samples[point]
 
     def need(self, point: tuple[int, ...], *, whole: bool = False) -> list[int]:
         sample = self.whole(point) if whole else self(point)
@@ -787,11 +837,9 @@ def _search(
         )
 
     names = tuple(n.name for n in base.nodes)
-    sampler = _Sampler(partial(run_on, source), symbols, names, run_on)
+
+    sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
     ones = (1,) * len(symbols)
-    sampler.samples[ones] = _vector(base)
-    sampler.whole_points.add(ones)
-    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(names)
     k = len(symbols)
     start = tuple(_FIRST_BASE + i for i in range(k))
     rng = random.Random(seed)
@@ -802,7 +850,11 @@ def _search(
         for _ in range(verify if k else 0)
     ]
     if reduce and checks:
-        sampler.use_reduced(source, base, [start, checks[0]])
+        sampler.use_reduced(source, (ones, base), [start, checks[0]])
+    else:
+        sampler.whole(ones, base)
+    units = sampler.units
+    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(units.sizes)
     bad = np.zeros(n_costs, dtype=bool)
     """Costs with no formula: too high a degree, or failed verification."""
     reasons: dict[int, str] = {}
@@ -889,31 +941,31 @@ def _search(
     offset = len(TOTAL_KEYS)
     totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
     for t, key in enumerate(TOTAL_KEYS[: len(NODE_KEYS)]):
-        nodes_of_key = range(offset + t, n_costs, len(NODE_KEYS))
-        if totals[key] is None and reasons.get(t, "").endswith("=0") and clamp[nodes_of_key].any():
+        units_of_key = range(offset + t, n_costs, len(NODE_KEYS))
+        if totals[key] is None and reasons.get(t, "").endswith("=0") and clamp[units_of_key].any():
             totals[key] = _with_clamped_parts(
                 sampler,
                 zeros,
                 t,
-                [q for q in nodes_of_key if clamp[q] and not bad[q]],
+                [q for q in units_of_key if clamp[q] and not bad[q]],
                 formula,
                 fitted,
             )
             if totals[key] is not None:
                 del reasons[t]
-    nodes = tuple(
-        {key: formula(offset + 4 * k_node + q) for q, key in enumerate(NODE_KEYS)}
-        for k_node in range(len(names))
-    )
-    warnings += _bad_warnings(reasons, names)
+    per_unit = [
+        {key: formula(offset + len(NODE_KEYS) * u + q) for q, key in enumerate(NODE_KEYS)}
+        for u in range(len(units.sizes))
+    ]
+    warnings += _bad_warnings(reasons, names, units)
     return SymbolicCosts(
         symbols=symbols,
         totals=totals,
-        nodes=nodes,
+        nodes=tuple(per_unit[u] for u in units.of_node),
         zero_allowed=zero_allowed,
         analyses=len(sampler.whole_points),
-        reduced_analyses=sampler.reduced_runs,
-        reduced_nodes=len(sampler.reduced.sizes) if sampler.reduced is not None else 0,
+        reduced_analyses=len(sampler.reduced_samples),
+        reduced_nodes=len(units.sizes) if sampler.reduced is not None else 0,
         warnings=tuple(warnings),
     )
 
@@ -955,19 +1007,22 @@ def _with_clamped_parts(
     fitted: tuple[np.ndarray, int, _Columns],
 ) -> Formula | None:
     """Total ``total`` as (its polynomial less the clamped nodes') + each clamped node's
-    max(0, polynomial), if that matches the analysis at every point with a 0."""
+    max(0, polynomial), if that matches the analysis at every point with a 0. ``clamped``:
+    columns of units, each as many nodes as the unit stands for."""
     coefficients, denominator, columns = fitted
     base = coefficients[..., columns.of[total]].copy()
     groups: dict[int, list[int]] = {}
     for q in clamped:
         groups.setdefault(columns.of[q], []).append(q)
+    sizes = sampler.units.sizes
     parts: list[tuple[int, Formula]] = []
     for c, members in groups.items():
-        base = base - len(members) * coefficients[..., c]
+        count = sum(sizes[(q - len(TOTAL_KEYS)) // len(NODE_KEYS)] for q in members)
+        base = base - count * coefficients[..., c]
         part = formula(members[0])
         if part is None:
             return None
-        parts.append((len(members), part))
+        parts.append((count, part))
     whole = replace(_formula(sampler.symbols, base, denominator), parts=tuple(parts))
     for point in zeros:
         values = dict(zip(sampler.symbols, point, strict=True))
@@ -976,16 +1031,20 @@ def _with_clamped_parts(
     return whole
 
 
-def _bad_warnings(reasons: Mapping[int, str], names: Sequence[str]) -> list[str]:
+def _bad_warnings(reasons: Mapping[int, str], names: Sequence[str], units: _Units) -> list[str]:
     """One warning per reason, naming the nodes (the first five) and which of their costs."""
+    members = units.members()
+    by_node: list[tuple[int, int, str]] = []
+    """(node, key, reason) of every node cost without a formula: each unit's, for its nodes."""
     by_reason: dict[str, dict[str, list[str]]] = {}
     for q, reason in sorted(reasons.items()):
         if q < len(TOTAL_KEYS):
-            owner, key = "(totals)", TOTAL_KEYS[q]
+            by_reason.setdefault(reason, {}).setdefault("(totals)", []).append(TOTAL_KEYS[q])
         else:
-            node, index = divmod(q - len(TOTAL_KEYS), len(NODE_KEYS))
-            owner, key = names[node], NODE_KEYS[index]
-        by_reason.setdefault(reason, {}).setdefault(owner, []).append(key)
+            unit, index = divmod(q - len(TOTAL_KEYS), len(NODE_KEYS))
+            by_node += [(node, index, reason) for node in members[unit]]
+    for node, index, reason in sorted(by_node):
+        by_reason.setdefault(reason, {}).setdefault(names[node], []).append(NODE_KEYS[index])
     out = []
     for reason, owners in by_reason.items():
         listed = [f"{o!r} ({', '.join(keys)})" for o, keys in owners.items()]

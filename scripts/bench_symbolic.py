@@ -3,7 +3,8 @@
 Cases: the built-in GPT-2 small by name (``onnxcost.analyze("gpt2")``), in (batch, seq);
 GPT-2 small from a file as ``onnxcost zoo save gpt2 FILE`` writes it (weights inline,
 499 MB), in (batch, seq); and the same with a KV cache (``--param kv_cache=true``), in
-(batch, seq, past_seq). Each case alternates a concrete analysis and a symbolic one in
+(batch, seq, past_seq); and the built-in llama (8B-shaped, 32 layers, 5,778 nodes) with
+a KV cache, its weights declared, not written. Each case alternates a concrete analysis and a symbolic one in
 the same process and reports the median wall time and the median CPU time
 (``time.process_time``: what the shared machine's other work does not inflate) of each,
 their ratio, and how many concrete analyses the symbolic one ran.
@@ -66,14 +67,18 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     plain, kv = args.out / "gpt2.onnx", args.out / "gpt2_kv.onnx"
+    llama = args.out / "llama_kv.onnx"
     if not plain.exists():
         zoo.save("gpt2", plain)
     if not kv.exists():
         zoo.save("gpt2", kv, params={"kv_cache": "true"})
+    if not llama.exists():
+        zoo.save("llama", llama, weights=False, params={"kv_cache": "true"})
     print(f"medians of {args.runs} alternating runs")
     case("built-in gpt2 (batch, seq)", "gpt2", args.runs)
     case("GPT-2 small file (batch, seq)", str(plain), args.runs)
     case("GPT-2 small with a KV cache (batch, seq, past_seq)", str(kv), args.runs)
+    case("the built-in llama, 32 layers, with a KV cache, weights declared", str(llama), args.runs)
 
 
 if __name__ == "__main__":

@@ -132,13 +132,13 @@ def test_analyses_counted_by_hand(tmp_path: Path) -> None:
     # The whole model is analysed where the formulas are checked: the reported point (1, 1),
     # the base point (2, 3) and the random point, which also sort the nodes into classes,
     # and the points at 0, (0, 3) and (2, 0) = 5. Its 182 nodes make 88 classes, so the
-    # reduced model (88 nodes) pays: it is run at (1, 1), (2, 3) and the random point to
-    # check it; along batch at 3 (then (0, 3), on the line through 2 and 3, confirms degree
-    # 1 in place of batch 4, and the reduced model is run there too as a check); along seq
-    # at 4, 5, 6 (seq 0 breaks the model, so 6 confirms degree 2: the third difference is 0;
-    # checked at (2, 0) too); the grid 2..3 x 3..5 adds (3, 4) and (3, 5):
-    # 3 + 1 + 1 + 3 + 1 + 2 = 11.
-    assert (a.symbolic.analyses, a.symbolic.reduced_analyses) == (5, 11)
+    # reduced model (88 nodes) pays. It is run at (1, 1), once, to check how it is wired;
+    # along batch at 3, then (0, 3), on the line through 2 and 3, confirms degree 1 in place
+    # of batch 4 (every node has its class's kind there: the reduced model need not run);
+    # along seq at 4, 5, 6 (seq 0 breaks the model, so 6 confirms degree 2: the third
+    # difference is 0; at (2, 0) the shapes break, the kinds prove nothing, and it is run
+    # there to compare); the grid 2..3 x 3..5 adds (3, 4) and (3, 5): 1 + 1 + 3 + 1 + 2 = 8.
+    assert (a.symbolic.analyses, a.symbolic.reduced_analyses) == (5, 8)
     assert a.symbolic.reduced_nodes == 88
 
 
@@ -212,8 +212,10 @@ def test_a_reduced_model_that_misses_is_dropped(
 def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Nodes alike at every point but 0 (a clamp such as max(0, n - 1) in one of them): the
-    # points at 0 are run on the whole model and on the reduced one, which must agree.
+    # Nodes alike at every point but 0 (a clamp such as max(0, n - 1) in one of them): at a
+    # point where the kinds do not prove the classes, the reduced model is run beside the
+    # whole one, and must give the same costs. Here the kinds never prove them, and the
+    # reduced model is off by one at the points with a 0.
     path = _small_kv_decoder(tmp_path)
     reduced_at = formulas._Sampler._reduced_at
 
@@ -223,12 +225,25 @@ def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
             return found
         return formulas._Sample([v + 1 for v in found.values], found.unknown)
 
+    monkeypatch.setattr(formulas._Reduced, "agrees", lambda self, kinds: False)
     monkeypatch.setattr(formulas._Sampler, "_reduced_at", wrong_at_zero)
     dropped = _searched(path)
     monkeypatch.undo()
     whole = _searched(path, reduce=False)
     assert dropped.reduced_analyses == 0
     assert (dropped.totals, dropped.nodes) == (whole.totals, whole.nodes)
+
+
+def test_nodes_of_one_class_that_cost_differently_are_found() -> None:
+    # The whole model's costs are read per class only where every node of a class costs
+    # the same: here nodes 0 and 1 (q and present_k) are put in one class, and do not.
+    a = onnxcost.analyze(parse(KV_ATTENTION), dims={"batch": 2, "seq": 3, "past_seq": 5})
+    one_class = formulas._Units((0, 0, 1, 2, 3, 4), (0, 2, 3, 4, 5), (2, 1, 1, 1, 1))
+    with pytest.raises(formulas._ReducedMissError):
+        formulas._vector(a, one_class)
+    every_node = formulas._vector(a, formulas._Units.nodes(6))
+    # q = MatMul [2,3,8] x [8,8]: 2*3*8*8 = 384 MACs, node 0's first cost after the totals
+    assert every_node.values[len(formulas.TOTAL_KEYS)] == 384
 
 
 def test_no_reduced_model_where_few_nodes_are_alike() -> None:

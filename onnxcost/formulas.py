@@ -22,22 +22,23 @@ The point at 0 lies on the line symbol i is probed on: where the model analyses 
 every cost is on the polynomial through the points so far, it confirms the degree in place of
 the next point along the line (a count such as n - 1, 0 and not -1 at 0, needs that point).
 
-Where the formulas are checked (every symbol at 1, the base point, the random point, the
-points at 0), the whole model is analysed. At the other points, on a model whose nodes are
-mostly alike, the reduced model is (``_Reduced``): one node per class of nodes with the same
-op, attributes, and input and output types and values at the base and the random points.
-Each layer of a decoder is like every other, so a point costs the analysis of one layer's
-worth of nodes (88 for GPT-2 small, of 2,030), not of the whole graph. The reduced model is
-also run at every point the whole model is, and must give its costs exactly there; where it
-does not, the search is made again on the whole model alone.
+Where the formulas are checked (every symbol at 1, the random point, the points at 0), the
+whole model is analysed. At the other points, on a model whose nodes are mostly alike, the
+reduced model is (``_Reduced``): one node per class of nodes with the same op, attributes,
+and input and output types and values at every symbol = 1 and at the random point. Each
+layer of a decoder is like every other, so a point costs the analysis of about one layer's
+nodes (88 for GPT-2 small, of 2,030). Where the whole model is analysed, the reduced model
+must agree with it: every node has its class's kind there, or the reduced model, run there
+too, gives the same costs; where it does not, the search is made again on the whole model.
 
 For GPT-2 in (batch, seq) of degrees (1, 2), from the base point (2, 3): the whole model at
-(1, 1) (the analysis reported), (2, 3), the random point, (0, 3) and (2, 0) = 5 analyses;
-the reduced model at (1, 1), (2, 3) and the random point (the first checks), at (3, 3) along
-batch, where (0, 3), on the line through 2 and 3, confirms degree 1 in place of batch 4, at
-(2, 4), (2, 5), (2, 6) along seq (its 0 breaks the model's shapes, which is found so), at
-(0, 3) and (2, 0) (checks), and at (3, 4) and (3, 5) on the grid = 11. Every analysis but
-the reported one is ``analyze.costs_at``: the same walk, without the summaries.
+(1, 1) (the analysis reported), the random point, (0, 3) and (2, 0) = 4 analyses; the
+reduced model at (1, 1) (once, to check how it is wired), at (2, 3) and (3, 3) along batch,
+where (0, 3), on the line through 2 and 3, confirms degree 1 in place of batch 4, at (2, 4),
+(2, 5), (2, 6) along seq (its 0 breaks the model's shapes, which is found so, and where
+the shapes break the kinds prove nothing: it is run at (2, 0) to compare), and at (3, 4)
+and (3, 5) on the grid = 9. Every analysis but the reported one is ``analyze.costs_at``:
+the same walk, without the summaries.
 """
 
 from __future__ import annotations
@@ -425,7 +426,7 @@ def _vector(a: Analysis, units: _Units) -> _Sample:
 class _Reduced:
     """The model cut down to one node per class, where a class is the nodes with the same op,
     attributes, and input and output types and values (``ShapeResult.kinds``) at two points
-    that differ in every symbol. Such nodes are taken to stay alike at every point: a
+    that differ in every symbol (every symbol at 1, and the random point). Such nodes are taken to stay alike at every point: a
     32-layer decoder's layers become one, and each point costs the analysis of ~100 nodes
     rather than of thousands. The sampler checks it wherever the whole model is analysed."""
 
@@ -576,16 +577,17 @@ class _Sampler:
         reported: tuple[tuple[int, ...], Analysis],
         points: Sequence[tuple[int, ...]],
     ) -> None:
-        """Analyse the whole model at ``points`` and, where its analyses there make a reduced
-        model that pays (``_reduce``) and every node has the params of the ``reported``
-        analysis (every symbol at 1), use it from now on. Its wiring is checked once, at the
-        reported point."""
+        """Analyse the whole model at ``points`` and, where its analyses there and the
+        ``reported`` one (every symbol at 1) make a reduced model that pays (``_reduce``),
+        with the same params at every node, use it from now on. Its wiring is checked once,
+        at the reported point."""
         at_one, base = reported
         analyses = {p: self.analysis(p) for p in points}
         found = [a for a in analyses.values() if a is not None]
         params = [r.params for r in base.nodes]
         if len(found) == len(points) and all([r.params for r in a.nodes] == params for a in found):
-            reduced = _reduce(source, found, (base.totals.params, base.totals.param_bytes))
+            totals = (base.totals.params, base.totals.param_bytes)
+            reduced = _reduce(source, [base, *found], totals)
             if reduced is not None:
                 self.reduced, self.units = reduced, reduced.units
         for p, a in analyses.items():
@@ -844,13 +846,13 @@ def _search(
     start = tuple(_FIRST_BASE + i for i in range(k))
     rng = random.Random(seed)
     # The checks lie beyond every point the degrees and the grid can reach (base + degree
-    # + 1 at most); the first one, with the base point, also sorts the nodes into classes.
+    # + 1 at most); the first one, with the reported point, also sorts the nodes into classes.
     checks = [
         tuple(b + max_degree + 1 + rng.randint(1, 9) for b in start)
         for _ in range(verify if k else 0)
     ]
     if reduce and checks:
-        sampler.use_reduced(source, (ones, base), [start, checks[0]])
+        sampler.use_reduced(source, (ones, base), checks[:1])
     else:
         sampler.whole(ones, base)
     units = sampler.units
@@ -866,7 +868,7 @@ def _search(
 
     def allowed(sample: _Sample | None) -> bool:
         """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
-        base_sample = sampler.whole(start)
+        base_sample = sampler(start)
         return (
             sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
         )

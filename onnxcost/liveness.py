@@ -10,6 +10,7 @@ it over the topological order; ``onnxcost.bench.ort_order`` over onnxruntime's o
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import accumulate, chain
 
 from onnxcost.records import LiveTensor, PeakActivation
 from onnxcost.tensors import TensorInfo, name_text
@@ -53,32 +54,36 @@ def peak_activation(
     ends = dict(last_use) if last_use is not None else last_uses(inputs)
     for name in graph_outputs:
         ends[name] = n - 1
-    spans: list[tuple[str, str, int, int, int]] = []  # tensor, producer, start, end, bytes
-    writes = [(name, GRAPH_INPUT, 0) for name in graph_inputs]
-    writes += [(o, names[k], k) for k, outs in enumerate(outputs) for o in outs if o]
+    # An activation of known size adds its bytes from the step that writes it (a graph
+    # input: -1, counted from step 0) through its last read; ``delta`` holds the changes.
     delta = [0] * (n + 1)
-    for tensor, producer, start in writes:
+    spans: list[tuple[str, int, int, int]] = []  # tensor, writer step, last step, bytes
+    writes = chain(
+        ((name, -1) for name in graph_inputs),
+        ((o, k) for k, outs in enumerate(outputs) for o in outs if o),
+    )
+    for tensor, k in writes:
+        if tensor in excluded:
+            continue  # a weight
         info = types.get(tensor)
-        if info is None or tensor in excluded:
-            continue
-        nbytes = info.known_nbytes
-        if nbytes < 0:
-            continue
-        end = max(ends.get(tensor, start), start)
+        nbytes = -1 if info is None else info.known_nbytes
+        if nbytes <= 0:
+            continue  # unknown size, or empty
+        start = k if k > 0 else 0
+        end = ends.get(tensor, start)
+        if end < start:
+            end = start
         delta[start] += nbytes
         delta[end + 1] -= nbytes
-        spans.append((tensor, producer, start, end, nbytes))
-    peak = running = 0
-    at = 0
-    for k in range(n):
-        running += delta[k]
-        if running > peak:
-            peak, at = running, k
+        spans.append((tensor, k, end, nbytes))
+    levels = list(accumulate(delta[:n]))  # the live bytes at each step
+    peak = max(levels)
+    at = levels.index(peak) if peak > 0 else 0  # the first step at the peak
     live = sorted(
         (
-            LiveTensor(tensor, producer, nbytes)
-            for tensor, producer, start, end, nbytes in spans
-            if start <= at <= end and nbytes
+            LiveTensor(tensor, names[k] if k >= 0 else GRAPH_INPUT, nbytes)
+            for tensor, k, end, nbytes in spans
+            if k <= at <= end
         ),
         key=lambda t: (-t.bytes, name_text(t.tensor)),
     )

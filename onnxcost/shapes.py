@@ -570,6 +570,17 @@ class KnownValues:
                 self._values[name] = value
         return value
 
+    def add_constant(self, name: str, node: onnx.NodeProto, key: bytes) -> None:
+        """Register Constant output ``name``, its node's serialized attribute ``key`` read
+        already: its value is that of every Constant of the same ``key``, read on first use."""
+        if key in self._constants:  # read before: shared
+            value = self._constants[key]
+            if value is not None:
+                self._values[name] = value
+            return
+        self._sources[name] = node
+        self._constant_keys[name] = key
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
@@ -993,7 +1004,7 @@ def _per_node(
     kinds: list[int] = []
     # The walk writes the tables of ``values`` directly: a method call per node would cost
     # as much as the rest of the node's bookkeeping.
-    folded, sources, constant_keys = values._values, values._sources, values._constant_keys
+    folded, sources = values._values, values._sources
     for node, op_type, domain, ins, outs in zip(
         view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True
     ):
@@ -1008,8 +1019,7 @@ def _per_node(
             if info is not None:
                 out = outs[0]
                 types[out] = info.renamed(out)
-                sources[out] = node  # its value is read on first use, once per ``attrs``
-                constant_keys[out] = attrs
+                values.add_constant(out, node, attrs)
                 kinds.append(kind)
                 continue
         signature = _signature(node, op_type, domain, ins, outs, types, values)

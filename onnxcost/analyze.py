@@ -20,7 +20,7 @@ from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import GraphView, as_text, check_nesting
+from onnxcost.graph import DEFAULT_DOMAINS, GraphView, as_text, check_nesting
 from onnxcost.liveness import peak_activation
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
@@ -330,15 +330,17 @@ def _cost_node(
     domain, opset, spec = found if found is not None else _spec_of(w, node_domain, op_type)
     params = 0
     types = w.shapes.types
-    # Built only where a packed weight's count needs it (a partial: a closure here would
-    # make every local of this function a cell, read more slowly for every node).
-    context = partial(_op_context, proto, opset, types, in_names, out_names)
     if in_names or op_type == "Constant":
         if not w.weights.see(op_type, in_names, out_names, spec, types, domain == ""):
+            # The node's OpContext, built only for an op with a packed weight, whose count
+            # needs it (a partial: a closure would make every local here a slower cell).
+            context = None
+            if spec is not None and spec.param_elements:
+                context = partial(_op_context, proto, opset, types, in_names, out_names)
             params = w.weights.count(in_names, spec, types, context)
         elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
             outs = [o if o in w.graph_outputs else "" for o in out_names]
-            params = w.weights.count(outs, None, types, context, generated=False)
+            params = w.weights.count(outs, None, types, None, generated=False)
     # The per-kind memo: a decoder repeats a few node kinds (same op, attributes and tensor
     # types) thousands of times, so the formula and byte sizes are computed once per kind.
     costed = w.costed.get(kind) if kind >= 0 else None
@@ -354,24 +356,30 @@ def _cost_node(
         note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
     elif status == "error":
         w.errors.append(f"{name} ({_op_label(domain, op_type)}): {note}")
-    rec = NodeRecord(
-        name,
-        op_type,
+    return _node_record(node, domain, costed, params, scope, note), cost
+
+
+def _node_record(
+    node: _Node, domain: str, costed: _Costed, params: int, scope: str, note: str
+) -> NodeRecord:
+    """The record of ``node``, of a kind that costs ``costed``, bringing in ``params``."""
+    return NodeRecord(
+        node.name,
+        node.op_type,
         domain,
-        status,
-        cost.macs,
+        costed.status,
+        costed.cost.macs,
         costed.flops,
         params,
         costed.bytes_read,
         costed.bytes_written,
         costed.input_shapes,
         costed.output_shapes,
-        in_names,
-        out_names,
+        node.inputs,
+        node.outputs,
         scope,
         note,
     )
-    return rec, cost
 
 
 def _op_label(domain: str, op_type: str) -> str:
@@ -502,6 +510,10 @@ def _record(
     w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool, kind: int = -1
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
+    if node.op_type == "Constant" and kind in w.costed and node.domain in DEFAULT_DOMAINS:
+        costed = w.costed[kind]
+        if costed.status in ("ok", "zero"):  # no counter or note to keep
+            return _record_constant(w, node, costed, kind, scope, counted)
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
@@ -514,6 +526,27 @@ def _record(
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
     w.counted[slot] = counted and not (rec.op_type in SUBGRAPH_OPS and rec.domain == "")
     return rec, cost
+
+
+def _record_constant(
+    w: _Walk, node: _Node, costed: _Costed, kind: int, scope: str, counted: bool
+) -> tuple[NodeRecord, Cost]:
+    """``_record`` of a main-graph Constant of a kind costed already: nearly half of an LLM
+    export's nodes. It reads nothing (no weight to count, no operand to label) and holds no
+    body; its output is a stored weight, counted where a node reads it."""
+    types = w.shapes.types
+    out_names = node.outputs
+    w.weights.see("Constant", (), out_names, None, types, True)
+    params = 0
+    if not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
+        outs = [o if o in w.graph_outputs else "" for o in out_names]
+        params = w.weights.count(outs, None, types, None, generated=False)
+    if not w.lean:
+        w.labels.append(_label(w, node, kind))
+    rec = _node_record(node, "", costed, params, scope, costed.note)
+    w.records.append(rec)
+    w.counted.append(counted)
+    return rec, costed.cost
 
 
 def _static_int(w: _Walk, name: str) -> int | None:

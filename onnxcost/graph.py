@@ -146,8 +146,8 @@ class GraphView:
     """Op type of each node of ``order``."""
     domains: tuple[str, ...]
     """Domain of each node of ``order``, as written ('' or 'ai.onnx' for the default)."""
-    producer: Mapping[str, str]
-    """Tensor -> name of the node that writes it."""
+    writer: Mapping[str, int]
+    """Tensor -> index in ``order`` of the node that writes it."""
     last_use: Mapping[str, int]
     """Tensor -> index in ``order`` of its last consumer."""
     outer_reads: Mapping[int, tuple[str, ...]] = field(repr=False)
@@ -156,6 +156,11 @@ class GraphView:
     types: Mapping[str, TensorInfo] = field(repr=False)
     renamed: bool = False
     """Whether ``build(name_unnamed=True)`` changed any node's name (subgraphs included)."""
+
+    @cached_property
+    def producer(self) -> dict[str, str]:
+        """Tensor -> name of the node that writes it."""
+        return {t: self.names[i] for t, i in self.writer.items()}
 
     @cached_property
     def edges(self) -> dict[tuple[str, str], tuple[str, ...]]:
@@ -257,39 +262,27 @@ def build(
     # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
     inputs = [tuple(node.input[:]) for node in nodes]
     outputs = [tuple(node.output[:]) for node in nodes]
-    producer: dict[str, int] = {}
-    for i, outs in enumerate(outputs):
-        for o in outs:
-            if o:
-                if o in producer:
-                    raise GraphError(
-                        f"tensor {o!r} is written by both {names[producer[o]]!r} and {names[i]!r}"
-                        f"{where}: the graph is not in SSA form; re-export the model"
-                    )
-                producer[o] = i
+    # The checks run in bulk (dicts built by comprehension, set differences); a second,
+    # careful pass finds the node to name only where a check fails.
+    writer = {o: i for i, outs in enumerate(outputs) for o in outs if o}
+    if len(writer) != sum(map(len, outputs)):  # a tensor written twice, or an omitted output
+        _check_single_writers(names, outputs, where)
+    outer_reads = {i: tuple(dict.fromkeys(_outer_inputs(nodes[i]))) for i in carriers}
+    reads = _reads(inputs, outer_reads)
+    last_use = {t: i for i, ins in enumerate(reads) for t in ins}
     available = {vi.name for vi in graph.input} | {t.name for t in graph.initializer} | outer
-    outer_reads: dict[int, tuple[str, ...]] = {}
-    in_order = True
-    for i in carriers:
-        outer_reads[i] = tuple(dict.fromkeys(_outer_inputs(nodes[i])))
-    last_use: dict[str, int] = {}  # gathered with the check (again below if the order changes)
-    for i, ins in enumerate(inputs):
-        reads: Iterable[str] = (*ins, *outer_reads[i]) if i in outer_reads else ins
-        for t in reads:
-            last_use[t] = i
-            src = producer.get(t)
-            if src is None:
-                if t and t not in available:
-                    raise GraphError(
-                        f"node {names[i]!r} ({op_types[i]}){where} reads tensor {t!r}, which no "
-                        f"node, input or initializer provides; the model is malformed: re-export "
-                        f"it or run onnx.checker.check_model to locate the break"
-                    )
-            elif src >= i:
-                in_order = False
-    producer_names = {t: names[i] for t, i in producer.items()}
+    unprovided = last_use.keys() - writer.keys() - available - {""}
+    if unprovided:
+        i, t = next((i, t) for i, ins in enumerate(reads) for t in ins if t in unprovided)
+        raise GraphError(
+            f"node {names[i]!r} ({op_types[i]}){where} reads tensor {t!r}, which no node, "
+            f"input or initializer provides; the model is malformed: re-export it or run "
+            f"onnx.checker.check_model to locate the break"
+        )
+    in_order = all(writer.get(t, -1) < i for i, ins in enumerate(reads) for t in ins)
     if not in_order:
-        edges = _edges(names, inputs, outer_reads, producer_names)
+        producer = {t: names[i] for t, i in writer.items()}
+        edges = _edges(names, inputs, outer_reads, producer)
         position = _topological(_digraph(nodes, names, edges, types or {}), where)
         nodes = tuple(nodes[i] for i in position)
         inputs = [inputs[i] for i in position]
@@ -299,7 +292,8 @@ def build(
         domains = [domains[i] for i in position]
         moved_to = {i: k for k, i in enumerate(position)}
         outer_reads = {moved_to[i]: r for i, r in outer_reads.items()}
-        last_use = _last_uses(inputs, outer_reads)
+        writer = {t: moved_to[i] for t, i in writer.items()}
+        last_use = {t: i for i, ins in enumerate(_reads(inputs, outer_reads)) for t in ins}
     last_use.pop("", None)
     return GraphView(
         order=nodes,
@@ -308,7 +302,7 @@ def build(
         outputs=tuple(outputs),
         op_types=tuple(op_types),
         domains=tuple(domains),
-        producer=producer_names,
+        writer=writer,
         last_use=last_use,
         outer_reads=outer_reads,
         types={} if types is None else types,
@@ -316,15 +310,29 @@ def build(
     )
 
 
-def _last_uses(
+def _reads(
     inputs: Sequence[tuple[str, ...]], outer_reads: Mapping[int, tuple[str, ...]]
-) -> dict[str, int]:
-    """Tensor -> index of the last node that reads it (its subgraphs' reads included)."""
-    last_use: dict[str, int] = {}
-    for k, ins in enumerate(inputs):
-        for t in (*ins, *outer_reads.get(k, ())):
-            last_use[t] = k
-    return last_use
+) -> Sequence[tuple[str, ...]]:
+    """The tensors each node reads: its inputs, and what its subgraphs read from this graph."""
+    if not outer_reads:
+        return inputs
+    return [(*ins, *outer_reads.get(i, ())) for i, ins in enumerate(inputs)]
+
+
+def _check_single_writers(
+    names: Sequence[str], outputs: Sequence[tuple[str, ...]], where: str
+) -> None:
+    """GraphError naming the first tensor that two nodes write, if any (SSA form)."""
+    writer: dict[str, int] = {}
+    for i, outs in enumerate(outputs):
+        for o in outs:
+            if o in writer:
+                raise GraphError(
+                    f"tensor {o!r} is written by both {names[writer[o]]!r} and {names[i]!r}"
+                    f"{where}: the graph is not in SSA form; re-export the model"
+                )
+            if o:
+                writer[o] = i
 
 
 def _edges(

@@ -85,6 +85,76 @@ def test_nodes_out_of_order_are_sorted() -> None:
     assert [n.name for n in onnxcost.analyze(m).nodes] == ["first", "second"]
 
 
+def test_out_of_order_view_maps_tensors_to_their_writers_after_sorting() -> None:
+    from onnxcost.graph import build
+
+    m = helper.make_graph(
+        [
+            helper.make_node("Relu", ["a"], ["y"], name="second"),
+            helper.make_node("Neg", ["x"], ["a"], name="first"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", 1, [2])],
+        [helper.make_tensor_value_info("y", 1, [2])],
+    )
+    view = build(m)
+    assert view.names == ("first", "second")
+    assert view.writer == {"a": 0, "y": 1}
+    assert view.producer == {"a": "first", "y": "second"}
+    assert view.last_use == {"x": 0, "a": 1}
+
+
+def test_tensor_written_twice_names_both_nodes() -> None:
+    m = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Relu", ["x"], ["a"], name="one"),
+                helper.make_node("Neg", ["x"], ["a"], name="two"),
+            ],
+            "g",
+            [helper.make_tensor_value_info("x", 1, [2])],
+            [helper.make_tensor_value_info("a", 1, [2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    with pytest.raises(GraphError, match=r"'a' is written by both 'one' and 'two'.*SSA"):
+        onnxcost.analyze(m)
+
+
+def test_omitted_outputs_are_not_written_twice() -> None:
+    # Two Dropouts without their optional mask output ('') write 'a' and 'y' once each.
+    m = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Dropout", ["x"], ["a", ""], name="d1"),
+                helper.make_node("Dropout", ["a"], ["y", ""], name="d2"),
+            ],
+            "g",
+            [helper.make_tensor_value_info("x", 1, [2])],
+            [helper.make_tensor_value_info("y", 1, [2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    assert [n.name for n in onnxcost.analyze(m).nodes] == ["d1", "d2"]
+
+
+def test_the_first_node_reading_a_missing_tensor_is_named() -> None:
+    m = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node("Add", ["x", "ghost2"], ["a"], name="add1"),
+                helper.make_node("Add", ["a", "ghost1"], ["y"], name="add2"),
+            ],
+            "g",
+            [helper.make_tensor_value_info("x", 1, [2])],
+            [helper.make_tensor_value_info("y", 1, [2])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    with pytest.raises(GraphError, match=r"^node 'add1' \(Add\) reads tensor 'ghost2'"):
+        onnxcost.analyze(m)
+
+
 def test_unnamed_nodes_get_unique_stable_names() -> None:
     m = parse("""
 <ir_version: 8, opset_import: ["" : 17]>

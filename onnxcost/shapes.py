@@ -1005,6 +1005,7 @@ def _per_node(
     # The walk writes the tables of ``values`` directly: a method call per node would cost
     # as much as the rest of the node's bookkeeping.
     folded, sources = values._values, values._sources
+    declared_names = declared.keys()
     for node, op_type, domain, ins, outs in zip(
         view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True
     ):
@@ -1040,7 +1041,7 @@ def _per_node(
                     types[name] = template.renamed(name)
             if found.value is not None and outs[0] not in folded and outs[0] not in sources:
                 folded[outs[0]] = found.value
-        if declared and not declared.keys().isdisjoint(outs):
+        if not declared_names.isdisjoint(outs):
             for o in outs:
                 if o in declared:
                     info = types.get(o)

@@ -106,6 +106,8 @@ class Weights:
                     self.constant.add(o)
             return True
         constant = self.constant
+        if inputs and inputs[0] and inputs[0] not in constant:
+            return False  # the usual node: its first input is an activation
         if (
             op_type in _NOT_CONSTANT_OPS
             or (op_type in SUBGRAPH_OPS and default_domain)

@@ -515,10 +515,16 @@ def _reduce(
             if name in renamed:
                 node.input[i] = renamed[name]
         read.update(node.input)
+    outputs = [o for o in whole.output if o.name not in renamed]
+    read.update(o.name for o in outputs)
     graph.initializer.extend(t for t in whole.initializer if t.name in read)
-    graph.output.extend(o for o in whole.output if o.name not in renamed)
+    graph.output.extend(outputs)
     graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
-    model = replace(prepared, proto=proto, view=build(graph, name_unnamed=False))
+    try:
+        view = build(graph, name_unnamed=False)
+    except OnnxcostError:
+        return None  # a graph the whole model's index took but this one does not: go without
+    model = replace(prepared, proto=proto, view=view)
     return _Reduced(model, _Units(tuple(of_node), tuple(first), tuple(sizes)), params)
 
 

@@ -719,10 +719,14 @@ def cli_cases(draw: Callable[[st.SearchStrategy[Any]], Any], process: float = 0.
     if command == "check":
         args += [d.pick(("--max-macs", "--max-flops", "--max-params")), d.pick(("1", "2G", "0"))]
     for _ in range(d.int(0, 3)):
-        flag = d.pick(("--input-shape", "--dim", "--top", "--output", "--sort-by", "--depth"))
-        if command not in ("analyze",) and flag in ("--top", "--sort-by", "--depth"):
+        flag = d.pick(
+            ("--input-shape", "--dim", "--top", "--output", "--sort-by", "--depth", "--symbolic")
+        )
+        if command not in ("analyze",) and flag in ("--top", "--sort-by", "--depth", "--symbolic"):
             continue
-        if flag == "--input-shape":
+        if flag == "--symbolic":
+            args.append(flag)
+        elif flag == "--input-shape":
             args += [flag, d.pick(("x=1x3x8x8", "a=0x5x3", "c=", "x=2", "a=1x99999x3"))]
         elif flag == "--dim":
             args += [flag, d.pick(("N=2", "batch=0", "N=4611686018427387904", "seq=3"))]

@@ -426,9 +426,10 @@ def _vector(a: Analysis, units: _Units) -> _Sample:
 class _Reduced:
     """The model cut down to one node per class, where a class is the nodes with the same op,
     attributes, and input and output types and values (``ShapeResult.kinds``) at two points
-    that differ in every symbol (every symbol at 1, and the random point). Such nodes are taken to stay alike at every point: a
-    32-layer decoder's layers become one, and each point costs the analysis of ~100 nodes
-    rather than of thousands. The sampler checks it wherever the whole model is analysed."""
+    that differ in every symbol (every symbol at 1, and the random point). Such nodes are
+    taken to stay alike at every point: a 32-layer decoder's layers become one, and each
+    point costs the analysis of ~100 nodes rather than of thousands. The sampler checks it
+    wherever the whole model is analysed."""
 
     model: PreparedModel
     units: _Units

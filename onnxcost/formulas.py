@@ -60,6 +60,7 @@ from onnxcost.graph import build
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import Layout, to_jsonable
+from onnxcost.shapes import dim_param
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -277,7 +278,7 @@ def model_symbols(
 def _dim_params(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> list[str]:
     inits = {t.name for t in proto.graph.initializer}
     return [
-        d.dim_param
+        dim_param(d)  # text: a symbol that is not UTF-8 comes out of protobuf as bytes
         for vi in proto.graph.input
         if vi.name not in inits and vi.name not in input_shapes
         for d in vi.type.tensor_type.shape.dim

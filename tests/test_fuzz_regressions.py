@@ -8,6 +8,7 @@ onnxcost owes it is a result or one of its own errors, in bounded time and memor
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
@@ -535,6 +536,19 @@ def test_an_input_whose_name_is_not_utf8_with_an_unknown_dim() -> None:
     str. The warning names the input as text, its byte escaped."""
     a = onnxcost.analyze(FOUND / "input_name_not_utf8.onnx")
     assert any("of input '\\xff0' is unknown; using 1" in w for w in a.warnings), a.warnings
+
+
+def test_symbolic_with_a_dim_param_that_is_not_utf8() -> None:
+    """A CLI run's finding (seed 117, once ``--symbolic`` was among the fuzzed flags): the
+    symbols were read from protobuf as they came, bytes for one that is not UTF-8, and
+    ``bytes.isidentifier`` does not exist. Symbols are text, the byte escaped: here the
+    input's dim, the bytes 'b' 0xE1 'tch', is the text 'b\\xe1tch': no identifier, so no
+    symbol, and it stays at 1."""
+    path = FOUND / "dim_param_not_utf8.onnx"
+    r = CliRunner().invoke(app, ["analyze", str(path), "--symbolic", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert isinstance(r.exception, SystemExit | type(None))
+    assert json.loads(r.stdout)["symbols"] == []
 
 
 def test_compare_of_a_scan_body_whose_op_type_is_not_utf8() -> None:

@@ -31,10 +31,12 @@ import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
+from onnxcost.graph import as_text
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import Const, Group, Layout, When, to_jsonable
-from onnxcost.tensors import tensor_bytes
+from onnxcost.shapes import dim_param
+from onnxcost.tensors import name_text, tensor_bytes
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -68,8 +70,9 @@ def _input_dims(proto: onnx.ModelProto) -> dict[str, list[str | int]]:
     for vi in proto.graph.input:
         if vi.name in inits:
             continue
-        out[vi.name] = [
-            d.dim_param if d.HasField("dim_param") else d.dim_value
+        # Text: protobuf hands out a name or symbol that is not UTF-8 as bytes.
+        out[name_text(vi.name)] = [
+            dim_param(d) if d.HasField("dim_param") else d.dim_value
             for d in vi.type.tensor_type.shape.dim
         ]
     return out
@@ -85,7 +88,7 @@ def detect(
     """The cache layout of ``proto``; DecoderError naming the flags when it cannot be told."""
     dims = _input_dims(proto)
     past_inputs = tuple(n for n in dims if _PAST.match(n))
-    present = tuple(o.name for o in proto.graph.output if _PRESENT.match(o.name))
+    present = tuple(n for n in as_text([o.name for o in proto.graph.output]) if _PRESENT.match(n))
     if not past_inputs or not present:
         raise DecoderError(
             "no KV cache found: `llm` needs inputs named past_key_values.{i}.key/value (or past*, "

@@ -551,6 +551,17 @@ def test_symbolic_with_a_dim_param_that_is_not_utf8() -> None:
     assert json.loads(r.stdout)["symbols"] == []
 
 
+def test_llm_on_an_input_whose_name_is_not_utf8() -> None:
+    """Found reading the code after seed 117's finding: ``llm`` matched the input names, bytes
+    for one that is not UTF-8, against a text pattern (TypeError). Names are text: this
+    model has no KV cache, which is said in one line."""
+    path = FOUND / "input_name_not_utf8.onnx"
+    r = CliRunner().invoke(app, ["llm", str(path), "--prompt", "4", "--generate", "2"])
+    assert r.exit_code == 1, r.output
+    assert isinstance(r.exception, SystemExit)
+    assert "no KV cache found" in r.output
+
+
 def test_compare_of_a_scan_body_whose_op_type_is_not_utf8() -> None:
     """The long CLI run's finding (seed 102): a Scan body's op type came out of protobuf as
     bytes and sorting compare's op-type rows mixed bytes with str."""

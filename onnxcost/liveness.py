@@ -57,7 +57,11 @@ def peak_activation(
     # An activation of known size adds its bytes from the step that writes it (a graph
     # input: -1, counted from step 0) through its last read; ``delta`` holds the changes.
     delta = [0] * (n + 1)
-    spans: list[tuple[str, int, int, int]] = []  # tensor, writer step, last step, bytes
+    # Each counted tensor's writer step and last step, in columns (not a tuple per tensor:
+    # thousands of tuples made the collector run more often).
+    tensors: list[str] = []
+    writers: list[int] = []
+    lasts: list[int] = []
     writes = chain(
         ((name, -1) for name in graph_inputs),
         ((o, k) for k, outs in enumerate(outputs) for o in outs if o),
@@ -75,14 +79,16 @@ def peak_activation(
             end = start
         delta[start] += nbytes
         delta[end + 1] -= nbytes
-        spans.append((tensor, k, end, nbytes))
+        tensors.append(tensor)
+        writers.append(k)
+        lasts.append(end)
     levels = list(accumulate(delta[:n]))  # the live bytes at each step
     peak = max(levels)
     at = levels.index(peak) if peak > 0 else 0  # the first step at the peak
     live = sorted(
         (
-            LiveTensor(tensor, names[k] if k >= 0 else GRAPH_INPUT, nbytes)
-            for tensor, k, end, nbytes in spans
+            LiveTensor(tensor, names[k] if k >= 0 else GRAPH_INPUT, types[tensor].known_nbytes)
+            for tensor, k, end in zip(tensors, writers, lasts, strict=True)
             if k <= at <= end
         ),
         key=lambda t: (-t.bytes, name_text(t.tensor)),

@@ -767,8 +767,7 @@ def _analyze(
         warnings=list(shapes.warnings),
         lean=lean,
     )
-    total_macs = total_flops = 0
-    main_records: list[NodeRecord] = []
+    total_macs = total_flops = total_read = total_written = 0
     kinds = shapes.kinds or (-1,) * len(view.order)
     rows = map(
         _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
@@ -777,7 +776,8 @@ def _analyze(
         rec, cost = _record(walk, row, "", 1, True, kind)
         total_macs += cost.macs
         total_flops += cost.flops
-        main_records.append(rec)
+        total_read += rec.bytes_read
+        total_written += rec.bytes_written
     if walk.unsupported and not lean:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
         walk.warnings.append(
@@ -810,8 +810,8 @@ def _analyze(
         params=weights.totals["param"],
         param_bytes=weights.param_bytes(),
         stat_params=weights.totals["stat"],
-        bytes_read=sum(r.bytes_read for r in main_records),
-        bytes_written=sum(r.bytes_written for r in main_records),
+        bytes_read=total_read,
+        bytes_written=total_written,
         peak_activation_bytes=peak.bytes,
         quant_params=weights.totals["quant"],
     )

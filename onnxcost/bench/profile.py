@@ -30,6 +30,9 @@ FENCE_SUFFIXES = ("_fence_before", "_fence_after")
 _RUN_NAMES = ("model_run",)
 _EXECUTE_NAMES = ("SequentialExecutor::Execute", "ParallelExecutor::Execute")
 _MEMORY_ARGS = ("output_size", "activation_size", "parameter_size")
+DEVICE_CATEGORIES = ("Kernel", "Memcpy", "Memset")
+"""Trace categories of GPU work (CUPTI records): a kernel, a copy, a memset."""
+CPU_PROVIDER = "CPUExecutionProvider"
 
 Event = Mapping[str, Any]
 Shape = tuple[int, ...]
@@ -85,6 +88,34 @@ class Trace:
     device_events: int
     memory_args: bool
     """Whether kernel events carried memory args (``output_size`` ...)."""
+    copy_events: int = 0
+    """GPU copies and memsets (``Memcpy``/``Memset`` events) among ``device_events``."""
+    copy_us: float = 0.0
+    """Their GPU time added up, over every run in the trace."""
+    unowned_device_us: float = 0.0
+    """GPU time launched outside every node (input/output copies of a run), over every run."""
+    device_runs: tuple[DeviceRun, ...] = ()
+    """Per-run GPU figures (CUPTI traces only), every run with GPU work."""
+    gpu: tuple[DeviceEvent, ...] = ()
+    """Every GPU event of the trace, in trace order."""
+
+    @property
+    def host_node_median_us(self) -> float:
+        """Median over the measured runs of the host time of top-level CPU-provider kernels."""
+        totals = dict.fromkeys((r.index for r in self.measured_runs), 0.0)
+        for k in self.kernels:
+            if k.depth == 0 and k.run in totals and k.provider == CPU_PROVIDER:
+                totals[k.run] += k.dur_us
+        return median(list(totals.values()))
+
+    def device_median(self, what: str) -> float:
+        """Median over the measured runs of a ``DeviceRun`` figure (``busy_us``, ``span_us``,
+        ``copy_us``, ``unowned_us``); 0.0 without GPU times. A measured run with no GPU work
+        counts as 0."""
+        if not self.device_runs:
+            return 0.0
+        values = {d.run: float(getattr(d, what)) for d in self.device_runs}
+        return median([values.get(r.index, 0.0) for r in self.measured_runs])
 
     @property
     def measured_runs(self) -> tuple[RunSpan, ...]:
@@ -115,12 +146,18 @@ class Trace:
         return median(list(totals.values()))
 
     def kernel_sum_us(self, run: int) -> float:
-        """Host time of the top-level kernels of run ``run`` added up (nested ones are inside them)."""
-        return sum(k.dur_us for k in self.kernels if k.run == run and k.depth == 0)
+        """Time of the top-level kernels of run ``run`` added up (nested ones are inside them):
+        GPU time where the trace has it, else host time."""
+        return sum(
+            k.device_us if k.device_us is not None else k.dur_us
+            for k in self.kernels
+            if k.run == run and k.depth == 0
+        )
 
     @property
     def has_device_times(self) -> bool:
-        return self.device_events > 0
+        """GPU events in the trace, or GPU times in its node events' args (a cleaned trace)."""
+        return self.device_events > 0 or any(k.device_us is not None for k in self.kernels)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -289,17 +326,46 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
     kernels: list[KernelEvent] = []
     device: dict[int, float] = {}
     owner: int | None = None  # index of the last Node event kept: GPU kernels that follow are its
-    fences = outside = device_events = 0
+    gpu: list[DeviceEvent] = []
+    latest: dict[str, int] = {}  # node name -> index of its latest kernel event
+    preset: set[int] = set()  # kernel events whose GPU time came in their args
+    fences = outside = device_events = copies = 0
+    copy_us = unowned_us = 0.0
     memory = False
     for e in events:
         name = e.get("name")
         cat = e.get("cat")
         if not isinstance(name, str):
             continue
-        if cat == "Kernel":
+        if cat in DEVICE_CATEGORIES:
             device_events += 1
-            if owner is not None:
-                device[owner] = device.get(owner, 0.0) + _num(e.get("dur"))
+            us = _num(e.get("dur"))
+            raw = e.get("args")
+            gargs: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+            node = gargs.get("node")
+            # args.node (onnxcost's CUPTI join) names the launching node, '' for none; without
+            # it the event belongs to the Node event before it (onnxruntime's CUPTI builds)
+            target = owner if node is None else latest.get(str(node)) if node else None
+            if cat != "Kernel":
+                copies += 1
+                copy_us += us
+            if target is not None:
+                if target not in preset:  # a cleaned trace already holds it in args.device_us
+                    device[target] = device.get(target, 0.0) + us
+            else:
+                unowned_us += us
+            launch = _num(gargs["launch_ts"]) if "launch_ts" in gargs else _num(e.get("ts"))
+            gpu.append(
+                DeviceEvent(
+                    name=name,
+                    category=str(cat),
+                    launch_us=launch,
+                    ts_us=_num(e.get("ts")),
+                    dur_us=us,
+                    node=kernels[target].name if target is not None else "",
+                    stream=str(gargs.get("stream", e.get("tid", ""))),
+                )
+            )
             continue
         if cat != "Node":
             continue
@@ -317,6 +383,10 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
         memory = memory or any(k in args for k in _MEMORY_ARGS)
         out_bytes = args.get("output_size")
         owner = len(kernels)
+        latest[name.removesuffix(KERNEL_SUFFIX)] = owner
+        if "device_us" in args:  # a trace onnxcost cleaned (``--trace``) keeps the GPU time here
+            device[owner] = _num(args["device_us"])
+            preset.add(owner)
         kernels.append(
             KernelEvent(
                 name=name.removesuffix(KERNEL_SUFFIX),
@@ -333,7 +403,102 @@ def parse_trace(events: Sequence[Event], *, skip_runs: int = 0) -> Trace:
         )
     for index, us in device.items():
         kernels[index] = replace(kernels[index], device_us=us)
-    return Trace(runs, _with_depth(kernels), skip_runs, fences, outside, device_events, memory)
+    if device_events:
+        # a GPU node that launched nothing (Reshape, Squeeze: views) took no GPU time; its host
+        # span is bookkeeping. CPU nodes keep their host time, which is their compute.
+        kernels = [
+            replace(k, device_us=0.0)
+            if k.device_us is None and k.provider not in ("", CPU_PROVIDER)
+            else k
+            for k in kernels
+        ]
+    return Trace(
+        runs,
+        _with_depth(kernels),
+        skip_runs,
+        fences,
+        outside,
+        device_events,
+        memory,
+        copy_events=copies,
+        copy_us=copy_us,
+        unowned_device_us=unowned_us,
+        device_runs=_device_runs(gpu, runs),
+        gpu=tuple(gpu),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceEvent:
+    """One kernel, copy or memset the GPU ran (a CUPTI record joined by ``cupti.merge_activity``)."""
+
+    name: str
+    category: str
+    """'Kernel', 'Memcpy' or 'Memset'."""
+    launch_us: float
+    """Host time of the call that launched it (trace clock)."""
+    ts_us: float
+    dur_us: float
+    node: str
+    """The node that launched it ('' outside every node)."""
+    stream: str
+
+    @property
+    def copy(self) -> bool:
+        return self.category != "Kernel"
+
+    @property
+    def owned(self) -> bool:
+        return self.node != ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRun:
+    """The GPU's side of one run (CUPTI times), microseconds.
+
+    ``busy_us``: the union of its GPU intervals (kernels, copies, memsets), so work that
+    overlapped counts once; ``span_us``: from the first GPU start to the last GPU end
+    (busy / span is how much of that time the GPU worked); ``copy_us``: copies and memsets
+    added up; ``unowned_us``: GPU time launched outside every node.
+    """
+
+    run: int
+    busy_us: float
+    span_us: float
+    copy_us: float
+    unowned_us: float
+
+
+def _device_runs(work: Sequence[DeviceEvent], runs: Sequence[RunSpan]) -> tuple[DeviceRun, ...]:
+    """Per-run GPU figures; work belongs to the run whose span holds its launch (1 µs slack)."""
+    starts = [r.ts_us for r in runs]
+    by_run: dict[int, list[DeviceEvent]] = {}
+    for w in work:
+        i = bisect.bisect_right(starts, w.launch_us + 1.0) - 1
+        if i >= 0 and w.launch_us <= runs[i].end_us + 1.0:
+            by_run.setdefault(i, []).append(w)
+    out = []
+    for i, items in sorted(by_run.items()):
+        intervals = sorted((w.ts_us, w.ts_us + w.dur_us) for w in items)
+        busy, cur_start, cur_end = 0.0, intervals[0][0], intervals[0][1]
+        for start, end in intervals[1:]:
+            if start > cur_end:
+                busy += cur_end - cur_start
+                cur_start, cur_end = start, end
+            else:
+                cur_end = max(cur_end, end)
+        busy += cur_end - cur_start
+        span = max(e for _, e in intervals) - intervals[0][0]
+        out.append(
+            DeviceRun(
+                i,
+                busy,
+                span,
+                sum(w.dur_us for w in items if w.copy),
+                sum(w.dur_us for w in items if not w.owned),
+            )
+        )
+    return tuple(out)
 
 
 def _with_depth(kernels: Sequence[KernelEvent]) -> tuple[KernelEvent, ...]:
@@ -406,7 +571,9 @@ def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> di
     One process; threads renumbered 0, 1, ... in order of appearance (runs on thread 0, where
     the first kernel ran, so kernels nest under their run); times rebased so the
     first measured run starts at 0; kernel names without the ``_kernel_time`` suffix and with
-    their op type, provider and shapes as args.
+    their op type, provider and shapes as args. GPU events (CUPTI), when the trace has them,
+    go on one thread per CUDA stream ("GPU stream N", tids from 1000), with the node that
+    launched each and its launch time as args.
     """
     runs = trace.measured_runs
     origin = runs[0].ts_us if runs else 0.0
@@ -448,7 +615,27 @@ def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> di
                 "args": args,
             }
         )
+    ends = [r.end_us + 1.0 for r in runs]
+    streams: dict[str, int] = {}
+    for g in trace.gpu:
+        if not runs or g.launch_us < origin - 1.0 or g.launch_us > max(ends):
+            continue  # a warm-up run's
+        tid = streams.setdefault(g.stream, 1000 + len(streams))
+        gpu_args: dict[str, Any] = {"node": g.node, "launch_ts": g.launch_us - origin}
+        events.append(
+            {
+                "ph": "X",
+                "cat": g.category,
+                "name": g.name,
+                "pid": 1,
+                "tid": tid,
+                "ts": g.ts_us - origin,
+                "dur": g.dur_us,
+                "args": gpu_args,
+            }
+        )
     labels = {0: "main"} | {tid: f"thread {original}" for original, tid in tids.items() if tid}
+    labels |= {tid: f"GPU stream {stream}" for stream, tid in streams.items()}
     for tid, label in labels.items():
         events.append(
             {"ph": "M", "pid": 1, "tid": tid, "name": "thread_name", "args": {"name": label}}

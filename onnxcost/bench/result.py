@@ -141,6 +141,37 @@ class ProfileResult:
     trace_path: str | None = None
     run_median_us: float = 0.0
     """Median ``model_run`` time of the kept profiled runs (0: unknown, ``run_mean_us`` is used)."""
+    device_busy_us: float = 0.0
+    """GPU time per profiled run (CUPTI): the union of its kernels, copies and memsets, median
+    over the runs; 0 without GPU times."""
+    device_span_us: float = 0.0
+    """First GPU start to last GPU end per run, median (busy / span: the GPU's utilisation)."""
+    device_copy_us: float = 0.0
+    """Copies and memsets per run, median (part of ``device_busy_us``)."""
+    device_unowned_us: float = 0.0
+    """GPU time per run launched outside every node (the run's own input/output copies)."""
+    latency_median_us: float = 0.0
+    """The timed loop's median latency (no profiler), the same batch: what the per-node times
+    are compared with in ``latency_coverage`` and ``device_coverage``."""
+    host_node_us: float = 0.0
+    """With GPU times: host time per run of the nodes that ran on the CPU provider (shape
+    arithmetic onnxruntime keeps on the host), median; part of ``kernel_sum_us``."""
+
+    @property
+    def device_coverage(self) -> float:
+        """GPU busy time per run / the unprofiled median latency: how much of a run the GPU
+        rows explain (near 1 when the GPU sets the pace, far below when launches do)."""
+        return self.device_busy_us / self.latency_median_us if self.latency_median_us > 0 else 0.0
+
+    @property
+    def latency_coverage(self) -> float:
+        """Node times added up (``kernel_sum_us``) / the unprofiled median latency."""
+        return self.kernel_sum_us / self.latency_median_us if self.latency_median_us > 0 else 0.0
+
+    @property
+    def device_utilization(self) -> float:
+        """GPU busy / GPU span per run (0 without GPU times)."""
+        return self.device_busy_us / self.device_span_us if self.device_span_us > 0 else 0.0
 
     @property
     def run_us(self) -> float:
@@ -170,6 +201,15 @@ class ProfileResult:
         "untimed_nodes",
         "note",
         ("trace", "trace_path"),
+        "latency_median_us",
+        "latency_coverage",
+        "device_busy_us",
+        "device_span_us",
+        "device_utilization",
+        "device_copy_us",
+        "device_unowned_us",
+        "device_coverage",
+        "host_node_us",
     )
 
     def as_dict(self) -> dict[str, Any]:

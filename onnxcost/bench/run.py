@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from onnxcost.bench._ort import import_ort, ort_error_types, run_error
+from onnxcost.bench.cupti import Activity, CuptiCollector, CuptiUnavailableError, merge_activity
 from onnxcost.bench.inputs import InputSpec, input_specs, load_inputs_file, make_inputs
 from onnxcost.bench.join import (
     by_op_type,
@@ -321,6 +322,7 @@ def _profile(
     warnings: list[str],
     progress: ProgressFn | None,
     watchdog: Watchdog,
+    latency_median_ms: float = 0.0,
 ) -> ProfileResult:
     config = plan.config.with_options(enable_cuda_graph=None)
     optimized = os.path.join(workdir, "optimized.onnx")
@@ -345,12 +347,26 @@ def _profile(
     runner = watchdog.guard(runner)
     skip = 1 + min(plan.warmup, PROFILE_WARMUP_MAX)
     total = skip + plan.profile_runs
-    with _run_errors(watchdog, config.provider, "the profiled session"):
-        for i in range(total):
-            runner()
-            _say(progress, "profile", i + 1, total, f"profiled run {i + 1}/{total}")
+    collector, why_not = _gpu_collector(config.provider)
+    activity = None
+    try:
+        with _run_errors(watchdog, config.provider, "the profiled session"):
+            for i in range(total):
+                runner()
+                _say(progress, "profile", i + 1, total, f"profiled run {i + 1}/{total}")
+    finally:
+        if collector is not None:
+            activity, why_not = _stop_collector(collector)
     trace_file = str(session.end_profiling())
-    trace = parse_trace(read_trace(trace_file), skip_runs=skip)
+    events = read_trace(trace_file)
+    if activity is not None:
+        events = merge_activity(events, activity, int(session.get_profiling_start_time_ns()))
+        if activity.dropped_records:
+            warnings.append(
+                f"CUPTI dropped {activity.dropped_records} GPU activity records (buffers full); "
+                f"profile fewer runs for complete node times"
+            )
+    trace = parse_trace(events, skip_runs=skip)
     if len(trace.runs) < total:
         warnings.append(
             f"the trace holds {len(trace.runs)} of {total} profiled runs (onnxruntime's event limit); "
@@ -368,6 +384,7 @@ def _profile(
     note = (
         "CUDA node times are host-side launch times: the GPU runs kernels asynchronously, so node "
         "times and shares show launch cost, not GPU time; the latency figures are end-to-end"
+        + (f" (no GPU times: {why_not})" if why_not else "")
         if launch
         else ""
     )
@@ -394,7 +411,42 @@ def _profile(
         note=note,
         trace_path=trace_path,
         run_median_us=trace.run_median_us,
+        device_busy_us=trace.device_median("busy_us"),
+        device_span_us=trace.device_median("span_us"),
+        device_copy_us=trace.device_median("copy_us"),
+        device_unowned_us=trace.device_median("unowned_us"),
+        latency_median_us=latency_median_ms * 1e3,
+        host_node_us=trace.host_node_median_us if trace.has_device_times else 0.0,
     )
+
+
+def _gpu_collector(provider: str) -> tuple[CuptiCollector | None, str]:
+    """A started CUPTI collector on CUDA, or None and why not (CPU: None and '')."""
+    if provider not in CUDA_LIKE:
+        return None, ""
+    try:
+        collector = CuptiCollector()
+        collector.start()
+    except CuptiUnavailableError as e:
+        return None, str(e)
+    return collector, ""
+
+
+def _stop_collector(collector: CuptiCollector) -> tuple[Activity | None, str]:
+    try:
+        return collector.stop(), ""
+    except CuptiUnavailableError as e:
+        return None, str(e)
+
+
+def calibration_dtype(analysis: AnalysisLike) -> str:
+    """The dtype the ceilings are measured in: the model's float type, read from its first
+    float output (else input); float16 models get float16 ceilings (tensor cores on a GPU run
+    them several times faster than float32), everything else float32."""
+    for rec in (*analysis.outputs, *analysis.inputs):
+        if rec.dtype in ("float16", "float32", "bfloat16", "float64"):
+            return "float16" if rec.dtype == "float16" else "float32"
+    return "float32"
 
 
 def _calibrate(
@@ -407,13 +459,14 @@ def _calibrate(
 ) -> tuple[Ceilings, ModelRoofline]:
     """The ceilings (from the cache unless ``recalibrate``) and the model against them."""
     path = cache_path()
-    hit = None if recalibrate else cached_ceilings(config, path=path)
+    dtype = calibration_dtype(analysis)
+    hit = None if recalibrate else cached_ceilings(config, dtype, path=path)
     if hit is not None:
         ceilings = hit
     else:
-        _say(progress, "calibrate", 0, 2, "measuring peak FLOP/s and bandwidth")
+        _say(progress, "calibrate", 0, 2, f"measuring peak FLOP/s and bandwidth ({dtype})")
         ceilings, cache_warning = calibrate_ceilings(
-            config, refresh=True, cache=path, progress=progress
+            config, dtype=dtype, refresh=True, cache=path, progress=progress
         )
         if cache_warning:
             warnings.append(cache_warning)
@@ -669,6 +722,7 @@ def run_bench(
                     warnings,
                     progress,
                     watchdog,
+                    stats.median_ms,
                 )
                 if plan.profile
                 else None

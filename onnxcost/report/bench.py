@@ -335,6 +335,23 @@ def _profile_line(prof: ProfileResult) -> str:
         f"over them, p10-p90 their spread: kernels "
         f"{prof.kernel_sum_us / 1e3:.3f} ms of {prof.run_us / 1e3:.3f} ms per run (medians) "
         f"({100 * prof.coverage:.1f}%); matched via {prof.mapped_with.replace('_', ' ')}"
+        + (_gpu_line(prof) if prof.device_span_us > 0 else "")
+    )
+
+
+def _gpu_line(prof: ProfileResult) -> str:
+    """The GPU's side (CUPTI): its busy time against the unprofiled latency."""
+    host = (
+        f"; CPU-provider nodes {prof.host_node_us / 1e3:.3f} ms of host time"
+        if prof.host_node_us > 0
+        else ""
+    )
+    return (
+        f". GPU (CUPTI): busy {prof.device_busy_us / 1e3:.3f} ms per run = "
+        f"{100 * prof.device_coverage:.0f}% of the unprofiled median latency "
+        f"{prof.latency_median_us / 1e3:.3f} ms (copies {prof.device_copy_us / 1e3:.3f} ms, "
+        f"outside nodes {prof.device_unowned_us / 1e3:.3f} ms){host}; a profiled run spans "
+        f"{prof.device_span_us / 1e3:.3f} ms on the GPU (profiling slows the host, not the GPU)"
     )
 
 

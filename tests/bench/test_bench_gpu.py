@@ -35,12 +35,39 @@ def test_cuda_graph(cbr_path: str, fast: dict[str, Any]) -> None:
     assert dict(r.settings.provider_options)["enable_cuda_graph"] == "1"
 
 
-def test_profile_says_times_are_launch_times(cbr_path: str, fast: dict[str, Any]) -> None:
+def test_profile_has_gpu_times(cbr_path: str, fast: dict[str, Any]) -> None:
+    """Node times come from CUPTI's kernel records, not the host's launch times."""
     r = run_bench(cbr_path, provider="cuda", dims={"N": 8}, profile=True, profile_runs=3, **fast)
-    assert r.profile is not None
-    if r.profile.host_launch_times:
-        assert "host-side launch times" in r.profile.note
-    assert {n.provider for n in r.profile.nodes} & {"CUDAExecutionProvider"}
+    p = r.profile
+    assert p is not None
+    assert not p.host_launch_times, p.note
+    assert {n.provider for n in p.nodes} == {"CUDAExecutionProvider"}
+    # the GPU was busy inside its span, and every busy microsecond is a node's or a copy's
+    assert 0 < p.device_busy_us <= p.device_span_us
+    assert p.kernel_sum_us + p.device_unowned_us == pytest.approx(p.device_busy_us, rel=0.05)
+    assert p.latency_median_us == pytest.approx(r.latency.median_ms * 1e3)
+
+
+def test_cupti_collects_kernels_and_their_launches(cbr_path: str) -> None:
+    import numpy as np
+
+    from onnxcost.bench.cupti import CuptiCollector
+    from onnxcost.bench.session import SessionConfig, open_session, prepare_model
+
+    opened = open_session(prepare_model(cbr_path), SessionConfig("CUDAExecutionProvider"))
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    collector = CuptiCollector()
+    collector.start()
+    opened.session.run(None, {"x": x})
+    activity = collector.stop()
+    kernels = [g for g in activity.gpu if g.kind == "Kernel"]
+    copies = [g for g in activity.gpu if g.kind == "Memcpy"]
+    assert kernels
+    assert all(g.end_ns > g.start_ns for g in kernels)
+    # host arrays: x goes in (2x3x32x32 float32 = 24,576 B) and y comes out
+    assert ("HtoD", 24_576) in {(g.copy_kind, g.bytes) for g in copies}
+    launched = {c.correlation for c in activity.calls}
+    assert all(g.correlation in launched for g in activity.gpu)
 
 
 def test_calibrate_cuda(tmp_path: Any) -> None:

@@ -30,6 +30,7 @@ from onnxcost.bench import read_trace, run_bench
 from onnxcost.bench._ort import import_ort
 from onnxcost.bench.inputs import input_specs, make_inputs
 from onnxcost.bench.profile import parse_trace
+from onnxcost.bench.providers import parse_provider_options
 from onnxcost.bench.session import SessionConfig, prepare_model, session_options
 
 
@@ -66,17 +67,37 @@ def cnn(path: Path) -> None:
 def bare_round(
     model: str, feeds: dict[str, np.ndarray], config: SessionConfig, warmup: int, runs: int
 ) -> float:
-    """Median ms of ``runs`` bare ``session.run`` calls after ``warmup`` (fresh session)."""
+    """Median ms of ``runs`` bare calls after ``warmup`` (fresh session): ``session.run`` on
+    the CPU; on CUDA ``run_with_iobinding`` with the inputs copied to the GPU once and the
+    outputs left there, as the harness does."""
     ort = import_ort()
-    session = ort.InferenceSession(
-        model, session_options(config), providers=["CPUExecutionProvider"]
-    )
+    providers: list[object] = [(config.provider, config.options)]
+    if config.provider != "CPUExecutionProvider":
+        ort.preload_dlls()
+        providers.append("CPUExecutionProvider")
+    session = ort.InferenceSession(model, session_options(config), providers=providers)
+    if config.provider == "CUDAExecutionProvider":
+        binding = session.io_binding()
+        keep = [ort.OrtValue.ortvalue_from_numpy(a, "cuda", 0) for a in feeds.values()]
+        for name, value in zip(feeds, keep, strict=True):
+            binding.bind_ortvalue_input(name, value)
+        for out in session.get_outputs():
+            binding.bind_output(out.name, "cuda", 0)
+        binding.synchronize_inputs()
+
+        def once() -> object:
+            return session.run_with_iobinding(binding)
+    else:
+
+        def once() -> object:
+            return session.run(None, feeds)
+
     for _ in range(1 + warmup):
-        session.run(None, feeds)
+        once()
     samples = []
     for _ in range(runs):
         t0 = time.perf_counter_ns()
-        session.run(None, feeds)
+        once()
         samples.append(time.perf_counter_ns() - t0)
     return statistics.median(samples) / 1e6
 
@@ -90,6 +111,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads for both loops")
+    parser.add_argument(
+        "--provider",
+        default="CPUExecutionProvider",
+        help="CPUExecutionProvider or CUDAExecutionProvider (IO binding on the GPU)",
+    )
+    parser.add_argument(
+        "--provider-option",
+        action="append",
+        default=None,
+        help="KEY=VALUE for both loops; on CUDA the default is cudnn_conv_algo_search=HEURISTIC",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +129,19 @@ def main() -> int:
         if model is None:
             model = str(Path(tmp) / "cnn.onnx")
             cnn(Path(model))
-        config = SessionConfig(intra_op_threads=args.threads)
+        options = args.provider_option
+        if options is None and args.provider == "CUDAExecutionProvider":
+            # cuDNN's exhaustive search (onnxruntime's default) times its candidates in each
+            # new session and may pick other algorithms each time; seen on the H100: sessions
+            # of one model at about 1.75 or 2.65 ms, bare and harness alike. Heuristic picks
+            # are the same in every session, so the two loops compare like with like.
+            options = ["cudnn_conv_algo_search=HEURISTIC"]
+        provider_options = parse_provider_options(options)
+        config = SessionConfig(
+            provider=args.provider,
+            provider_options=tuple(sorted(provider_options.items())),
+            intra_op_threads=args.threads,
+        )
         import onnxcost
 
         analysis = onnxcost.analyze(model)
@@ -108,6 +152,8 @@ def main() -> int:
         def harness_round() -> float:
             result = run_bench(
                 model,
+                provider=args.provider,
+                provider_options=provider_options,
                 threads=args.threads,
                 warmup=args.warmup,
                 min_warmup_s=0.0,
@@ -138,6 +184,8 @@ def main() -> int:
         trace_path = Path(tmp) / "trace.json"
         prof = run_bench(
             model,
+            provider=args.provider,
+            provider_options=provider_options,
             threads=args.threads,
             warmup=args.warmup,
             min_warmup_s=0.0,

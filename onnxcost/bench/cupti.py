@@ -98,13 +98,32 @@ class ApiCall:
 class Activity:
     """What CUPTI recorded between ``start`` and ``stop``, and the clock offset.
 
-    ``offset_ns`` = CUPTI's clock minus the system clock (``time.time_ns``), read once.
+    ``offset_ns`` = CUPTI's clock minus the system clock (``time.time_ns``), read at ``stop``.
+    ``clock``: (CUPTI ns, offset ns) pairs read at ``start``, at each ``sample_clock`` and at
+    ``stop``: the offset moves (by about 10 µs per second on the H100 machine, more than a
+    node's launch margin), so each time is converted with the offset interpolated between
+    the two readings around it (``offset_at``).
     """
 
     gpu: tuple[GpuActivity, ...]
     calls: tuple[ApiCall, ...]
     offset_ns: int
     dropped_records: int = 0
+    clock: tuple[tuple[int, int], ...] = ()
+
+    def offset_at(self, cupti_ns: int) -> float:
+        """The offset at CUPTI time ``cupti_ns``: linear between the readings around it,
+        the nearest reading outside them, ``offset_ns`` without readings."""
+        points = self.clock
+        if not points:
+            return float(self.offset_ns)
+        i = bisect.bisect_right([t for t, _ in points], cupti_ns)
+        if i == 0:
+            return float(points[0][1])
+        if i == len(points):
+            return float(points[-1][1])
+        (t0, o0), (t1, o1) = points[i - 1], points[i]
+        return o0 + (o1 - o0) * (cupti_ns - t0) / (t1 - t0) if t1 > t0 else float(o1)
 
 
 def _candidates() -> list[str]:
@@ -199,6 +218,7 @@ class CuptiCollector:
         self._request = _REQUEST(self._on_request)
         self._complete = _COMPLETE(self._on_complete)
         self._running = False
+        self._clock: list[tuple[int, int]] = []
 
     def _check(self, result: int, what: str) -> None:
         if result != _SUCCESS:
@@ -237,14 +257,22 @@ class CuptiCollector:
         for kind in _KINDS:
             self._check(self._lib.cuptiActivityEnable(kind), f"cuptiActivityEnable({kind})")
         self._running = True
+        self.sample_clock()
 
     def offset_ns(self) -> int:
         """CUPTI's clock minus the system clock, from one read between two system-clock reads."""
+        return self._reading()[1]
+
+    def _reading(self) -> tuple[int, int]:
         stamp = ctypes.c_uint64()
         before = time.time_ns()
         self._check(self._lib.cuptiGetTimestamp(ctypes.byref(stamp)), "cuptiGetTimestamp")
         after = time.time_ns()
-        return int(stamp.value) - (before + after) // 2
+        return int(stamp.value), int(stamp.value) - (before + after) // 2
+
+    def sample_clock(self) -> None:
+        """Read the clock offset now (about 2 µs; between runs, never inside one)."""
+        self._clock.append(self._reading())
 
     def stop(self) -> Activity:
         """Flush, disable, and return what was recorded."""
@@ -258,7 +286,14 @@ class CuptiCollector:
                 self._lib.cuptiActivityGetNumDroppedRecords(None, 0, ctypes.byref(dropped))
             self._state.dropped = int(dropped.value)
         state = self._state
-        return Activity(tuple(state.gpu), tuple(state.calls), self.offset_ns(), state.dropped)
+        self.sample_clock()
+        return Activity(
+            tuple(state.gpu),
+            tuple(state.calls),
+            self._clock[-1][1],
+            state.dropped,
+            tuple(self._clock),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,11 +357,15 @@ def merge_activity(
 ) -> list[dict[str, Any]]:
     """onnxruntime's trace ``events`` with every GPU activity added after its node's event.
 
-    Times of GPU events: (CUPTI ns - offset - profiling start) / 1000, in the trace's µs.
+    Times of GPU events: (CUPTI ns - offset then - profiling start) / 1000, in the trace's µs.
     Activities whose launching call is outside every node span get ``args.node`` '' and go at
     the end, so nothing recorded is lost from the written trace.
     """
-    origin = activity.offset_ns + profiling_start_ns
+
+    def trace_us(cupti_ns: int) -> float:
+        # integers first: ns since 1970 need 61 bits, more than a float's 53
+        return ((cupti_ns - profiling_start_ns) - round(activity.offset_at(cupti_ns))) / 1e3
+
     calls = {c.correlation: c for c in activity.calls}
     spans = _node_spans(events)
     starts = [s.start_us for s in spans]
@@ -335,7 +374,7 @@ def merge_activity(
     orphans: list[dict[str, Any]] = []
     for g in sorted(activity.gpu, key=lambda a: a.start_ns):
         call = calls.get(g.correlation)
-        launch_us = (call.start_ns - origin) / 1e3 if call is not None else None
+        launch_us = trace_us(call.start_ns) if call is not None else None
         owner = _owner(spans, starts, ends, launch_us) if launch_us is not None else None
         node = ""
         if owner is not None:
@@ -354,7 +393,7 @@ def merge_activity(
             "ph": "X",
             "pid": 0,
             "tid": f"stream {g.stream}",
-            "ts": round((g.start_ns - origin) / 1e3, 3),
+            "ts": round(trace_us(g.start_ns), 3),
             "dur": round((g.end_ns - g.start_ns) / 1e3, 3),
             "args": args,
         }

@@ -353,6 +353,8 @@ def _profile(
         with _run_errors(watchdog, config.provider, "the profiled session"):
             for i in range(total):
                 runner()
+                if collector is not None:
+                    collector.sample_clock()
                 _say(progress, "profile", i + 1, total, f"profiled run {i + 1}/{total}")
     finally:
         if collector is not None:

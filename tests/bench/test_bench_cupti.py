@@ -315,3 +315,21 @@ def test_host_time_of_cpu_nodes_is_counted_apart() -> None:
     assert trace.device_median("busy_us") == 50
     # the GPU span: the one kernel, 40 to 90
     assert trace.device_median("span_us") == 50
+
+
+def test_a_drifting_clock_offset_is_interpolated() -> None:
+    # readings: at CUPTI 1,000,000 ns the offset was 0; at 2,000,000 ns it was 10,000 ns.
+    # A call at 1,500,000 ns gets the offset halfway, 5,000 ns: (1,500,000 - 5,000 - 0) / 1000
+    # = 1,495 µs on the trace clock; before the first reading the first offset holds, after
+    # the last the last: 900,000 -> 900 µs, 2,100,000 -> 2,090 µs.
+    act = Activity((), (), 10_000, 0, ((1_000_000, 0), (2_000_000, 10_000)))
+    assert act.offset_at(1_500_000) == 5_000
+    assert (act.offset_at(900_000), act.offset_at(2_100_000)) == (0, 10_000)
+    gpu = (GpuActivity("Kernel", "k", 1_500_500, 1_501_500, 1, 7),)
+    calls = (ApiCall(1_500_000, 1_500_100, 1, 3),)
+    events = [node_event("a", 1_494, 2)]
+    out = merge_activity(events, Activity(gpu, calls, 10_000, 0, act.clock), 0)
+    # with the offset read only at the end (10,000 ns) the launch would be at 1,490 µs,
+    # outside node a (1,494-1,496) by more than the slack
+    assert out[1]["args"]["launch_ts"] == 1_495.0
+    assert out[1]["args"]["node"] == "a"

@@ -226,8 +226,10 @@ def test_residual_block_on_the_gpu() -> None:
     assert trace.unowned_device_us == 0.0
 
 
-def test_a_gpu_node_that_launched_nothing_took_no_gpu_time() -> None:
-    events: list[dict[str, Any]] = [
+def mixed_run() -> list[dict[str, Any]]:
+    """One run: Reshape on CUDA (launches nothing), Shape on the CPU (4 µs on the host),
+    MatMul on CUDA with one 50 µs GPU kernel (40 to 90 µs)."""
+    return [
         {"cat": "Session", "name": "model_run", "ph": "X", "ts": 0, "dur": 100},
         {
             "cat": "Node",
@@ -255,7 +257,10 @@ def test_a_gpu_node_that_launched_nothing_took_no_gpu_time() -> None:
         },
         {"cat": "Kernel", "name": "gemm", "ph": "X", "ts": 40, "dur": 50, "args": {"node": "mm"}},
     ]
-    trace = parse_trace(events)
+
+
+def test_a_gpu_node_that_launched_nothing_took_no_gpu_time() -> None:
+    trace = parse_trace(mixed_run())
     times = {k.name: k.device_us for k in trace.kernels}
     # Reshape on CUDA launched nothing: 0 GPU time; Shape ran on the CPU: host time stays (None)
     assert times == {"reshape": 0.0, "shape": None, "mm": 50}
@@ -290,27 +295,7 @@ def test_the_cleaned_trace_keeps_gpu_events_and_times() -> None:
 
 
 def test_host_time_of_cpu_nodes_is_counted_apart() -> None:
-    events: list[dict[str, Any]] = [
-        {"cat": "Session", "name": "model_run", "ph": "X", "ts": 0, "dur": 100},
-        {
-            "cat": "Node",
-            "name": "shape_kernel_time",
-            "ph": "X",
-            "ts": 20,
-            "dur": 4,
-            "args": {"op_name": "Shape", "provider": "CPUExecutionProvider"},
-        },
-        {
-            "cat": "Node",
-            "name": "mm_kernel_time",
-            "ph": "X",
-            "ts": 30,
-            "dur": 6,
-            "args": {"op_name": "MatMul", "provider": "CUDAExecutionProvider"},
-        },
-        {"cat": "Kernel", "name": "gemm", "ph": "X", "ts": 40, "dur": 50, "args": {"node": "mm"}},
-    ]
-    trace = parse_trace(events)
+    trace = parse_trace(mixed_run())
     assert trace.host_node_median_us == 4
     assert trace.device_median("busy_us") == 50
     # the GPU span: the one kernel, 40 to 90

@@ -258,9 +258,13 @@ class _Walk:
         return cost.flops
 
 
-class _Node(NamedTuple):
+@dataclass(slots=True)
+class _Node:
     """One node and the fields the walk reads, each read from the protobuf once (the main
-    graph's come straight from the graph view's columns)."""
+    graph's come straight from the graph view's columns).
+
+    Read-only by contract, not frozen (like ``NodeRecord``): the walk makes one per node,
+    and a frozen dataclass's constructor, or a NamedTuple's, is the slower."""
 
     proto: onnx.NodeProto
     name: str
@@ -325,7 +329,8 @@ def _cost_node(
     counted: bool,
     kind: int = -1,
 ) -> tuple[NodeRecord, Cost]:
-    proto, name, op_type, node_domain, in_names, out_names = node
+    proto, name, op_type, node_domain = node.proto, node.name, node.op_type, node.domain
+    in_names, out_names = node.inputs, node.outputs
     found = w.specs.get((node_domain, op_type))
     domain, opset, spec = found if found is not None else _spec_of(w, node_domain, op_type)
     params = 0
@@ -437,7 +442,7 @@ def _costs(
     counted: bool,
 ) -> _Costed:
     """Run the node's formula (or walk its bodies) and size the tensors it reads and writes."""
-    proto, _name, op_type, _domain, in_names, out_names = node
+    proto, op_type, in_names, out_names = node.proto, node.op_type, node.inputs, node.outputs
     types = w.shapes.types
     inputs = _types_of(types, in_names)
     outputs = _types_of(types, out_names)

@@ -1156,7 +1156,10 @@ def _infer_all(
     if view is not None and not view.outer_reads and not model.functions:
         declared = _declared_in(model.graph)
         types, values, kinds = _per_node(model, view, declared, symbols, failures)
-        nodes = zip(view.order, view.op_types, view.domains, view.inputs, strict=True)
+        checked = [k for k, op_type in enumerate(view.op_types) if op_type in _STATIC_CHECKED]
+        nodes = (
+            (view.order[k], view.op_types[k], view.domains[k], view.inputs[k]) for k in checked
+        )
         failures += _static_failures(nodes, types)
         return ShapeResult(model, types, values, warnings, tuple(kinds)), failures
     declared = _declared(model.graph)
@@ -1204,6 +1207,10 @@ class _NodeFailure:
 
 def _op_label(domain: str, op_type: str) -> str:
     return op_type if domain in DEFAULT_DOMAINS else f"{domain}::{op_type}"
+
+
+_STATIC_CHECKED = frozenset({"Reshape", *_CHANNEL_OPS})
+"""The op types ``_static_failures`` checks."""
 
 
 def _static_failures(

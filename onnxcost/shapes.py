@@ -867,10 +867,10 @@ def _signature(
         value = folded.get(name)
         if value is None and name in sources:
             value = values.get(name)
-        key.append(
+        key.append(  # the dtype itself, not its .str, which is built anew at each call
             (info.elem_type, info.shape)
             if value is None
-            else (info.elem_type, info.shape, value.dtype.str, value.tobytes())
+            else (info.elem_type, info.shape, value.dtype, value.tobytes())
         )
     key.append(_attribute_key(node))
     return tuple(key)

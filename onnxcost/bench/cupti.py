@@ -14,7 +14,8 @@ A GPU activity belongs to the onnxruntime node whose host span (``<node>_kernel_
 onnxruntime's clock) contains the host start of the call that launched it, the innermost one
 when spans nest. Clocks: onnxruntime's trace counts microseconds from
 ``InferenceSession.get_profiling_start_time_ns()`` (the system clock), CUPTI its own ns; the
-offset between them is read once (``cuptiGetTimestamp`` between two reads of the system clock).
+offset between them (``cuptiGetTimestamp`` between two reads of the system clock) drifts, so
+it is read after every profiled run and interpolated between readings (``Activity.offset_at``).
 
 ``merge_activity`` writes every GPU activity into the trace as a Chrome ``X`` event
 (``cat`` ``Kernel``, ``Memcpy`` or ``Memset``; ``ts``/``dur`` its GPU time on the trace's

@@ -797,42 +797,37 @@ def symbolic_costs(
     node per class (``_Reduced``) where that pays; the formulas are checked on the whole
     model, and where the reduced model misses the whole model's costs at a point both were
     run, the search is made again on the whole model alone."""
-    search = partial(
-        _search,
-        model,
-        base,
-        input_shapes=input_shapes,
-        dims=dims,
-        convention=convention,
-        max_degree=max_degree,
-        verify=verify,
-        seed=seed,
-        allow_reshape=allow_reshape,
+    options = (
+        dict(input_shapes or {}),
+        dict(dims or {}),
+        convention,
+        max_degree,
+        verify,
+        seed,
+        allow_reshape,
     )
     try:
-        return search(reduce=reduce)
+        return _search(model, base, *options, reduce=reduce)
     except _ReducedMissError:
-        return search(reduce=False)
+        return _search(model, base, *options, reduce=False)
 
 
 def _search(
     model: ModelSource | PreparedModel,
     base: Analysis,
+    input_shapes: dict[str, Sequence[int]],
+    dims: dict[str, int],
+    convention: Convention,
+    max_degree: int,
+    verify: int,
+    seed: int,
+    allow_reshape: bool,
     *,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-    dims: Mapping[str, int] | None = None,
-    convention: Convention = "onnxcost",
-    max_degree: int = 3,
-    verify: int = 1,
-    seed: int = 0,
-    allow_reshape: bool = False,
-    reduce: bool = True,
+    reduce: bool,
 ) -> SymbolicCosts:
     """``symbolic_costs``, one try."""
     from onnxcost.analyze import costs_at
 
-    input_shapes = dict(input_shapes or {})
-    dims = dict(dims or {})
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)
 

@@ -265,14 +265,32 @@ def model_symbols(
     """The dim_params of the graph inputs, in order of first use, less those fixed by
     ``dims`` or by an ``input_shapes`` entry."""
     out: dict[str, None] = {}
+    standalone = _standalone(proto)
     for param in _dim_params(proto, input_shapes):
         if param in dims:
             continue
         if param.isidentifier():
             out[param] = None
         else:  # a derived dim such as 'past_seq + seq': the names in it are symbols
-            out.update(dict.fromkeys(n for n in _expression_names(param) or () if n not in dims))
+            names = _derived_names(param, standalone) or ()
+            out.update(dict.fromkeys(n for n in names if n not in dims))
     return tuple(out)
+
+
+def _standalone(proto: onnx.ModelProto) -> set[str]:
+    """The dim_params of the graph inputs that are names of their own (``seq``)."""
+    return {p for p in _dim_params(proto, {}) if p.isidentifier()}
+
+
+def _derived_names(param: str, standalone: set[str]) -> list[str] | None:
+    """The symbols a derived dim is computed from (``past_seq + seq``: past_seq and seq), or
+    None where ``param`` is no such dim: not integer arithmetic of names, or a name in it
+    that no input has as a dim of its own (``batch-size`` is one symbol's name, not a
+    difference)."""
+    names = _expression_names(param)
+    if names is None or not all(n in standalone for n in names):
+        return None
+    return names
 
 
 def _dim_params(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> list[str]:
@@ -334,10 +352,11 @@ def with_derived(
     optimum decoder's attention_mask [batch, 'past_sequence_length + sequence_length'] gets
     the sum, not the default 1."""
     out = dict(dims)
+    standalone = _standalone(proto)
     for param in _dim_params(proto, input_shapes):
         if param in out or param.isidentifier():
             continue
-        names = _expression_names(param)
+        names = _derived_names(param, standalone)
         if names is not None and all(n in dims for n in names):
             out[param] = _evaluate(ast.parse(param, mode="eval").body, dims)
     return out

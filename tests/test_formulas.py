@@ -104,6 +104,33 @@ def test_kv_attention_formula_by_hand() -> None:
     assert a.at(batch=2, seq=3, past_seq=0).macs == 672
 
 
+def test_a_dim_named_like_a_difference_is_one_name() -> None:
+    # 'batch-size' parses as batch minus size, but neither batch nor size is an input's dim
+    # of its own: it is one dim's name, not a derived dim, and no symbol of a formula (a
+    # Python name). Only 'past + seq', whose names are dims of their own, is derived.
+    model = parse("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[bs,4] x, float[seq,4] s, float[past,4] p, float[total,4] m)
+        => (float[bs,4] y, float[total,4] z) {
+      y = Relu (x)
+      z = Concat <axis=0> (p, s)
+    }""")
+    named = {"bs": "batch-size", "total": "past + seq"}  # names the text format cannot write
+    for vi in [*model.graph.input, *model.graph.output]:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in named:
+                d.dim_param = named[d.dim_param]
+    a = onnxcost.analyze(model, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.symbols == ("seq", "past")
+    assert any("'batch-size'" in w and "using 1" in w for w in a.warnings), a.warnings
+    # Relu on [1, 4]: 4 elements, 16 bytes read; Concat [past + seq, 4] reads 16 * (past + seq)
+    assert a.symbolic.nodes[0]["bytes_read"] is not None
+    assert a.symbolic.nodes[0]["bytes_read"].python() == "16"
+    assert a.symbolic.nodes[1]["bytes_read"] is not None
+    assert a.symbolic.nodes[1]["bytes_read"].evaluate({"seq": 3, "past": 5}) == 16 * 8
+
+
 def _small_gpt2(tmp_path: Path) -> Path:
     return zoo.save(
         "gpt2",

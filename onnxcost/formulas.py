@@ -868,11 +868,10 @@ def _search(
     start = tuple(_FIRST_BASE + i for i in range(k))
     rng = random.Random(seed)
     # The checks lie beyond every point the degrees and the grid can reach (base + degree
-    # + 1 at most); the first one, with the reported point, also sorts the nodes into classes.
-    checks = [
-        tuple(b + max_degree + 1 + rng.randint(1, 9) for b in start)
-        for _ in range(verify if k else 0)
-    ]
+    # + 1 at most); the first one, with the reported point, also sorts the nodes into
+    # classes. Its symbols take distinct values, so that no two of them coincide there
+    # (nodes alike only because batch = past there would make a class that fails later).
+    checks = [_check_point(rng, start, max_degree) for _ in range(verify if k else 0)]
     if reduce and checks:
         sampler.use_reduced(source, (ones, base), checks[:1])
     else:
@@ -992,6 +991,21 @@ def _search(
         reduced_nodes=len(units.sizes) if sampler.reduced is not None else 0,
         warnings=tuple(warnings),
     )
+
+
+def _check_point(rng: random.Random, start: tuple[int, ...], max_degree: int) -> tuple[int, ...]:
+    """A random point past the grid (each symbol at its base + ``max_degree`` + 1 to 9 more),
+    its symbols at distinct values."""
+    lowest = [b + max_degree + 1 for b in start]
+    taken: set[int] = set()
+    point = []
+    for low in lowest:
+        value = low + rng.randint(1, 9)
+        while value in taken:
+            value += 1
+        taken.add(value)
+        point.append(value)
+    return tuple(point)
 
 
 def _verify(

@@ -273,6 +273,16 @@ def test_nodes_of_one_class_that_cost_differently_are_found() -> None:
     assert every_node.values[len(formulas.TOTAL_KEYS)] == 384
 
 
+def test_the_check_point_gives_each_symbol_its_own_value() -> None:
+    # Symbols at one value there (batch = past) could put nodes alike only there in one
+    # class. Each symbol lies past the grid, base + max_degree + 1 at least: with bases
+    # 2, 3, 4 and degree 3, at least 6, 7, 8.
+    for seed in range(200):
+        point = formulas._check_point(random.Random(seed), (2, 3, 4), 3)
+        assert len(set(point)) == 3, (seed, point)
+        assert all(v >= b + 3 + 2 for v, b in zip(point, (2, 3, 4), strict=True)), point
+
+
 def test_no_reduced_model_where_few_nodes_are_alike() -> None:
     # KV_ATTENTION's six nodes are all different: a reduced model would not pay.
     found = _searched(parse(KV_ATTENTION))

@@ -562,6 +562,17 @@ def test_llm_on_an_input_whose_name_is_not_utf8() -> None:
     assert "no KV cache found" in r.output
 
 
+def test_compare_shape_flag_beside_an_input_whose_name_is_not_utf8() -> None:
+    """A CLI run's finding (seed 121): ``compare --input-shape`` naming no model's input
+    listed the inputs there are, one of them bytes (not UTF-8), and the join raised
+    TypeError. Input names are text in compare, as in the analysis: one line, exit 1."""
+    path = FOUND / "input_name_not_utf8.onnx"
+    r = CliRunner().invoke(app, ["compare", str(path), "mlp", "--input-shape", "c=1"])
+    assert r.exit_code == 1, r.output
+    assert isinstance(r.exception, SystemExit)
+    assert "--input-shape names 'c', which no model has; inputs are A: \\xff0" in r.output
+
+
 def test_compare_of_a_scan_body_whose_op_type_is_not_utf8() -> None:
     """The long CLI run's finding (seed 102): a Scan body's op type came out of protobuf as
     bytes and sorting compare's op-type rows mixed bytes with str."""

@@ -17,6 +17,8 @@ from onnxcost.analyze import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
 from onnxcost.prepare import PreparedModel
 from onnxcost.records import NodeRecord, ShapeOut
+from onnxcost.shapes import dim_param
+from onnxcost.tensors import name_text
 
 # Op family of every compute op; nodes of other types with MACs > 0 form a family of their own.
 _FAMILIES: Mapping[str, tuple[str, ...]] = {
@@ -81,9 +83,10 @@ def graph_of(prepared: PreparedModel) -> ModelGraph:
         for i in node.input:
             consumers.setdefault(i, []).append(node)
     inits = {t.name for t in proto.graph.initializer}
-    inputs = tuple(vi.name for vi in proto.graph.input if vi.name not in inits)
+    # Text, as the analysis has them: protobuf hands out a name that is not UTF-8 as bytes.
+    inputs = tuple(name_text(vi.name) for vi in proto.graph.input if vi.name not in inits)
     symbols = {
-        d.dim_param
+        dim_param(d)
         for vi in proto.graph.input
         if vi.name not in inits
         for d in vi.type.tensor_type.shape.dim

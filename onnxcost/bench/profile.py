@@ -615,10 +615,10 @@ def clean_chrome_trace(trace: Trace, *, process_name: str = "onnxruntime") -> di
                 "args": args,
             }
         )
-    ends = [r.end_us + 1.0 for r in runs]
+    last_end = max((r.end_us for r in runs), default=origin) + 1.0
     streams: dict[str, int] = {}
     for g in trace.gpu:
-        if not runs or g.launch_us < origin - 1.0 or g.launch_us > max(ends):
+        if not runs or g.launch_us < origin - 1.0 or g.launch_us > last_end:
             continue  # a warm-up run's
         tid = streams.setdefault(g.stream, 1000 + len(streams))
         gpu_args: dict[str, Any] = {"node": g.node, "launch_ts": g.launch_us - origin}

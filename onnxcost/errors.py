@@ -22,6 +22,11 @@ class GraphError(OnnxcostError):
 class ShapeError(OnnxcostError):
     """A shape flag is malformed or does not match the model."""
 
+    def __init__(self, message: str, *, node: str = "") -> None:
+        super().__init__(message)
+        self.node = node
+        """Where the shapes break, when a node's inputs disagree: "node 'X' (Op): why"."""
+
 
 class RegistryError(OnnxcostError):
     """A cost formula was registered twice for the same operator and opset range."""

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import onnx
 
-from onnxcost.errors import OnnxcostError, UsageError
+from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.graph import build
 from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import PreparedModel, prepare
@@ -567,13 +567,18 @@ class _Sampler:
     """The points ``samples`` holds the whole model's costs at."""
     reduced: _Reduced | None = None
     reduced_samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
+    why_not: dict[tuple[int, ...], str] = field(default_factory=dict)
+    """Why the whole model does not analyse at a point, where it does not."""
 
     def __call__(self, point: tuple[int, ...]) -> _Sample | None:
         """The costs at ``point``; None where the model does not analyse there."""
         if point not in self.samples:
             if self.reduced is None:
                 return self.whole(point)
-            self.samples[point] = self._reduced_at(point)
+            sample = self._reduced_at(point)
+            if sample is None:
+                return self.whole(point)  # the whole model must not analyse there either
+            self.samples[point] = sample
         return self.samples[point]
 
     def whole(self, point: tuple[int, ...], analysis: Analysis | None = None) -> _Sample | None:
@@ -595,7 +600,8 @@ class _Sampler:
         """The whole model's analysis at ``point`` (None where it does not analyse)."""
         try:
             return self.run(self._values(point))
-        except OnnxcostError:
+        except OnnxcostError as e:
+            self.why_not[point] = e.node if isinstance(e, ShapeError) and e.node else str(e)
             return None
 
     def use_reduced(
@@ -646,9 +652,11 @@ class _Sampler:
         sample = self.whole(point) if whole else self(point)
         if sample is None:
             at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
-            raise UsageError(
-                f"--symbolic: the model does not analyse at {at}; fix the symbols that break "
-                f"it with --dim SYMBOL=N"
+            why = f" ({self.why_not[point]})" if point in self.why_not else ""
+            raise ShapeError(
+                f"--symbolic: the model does not analyse at {at}{why}; a dim its exporter "
+                f"fixed may still be named as a symbol: fix the symbols that break it with "
+                f"--dim SYMBOL=N"
             )
         return sample.values
 

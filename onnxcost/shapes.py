@@ -1131,7 +1131,8 @@ def infer(
         own = _own_failures(model, pristine, view)
         caused = [f for f in failures if own.get(f.node) != f.inputs]
         if caused:
-            raise ShapeError(_blame(caused, input_shapes, dims, allow_reshape, pristine))
+            message = _blame(caused, input_shapes, dims, allow_reshape, pristine)
+            raise ShapeError(message, node=caused[0].text())
     listed = "; ".join(f.text() for f in failures[:3])
     more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
     result.warnings.append(

@@ -16,7 +16,7 @@ from onnxcost import formulas, zoo
 from onnxcost.analyze import costs_at
 from onnxcost.cli import app
 from onnxcost.costs.attention import rotated_elements
-from onnxcost.errors import UsageError
+from onnxcost.errors import ShapeError, UsageError
 from onnxcost.formulas import Formula
 from onnxcost.prepare import prepare
 
@@ -261,6 +261,30 @@ def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
     assert (dropped.totals, dropped.nodes) == (whole.totals, whole.nodes)
 
 
+def test_a_point_the_reduced_model_cannot_analyse_runs_on_the_whole_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A point the reduced model cannot analyse (here: (3, 3, 4), the first point along
+    # batch) is analysed on the whole model instead: one whole analysis more, the same
+    # formulas. (Had the nodes' kinds not proven the classes there, the whole model's
+    # analysing would have been a miss, and the search made on the whole model.)
+    path = _small_kv_decoder(tmp_path)
+    usual = _searched(path)
+    reduced_at = formulas._Sampler._reduced_at
+
+    def fails_there(self: formulas._Sampler, point: tuple[int, ...]) -> formulas._Sample | None:
+        return None if point == (3, 3, 4) else reduced_at(self, point)
+
+    monkeypatch.setattr(formulas._Sampler, "_reduced_at", fails_there)
+    found = _searched(path)
+    assert found.analyses == usual.analyses + 1
+    assert (found.totals, found.nodes) == (usual.totals, usual.nodes)
+    monkeypatch.setattr(formulas._Reduced, "agrees", lambda self, kinds: False)
+    dropped = _searched(path)
+    assert dropped.reduced_analyses == 0
+    assert (dropped.totals, dropped.nodes) == (usual.totals, usual.nodes)
+
+
 def test_nodes_of_one_class_that_cost_differently_are_found() -> None:
     # The whole model's costs are read per class only where every node of a class costs
     # the same: here nodes 0 and 1 (q and present_k) are put in one class, and do not.
@@ -281,6 +305,34 @@ def test_the_check_point_gives_each_symbol_its_own_value() -> None:
         point = formulas._check_point(random.Random(seed), (2, 3, 4), 3)
         assert len(set(point)) == 3, (seed, point)
         assert all(v >= b + 3 + 2 for v, b in zip(point, (2, 3, 4), strict=True)), point
+
+
+def test_a_symbol_the_exporter_baked_in_is_named_with_the_node_it_breaks() -> None:
+    # The Reshape's target is [5, batch, 4]: the exporter fixed seq at 5, but the input still
+    # names it. At the base point (batch 2, seq 3) x has 2*3*4 = 24 elements, the target
+    # 5*2*4 = 40: one line naming that node, exit 1; with --dim seq=5 the formulas are in
+    # batch alone.
+    model = parse("""
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,seq,4] x) => (float[5,batch,4] y) {
+      s = Shape <start=0, end=1> (x)
+      five = Constant <value = int64[1] {5}> ()
+      four = Constant <value = int64[1] {4}> ()
+      t = Concat <axis=0> (five, s, four)
+      y = Reshape (x, t)
+    }""")
+    with pytest.raises(ShapeError) as raised:
+        onnxcost.analyze(model, symbolic=True)
+    message = str(raised.value)
+    assert (
+        "does not analyse at batch=2, seq=3 (node 'Reshape_4' (Reshape): input 'x' has 24"
+        in message
+    )
+    assert "the new shape 5x2x4 has 40" in message
+    assert "--dim SYMBOL=N" in message
+    a = onnxcost.analyze(model, symbolic=True, dims={"seq": 5})
+    assert a.symbolic is not None
+    assert a.symbolic.symbols == ("batch",)
 
 
 def test_no_reduced_model_where_few_nodes_are_alike() -> None:

@@ -23,50 +23,156 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from onnxcost import wire
 from onnxcost.errors import OutputError
 
 _LOCATION_ENTRY = b"\x0a\x08location\x12"
-"""How an external-data reference's location is serialized: key 'location', then its value."""
+"""How ``onnx.save`` serializes an external-data reference's location: key 'location', then
+its value. Only the fallback scan (``_scanned_locations``) looks for these bytes."""
 
-_MODEL_FIELD_TAGS = frozenset({0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0x7A, 0x8A})
-"""Tags that follow a ModelProto's leading ir_version: producer, domain, doc, graph, opsets, ..."""
+_VARINT, _LEN = wire.VARINT, wire.LEN
+
+_MODEL_FIELDS = {
+    1: _VARINT,  # ir_version
+    2: _LEN,  # producer_name
+    3: _LEN,  # producer_version
+    4: _LEN,  # domain
+    5: _VARINT,  # model_version
+    6: _LEN,  # doc_string
+    7: _LEN,  # graph
+    8: _LEN,  # opset_import
+    14: _LEN,  # metadata_props
+    20: _LEN,  # training_info
+    25: _LEN,  # functions
+    26: _LEN,  # configuration
+}
+"""ModelProto's fields (onnx.proto) and their wire types."""
+
+_MAX_FIELDS = 5_000_000
+"""Fields the guard reads before it stops parsing a file (seconds, not minutes, of Python):
+past it, a file is taken for a model and its locations are found by the byte scan."""
+
+# Where a TensorProto (or SparseTensorProto) can sit, by message: field -> message type.
+_TENSOR_HOLDERS: dict[str, dict[int, str]] = {
+    "model": {7: "graph", 20: "training", 25: "function"},
+    "training": {1: "graph", 2: "graph"},
+    "graph": {1: "node", 5: "tensor", 15: "sparse"},  # node, initializer, sparse_initializer
+    "function": {7: "node"},
+    "node": {5: "attribute"},
+    # t, g, tensors, graphs, sparse_tensor, sparse_tensors
+    "attribute": {5: "tensor", 6: "graph", 10: "tensor", 11: "graph", 22: "sparse", 23: "sparse"},
+    "sparse": {1: "tensor", 2: "tensor"},  # values, indices
+}
+_EXTERNAL_DATA = 13  # TensorProto.external_data: StringStringEntryProto (key = 1, value = 2)
 
 
-def _read_varint(data: bytes | mmap.mmap, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    return -1, pos
+class _TooLongError(Exception):
+    """The file has more fields than the guard reads."""
+
+
+class _Walk:
+    """A payload-free walk of a serialized ModelProto (``onnxcost.wire``'s reader): only keys
+    and lengths are read, so the pages of inline weights are never touched."""
+
+    def __init__(self, buf: wire.Buffer) -> None:
+        self.buf = buf
+        self.fields = 0
+
+    def each(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+        for number, wire_type, _key, value_start, value_end in wire.fields(self.buf, start, end):
+            self.fields += 1
+            if self.fields > _MAX_FIELDS:
+                raise _TooLongError
+            yield number, wire_type, value_start, value_end
+
+    def locations(self, start: int, end: int, kind: str, out: set[str], depth: int = 0) -> None:
+        if depth > wire.MAX_DEPTH:
+            raise wire.WireError("messages nested deeper than protobuf parses")
+        if kind == "tensor":
+            for number, wire_type, value_start, value_end in self.each(start, end):
+                if number == _EXTERNAL_DATA and wire_type == _LEN:
+                    key = value = b""
+                    for n, w, a, b in self.each(value_start, value_end):
+                        if w == _LEN and n == 1:
+                            key = self.buf[a:b]
+                        elif w == _LEN and n == 2:
+                            value = self.buf[a:b]
+                    if key == b"location" and value:
+                        with contextlib.suppress(UnicodeDecodeError):
+                            out.add(value.decode("utf-8"))
+            return
+        children = _TENSOR_HOLDERS[kind]
+        for number, wire_type, value_start, value_end in self.each(start, end):
+            if wire_type == _LEN and number in children:
+                self.locations(value_start, value_end, children[number], out, depth + 1)
+
+
+def _mapped(path: Path) -> contextlib.AbstractContextManager[mmap.mmap | bytes]:
+    """The file's bytes through a read-only memory map (empty bytes for an empty file)."""
+    with path.open("rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return contextlib.nullcontext(b"")
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _is_model(buf: wire.Buffer) -> bool:
+    """Whether ``buf`` parses as a ModelProto with a graph: every top-level field one of the
+    model's with its wire type, the file read to its end, and the graph's fields well formed.
+    Fields may come in any order (protobuf allows it; ``onnx.load`` reads such a model)."""
+    walk = _Walk(buf)
+    seen: set[int] = set()
+    graph: tuple[int, int] | None = None
+    try:
+        for number, wire_type, value_start, value_end in walk.each(0, len(buf)):
+            if _MODEL_FIELDS.get(number) != wire_type:
+                return False
+            seen.add(number)
+            if number == 7:
+                graph = (value_start, value_end)
+        if graph is None or not seen & {1, 8}:
+            return False
+        for _field in walk.each(*graph):
+            pass
+    except wire.WireError:
+        return False
+    except _TooLongError:
+        return True  # well formed as far as read: a model, to be safe
+    return True
+
+
+def _scanned_locations(buf: wire.Buffer) -> set[str]:
+    """The locations serialized as ``onnx.save`` writes them, found by a scan of the bytes:
+    the fallback for a file the walk does not read. A match inside weight bytes only adds a
+    name to protect, which costs nothing."""
+    locations: set[str] = set()
+    size = len(buf)
+    pos = buf.find(_LOCATION_ENTRY)
+    while pos >= 0:
+        try:
+            length, start = wire.varint(buf, pos + len(_LOCATION_ENTRY), size)
+        except wire.WireError:
+            break
+        if 0 < length <= 4096 and start + length <= size:
+            with contextlib.suppress(UnicodeDecodeError):
+                locations.add(bytes(buf[start : start + length]).decode("utf-8"))
+        pos = buf.find(_LOCATION_ENTRY, pos + 1)
+    return locations
 
 
 def _external_locations(path: Path) -> set[str]:
-    """The external-data locations a model file names, found without parsing the model.
-
-    A scan of the file for serialized ``location`` entries: cheap on any size of file. A match
-    inside weight bytes only adds a name to protect, which costs nothing.
-    """
-    locations: set[str] = set()
+    """The external-data locations a model file names, wherever its fields sit: found by
+    parsing the model's messages (keys and lengths only), or by a scan of the bytes where
+    the file does not parse or is too long to walk."""
     try:
-        with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return locations
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                pos = data.find(_LOCATION_ENTRY)
-                while pos >= 0:
-                    length, start = _read_varint(data, pos + len(_LOCATION_ENTRY))
-                    if 0 < length <= 4096 and start + length <= size:
-                        with contextlib.suppress(UnicodeDecodeError):
-                            locations.add(data[start : start + length].decode("utf-8"))
-                    pos = data.find(_LOCATION_ENTRY, pos + 1)
+        with _mapped(path) as buf:
+            found: set[str] = set()
+            try:
+                _Walk(buf).locations(0, len(buf), "model", found)
+            except (wire.WireError, _TooLongError):
+                return _scanned_locations(buf)
+            return found
     except (OSError, ValueError):
-        pass  # not readable as a file: nothing more to protect than the path itself
-    return locations
+        return set()  # not readable as a file: nothing more to protect than the path itself
 
 
 def model_files(source: str | os.PathLike[str]) -> list[Path]:
@@ -88,18 +194,15 @@ def model_files(source: str | os.PathLike[str]) -> list[Path]:
 
 
 def looks_like_model(path: Path) -> bool:
-    """Whether an existing file holds an ONNX model (by its first bytes, as written by onnx).
-
-    ``onnx.save`` writes fields in number order, so a model starts with its ir_version
-    (field 1, a small varint) followed by another ModelProto field."""
+    """Whether an existing file holds an ONNX model: it parses as a ModelProto (``_is_model``),
+    whatever the order of its fields."""
     try:
-        with path.open("rb") as f:
-            head = f.read(3)
-    except OSError:
+        if not path.is_file():
+            return False
+        with _mapped(path) as buf:
+            return _is_model(buf)
+    except (OSError, ValueError):
         return False
-    return (
-        len(head) == 3 and head[0] == 0x08 and 0 < head[1] < 0x80 and head[2] in _MODEL_FIELD_TAGS
-    )
 
 
 def _same_file(a: Path, b: Path) -> bool:

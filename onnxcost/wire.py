@@ -50,10 +50,10 @@ _MAX_TENSOR_FIELDS = 4096
 """A tensor with more fields than this (typed data written unpacked, one field per element)
 is kept whole rather than walked element by element in Python."""
 
-_MAX_DEPTH = 100
+MAX_DEPTH = 100
 """protobuf's own nesting limit: a deeper model fails its parse, so the walk stops there."""
 
-_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+VARINT, _I64, LEN, _I32 = 0, 1, 2, 5
 """Wire types this walk reads; 3 and 4 (groups) are not used by ONNX."""
 
 _PAYLOAD_FIELDS = frozenset({4, 5, 6, 7, 9, 10, 11})
@@ -81,7 +81,7 @@ class WireError(ValueError):
     """The bytes are not a protobuf message this walk can read."""
 
 
-def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+def varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     """The varint at ``pos`` (seven bits a byte, low bits first) and the position after it."""
     result = shift = 0
     while True:
@@ -95,18 +95,18 @@ def _varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: Buffer, pos: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
+def fields(buf: Buffer, pos: int, end: int) -> Iterator[tuple[int, int, int, int, int]]:
     """Each field of the message in ``buf[pos:end]``: (number, wire type, where its key
     starts, where its value starts, where it ends)."""
     while pos < end:
         key_start = pos
-        key, pos = _varint(buf, pos, end)
+        key, pos = varint(buf, pos, end)
         wire_type = key & 7
-        if wire_type == _LEN:
-            size, pos = _varint(buf, pos, end)
+        if wire_type == LEN:
+            size, pos = varint(buf, pos, end)
             value_end = pos + size
-        elif wire_type == _VARINT:
-            value_end = _varint(buf, pos, end)[1]
+        elif wire_type == VARINT:
+            value_end = varint(buf, pos, end)[1]
         elif wire_type == _I64:
             value_end = pos + 8
         elif wire_type == _I32:
@@ -129,7 +129,7 @@ def _encode_varint(value: int) -> bytes:
 
 
 def _length_delimited(number: int, payload: bytes) -> bytes:
-    return _encode_varint(number << 3 | _LEN) + _encode_varint(len(payload)) + payload
+    return _encode_varint(number << 3 | LEN) + _encode_varint(len(payload)) + payload
 
 
 def _message(
@@ -139,20 +139,20 @@ def _message(
     length, with large payloads cut; None if nothing in it is cut."""
     if kind == "tensor":
         return _tensor(buf, start, end, location)
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         raise WireError("messages nested deeper than protobuf parses")
     children = _CHILDREN[kind]
     pieces: Pieces = []
     size = 0
     last = start  # bytes from here to the next cut field are copied as they are
-    for number, wire_type, key_start, value_start, value_end in _fields(buf, start, end):
-        if wire_type != _LEN or value_end - value_start <= SMALL_BYTES or number not in children:
+    for number, wire_type, key_start, value_start, value_end in fields(buf, start, end):
+        if wire_type != LEN or value_end - value_start <= SMALL_BYTES or number not in children:
             continue
         inner = _message(buf, value_start, value_end, children[number], location, depth + 1)
         if inner is None:
             continue
         head = buf[last:key_start]
-        header = _encode_varint(number << 3 | _LEN) + _encode_varint(inner[1])
+        header = _encode_varint(number << 3 | LEN) + _encode_varint(inner[1])
         pieces += [head, header, *inner[0]]
         size += len(head) + len(header) + inner[1]
         last = value_end
@@ -172,7 +172,7 @@ def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, i
     payload = 0  # bytes of payload fields, keys included
     first: tuple[int, int] | None = None  # value span of the first payload field
     for count, (number, wire_type, key_start, value_start, value_end) in enumerate(
-        _fields(buf, start, end)
+        fields(buf, start, end)
     ):
         if count >= _MAX_TENSOR_FIELDS:
             return None
@@ -184,19 +184,19 @@ def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, i
         if number == _EXTERNAL_DATA:
             return None  # external already: nothing inline to cut
         if number == _DATA_LOCATION:
-            if wire_type != _VARINT or _varint(buf, value_start, value_end)[0] != 0:
+            if wire_type != VARINT or varint(buf, value_start, value_end)[0] != 0:
                 return None  # external already
             continue  # DEFAULT, said explicitly: the reference below says EXTERNAL
         if number == _DIMS:
-            if wire_type == _VARINT:
-                dims.append(_varint(buf, value_start, value_end)[0])
-            elif wire_type == _LEN:
+            if wire_type == VARINT:
+                dims.append(varint(buf, value_start, value_end)[0])
+            elif wire_type == LEN:
                 pos = value_start
                 while pos < value_end:
-                    dim, pos = _varint(buf, pos, value_end)
+                    dim, pos = varint(buf, pos, value_end)
                     dims.append(dim)
-        elif number == _DATA_TYPE and wire_type == _VARINT:
-            data_type = _varint(buf, value_start, value_end)[0]
+        elif number == _DATA_TYPE and wire_type == VARINT:
+            data_type = varint(buf, value_start, value_end)[0]
         if kept and kept[-1][1] == key_start:
             kept[-1] = (kept[-1][0], value_end)  # adjacent fields: one span
         else:
@@ -228,9 +228,7 @@ def _external_reference(location: str, offset: int, length: int) -> bytes:
         )
         for key, value in entries
     )
-    return (
-        out + _encode_varint(_DATA_LOCATION << 3 | _VARINT) + _encode_varint(TensorProto.EXTERNAL)
-    )
+    return out + _encode_varint(_DATA_LOCATION << 3 | VARINT) + _encode_varint(TensorProto.EXTERNAL)
 
 
 def strip_payloads(buf: Buffer, location: str) -> bytes | None:

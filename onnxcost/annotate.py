@@ -10,18 +10,20 @@ inferred element type and shape, each node ``onnxcost.macs``, ``onnxcost.flops``
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import onnx
 from onnx import helper
 
+from onnxcost import wire
 from onnxcost.analyze import Analysis, analyze
 from onnxcost.errors import OutputError
 from onnxcost.graph import build
-from onnxcost.model import ModelSource
+from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import prepare
 from onnxcost.records import Convention
 from onnxcost.shapes import infer
@@ -49,9 +51,11 @@ def annotated(
 
     A built-in model's name builds it with its (random) weights, as ``zoo save`` does. The
     model is loaded once (``onnxcost.prepare``): the analysis costs the prepared model, the
-    copy written is the model as loaded.
+    copy written is the model as loaded. A file's or bytes' large inline weights are not
+    read (``load_model``): ``write`` copies them from ``source`` into the file it writes.
     """
-    prepared = prepare(source, weights=True, keep_source=True)
+    builtin = isinstance(source, str | os.PathLike) and not os.path.exists(source)
+    prepared = prepare(source, weights=builtin, keep_source=True)
     result = analyze(prepared, input_shapes=input_shapes, dims=dims, convention=convention)
     assert prepared.source is not None  # keep_source=True keeps it
     model = onnx.ModelProto()
@@ -109,7 +113,11 @@ def write(model: onnx.ModelProto, source: ModelSource, out: Path) -> None:
     model's folder: ``out`` must then be in the folder of ``source``."""
     from onnxcost.outputs import replacing
 
-    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    external = any(
+        e.key == "location" and not e.value.startswith(VIRTUAL_LOCATION_PREFIX)
+        for t in model.graph.initializer
+        for e in t.external_data
+    )
     if external and isinstance(source, str | os.PathLike):
         here = Path(os.fspath(source)).resolve().parent
         if out.resolve().parent != here:
@@ -117,8 +125,75 @@ def write(model: onnx.ModelProto, source: ModelSource, out: Path) -> None:
                 f"{os.fspath(source)} keeps its weights in external data files named relative "
                 f"to its folder: write the annotated copy into {here} too"
             )
-    with replacing(out) as tmp:
-        tmp.write_bytes(model.SerializeToString())
+    data = model.SerializeToString()
+    if isinstance(source, str | os.PathLike) and os.path.isfile(source):
+        with open(source, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                pieces = None
+            else:
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    pieces = _restored(data, mapped, source)
+            with replacing(out) as tmp, tmp.open("wb", buffering=0) as dst:
+                _write_pieces(dst, data if pieces is None else pieces, f.fileno())
+        return
+    # Bytes were cut as a file is; a ModelProto or a built-in model keeps its weights, and an
+    # empty original then proves it (a cut tensor would have no span to copy: refused).
+    held = bytes(source) if isinstance(source, bytes | bytearray) else b""
+    pieces = _restored(data, held, source)
+    with replacing(out) as tmp, tmp.open("wb", buffering=0) as dst:
+        _write_pieces(dst, data if pieces is None else pieces, None, held)
 
 
-__all__ = ["PREFIX", "annotated", "write"]
+def _restored(data: bytes, original: wire.Buffer, source: ModelSource) -> list[wire.Piece] | None:
+    """``data`` (the annotated copy, its large inline weights cut by ``load_model``) as pieces
+    with the weights' spans of ``original`` back; None if no weight was cut."""
+    try:
+        return wire.restore_payloads(data, original, VIRTUAL_LOCATION_PREFIX + "inline")
+    except wire.WireError as e:
+        what = os.fspath(source) if isinstance(source, str | os.PathLike) else "the model bytes"
+        raise OutputError(f"{what} changed while it was annotated ({e}); run annotate again") from e
+
+
+_CHUNK = 1 << 20
+"""Bytes of weights copied at a time: the copy never holds a whole weight in memory."""
+
+
+def _write_pieces(
+    dst: BinaryIO, pieces: bytes | list[wire.Piece], fd: int | None, data: bytes | None = None
+) -> None:
+    """Write ``pieces`` to the unbuffered ``dst``: bytes as they are, a span copied from the
+    file ``fd`` by the kernel (``os.sendfile``, never through Python's memory) or from
+    ``data``."""
+    if isinstance(pieces, bytes):
+        _write_all(dst, pieces)
+        return
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            _write_all(dst, piece)
+            continue
+        start, end = piece
+        if data is not None:
+            _write_all(dst, memoryview(data)[start:end])
+            continue
+        assert fd is not None
+        while start < end:
+            count = min(_CHUNK, end - start)
+            try:
+                sent = os.sendfile(dst.fileno(), fd, start, count)
+            except (AttributeError, OSError):  # no sendfile between files here
+                chunk = os.pread(fd, count, start)
+                sent = len(chunk)
+                _write_all(dst, chunk)
+            if not sent:
+                raise OutputError(
+                    "the model file shrank while it was annotated; run annotate again"
+                )
+            start += sent
+
+
+def _write_all(dst: BinaryIO, data: bytes | memoryview) -> None:
+    """An unbuffered write may take part of ``data``: write until all of it is written."""
+    view = memoryview(data)
+    while view:
+        view = view[dst.write(view) :]

@@ -72,6 +72,9 @@ _CHILDREN: dict[str, dict[int, str]] = {
 }
 
 
+PAYLOAD_KEY = "onnxcost-payload"
+"""The external-data entry of a cut tensor that names its payload fields' span in the file."""
+
 Buffer = bytes | mmap.mmap
 """What the walk reads: indexing gives an int, slicing a copy of those bytes."""
 Pieces = list[bytes]
@@ -171,6 +174,7 @@ def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, i
     data_type = 0
     payload = 0  # bytes of payload fields, keys included
     first: tuple[int, int] | None = None  # value span of the first payload field
+    span: tuple[int, int] | None = None  # the payload fields' bytes, keys included
     for count, (number, wire_type, key_start, value_start, value_end) in enumerate(
         fields(buf, start, end)
     ):
@@ -180,6 +184,11 @@ def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, i
             payload += value_end - key_start
             if first is None:
                 first = (value_start, value_end)
+                span = (key_start, value_end)
+            elif span is not None and span[1] == key_start:
+                span = (span[0], value_end)
+            else:
+                return None  # payload fields apart: kept, as restore_payloads copies one span
             continue
         if number == _EXTERNAL_DATA:
             return None  # external already: nothing inline to cut
@@ -211,16 +220,24 @@ def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, i
         and all(d < 1 << 63 for d in dims)  # int64 dims: a larger varint is negative
     ):
         return None  # shape folding may read it
-    reference = _external_reference(location, first[0], first[1] - first[0])
+    assert span is not None  # set with first
+    reference = _external_reference(location, first[0], first[1] - first[0], span)
     pieces = [buf[a:b] for a, b in kept]
     pieces.append(reference)
     return pieces, sum(b - a for a, b in kept) + len(reference)
 
 
-def _external_reference(location: str, offset: int, length: int) -> bytes:
+def _external_reference(location: str, offset: int, length: int, span: tuple[int, int]) -> bytes:
     """TensorProto fields saying the data is external: ``external_data`` entries (each a
-    StringStringEntryProto: key = 1, value = 2) and ``data_location = EXTERNAL``."""
-    entries = (("location", location), ("offset", str(offset)), ("length", str(length)))
+    StringStringEntryProto: key = 1, value = 2) and ``data_location = EXTERNAL``. ``offset``
+    and ``length``: the first payload field's value; ``PAYLOAD_KEY``: the bytes of all its
+    payload fields, keys included, as ``start:end`` (what ``restore_payloads`` copies back)."""
+    entries = (
+        ("location", location),
+        ("offset", str(offset)),
+        ("length", str(length)),
+        (PAYLOAD_KEY, f"{span[0]}:{span[1]}"),
+    )
     out = b"".join(
         _length_delimited(
             _EXTERNAL_DATA,
@@ -237,3 +254,90 @@ def strip_payloads(buf: Buffer, location: str) -> bytes | None:
     Raises WireError if ``buf`` is not a message."""
     out = _message(buf, 0, len(buf), "model", location)
     return None if out is None else b"".join(out[0])
+
+
+Piece = bytes | tuple[int, int]
+"""Part of a restored model: bytes as they are, or a ``(start, end)`` span of the original."""
+
+
+def _restored(
+    buf: bytes, start: int, end: int, kind: str, location: str, depth: int = 0
+) -> tuple[list[Piece], int] | None:
+    """The message ``buf[start:end]`` with each tensor that ``strip_payloads`` cut given its
+    payload fields back (as a span of the original), and its new length; None if nothing in
+    it was cut. Unlike the cut, it looks into every message: a cut tensor is small."""
+    if depth > MAX_DEPTH:
+        raise WireError("messages nested deeper than protobuf parses")
+    if kind == "tensor":
+        return _restored_tensor(buf, start, end, location)
+    children = _CHILDREN[kind]
+    pieces: list[Piece] = []
+    size = 0
+    last = start
+    for number, wire_type, key_start, value_start, value_end in fields(buf, start, end):
+        if wire_type != LEN or number not in children:
+            continue
+        inner = _restored(buf, value_start, value_end, children[number], location, depth + 1)
+        if inner is None:
+            continue
+        head = buf[last:key_start]
+        header = _encode_varint(number << 3 | LEN) + _encode_varint(inner[1])
+        pieces += [head, header, *inner[0]]
+        size += len(head) + len(header) + inner[1]
+        last = value_end
+    if not pieces:
+        return None
+    tail = buf[last:end]
+    pieces.append(tail)
+    return pieces, size + len(tail)
+
+
+def _restored_tensor(
+    buf: bytes, start: int, end: int, location: str
+) -> tuple[list[Piece], int] | None:
+    kept: list[Piece] = []
+    size = 0
+    entries: dict[bytes, bytes] = {}
+    external = False
+    for number, wire_type, key_start, value_start, value_end in fields(buf, start, end):
+        if number == _EXTERNAL_DATA and wire_type == LEN:
+            key = value = b""
+            for n, w, _k, a, b in fields(buf, value_start, value_end):
+                if w == LEN and n == 1:
+                    key = buf[a:b]
+                elif w == LEN and n == 2:
+                    value = buf[a:b]
+            entries[key] = value
+            external = True
+            continue
+        if number == _DATA_LOCATION:
+            continue
+        kept.append(buf[key_start:value_end])
+        size += value_end - key_start
+    if not external or entries.get(b"location") != location.encode():
+        return None
+    try:
+        a, b = (int(x) for x in entries[PAYLOAD_KEY.encode()].split(b":"))
+    except (KeyError, ValueError):
+        raise WireError(f"a cut tensor without its {PAYLOAD_KEY} entry") from None
+    kept.append((a, b))
+    return kept, size + b - a
+
+
+def restore_payloads(stripped: bytes, original: Buffer, location: str) -> list[Piece] | None:
+    """What a model cut by ``strip_payloads(original, location)`` (and changed since, e.g.
+    annotated) is with its payloads back: pieces to write one after the other, each span a
+    copy of ``original``'s bytes. None if nothing in it was cut. Each span is checked to be
+    the payload fields it was (``WireError`` if ``original`` changed)."""
+    out = _restored(stripped, 0, len(stripped), "model", location)
+    if out is None:
+        return None
+    for piece in out[0]:
+        if isinstance(piece, tuple):
+            a, b = piece
+            if not 0 <= a < b <= len(original):
+                raise WireError("a payload span past the end of the original")
+            for count, (number, _w, _k, _vs, _ve) in enumerate(fields(original, a, b)):
+                if number not in _PAYLOAD_FIELDS or count >= _MAX_TENSOR_FIELDS:
+                    raise WireError("the original has other bytes where the payload was")
+    return out[0]

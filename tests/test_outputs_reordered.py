@@ -145,3 +145,63 @@ def test_analyze_refuses_a_reordered_model_as_output(tmp_path: Path) -> None:
     assert "is an existing ONNX model; a report never replaces a model" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert _md5(other) == before
+
+
+class _Recorder:
+    """Bytes that record every span read from them (``wire``'s reads: index, slice, find)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.spans: list[tuple[int, int]] = []
+
+    def __enter__(self) -> _Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, key: int | slice) -> int | bytes:
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(len(self.data))
+            self.spans.append((start, stop))
+        else:
+            self.spans.append((key, key + 1))
+        return self.data[key]
+
+    def find(self, sub: bytes, start: int = 0) -> int:
+        self.spans.append((start, len(self.data)))
+        return self.data.find(sub, start)
+
+
+def test_the_guard_never_reads_inline_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o`` must not page in a large model's weights (GPT-2: 683 MB resident with -o)."""
+    import onnxcost.outputs
+
+    payload = b"\xde\xad\xbe\xef" * 256 * 256  # W [256, 256] float32: 262,144 bytes
+    model = onnx.load_model_from_string(_reordered(None))
+    model.graph.initializer[0].CopyFrom(
+        TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[256, 256], raw_data=payload)
+    )
+    path = tmp_path / "big.onnx"
+    path.write_bytes(model.SerializeToString())
+    data = path.read_bytes()
+    first = data.index(payload)
+    recorders: list[_Recorder] = []
+
+    def mapped(p: Path) -> _Recorder:
+        recorders.append(_Recorder(p.read_bytes()))
+        return recorders[-1]
+
+    monkeypatch.setattr(onnxcost.outputs, "_mapped", mapped)
+    assert model_files(path) == [path]
+    assert looks_like_model(path)
+    assert len(recorders) == 2
+    for recorder in recorders:
+        assert recorder.spans  # the walk read the file ...
+        for a, b in recorder.spans:  # ... and none of the payload
+            assert b <= first or a >= first + len(payload), (a, b)

@@ -441,6 +441,7 @@ def _x(x: list[np.ndarray | None], i: int) -> np.ndarray:
 
 _FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]] = {
     "Identity": lambda n, x: _x(x, 0),
+    "Transpose": lambda n, x: np.transpose(_x(x, 0), _attr(n, "perm", None)),  # type: ignore[call-overload]
     "Cast": _cast,
     "Gather": lambda n, x: np.take(_x(x, 0), _x(x, 1), axis=int(_attr(n, "axis", 0))),  # type: ignore[call-overload]
     "Concat": lambda n, x: np.concatenate([_x([v], 0) for v in x], axis=int(_attr(n, "axis", 0))),  # type: ignore[call-overload]
@@ -482,7 +483,18 @@ _FOLD: dict[str, Callable[[onnx.NodeProto, list[np.ndarray | None]], np.ndarray]
 _BROADCASTING = frozenset(
     {"Add", "Sub", "Mul", "Div", "Mod", "Min", "Max", "Equal", "Less", "Greater"}
     | {"LessOrEqual", "GreaterOrEqual", "And", "Or", "Where"}
+    | {"Pow", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Sum", "Mean"}
 )
+
+_REFERENCE_FOLDS = frozenset(
+    {"Flatten", "CastLike", "Sign", "Round", "Reciprocal", "IsNaN", "IsInf", "BitwiseNot"}
+    | {"Trilu", "Clip", "CumSum", "ScatterND", "ScatterElements", "GatherElements", "GatherND"}
+    | {"ReduceMax", "ReduceMin", "ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare"}
+    | {"ArgMax", "ArgMin", "Split", "Compress", "Unique", "NonZero", "Tile", "Pad", "OneHot"}
+    | {"Pow", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Sum", "Mean"}
+)
+"""The other ops a shape sub-graph may hold (exporters build pads, masks and axes with
+them), folded by onnx's reference implementation: ``_fold_size`` bounds each before it runs."""
 
 
 def _fold_size(node: onnx.NodeProto, x: list[np.ndarray | None]) -> int | None:
@@ -515,9 +527,48 @@ def _fold_size(node: onnx.NodeProto, x: list[np.ndarray | None]) -> int | None:
         return int(data.size // max(1, data.shape[axis]) * indices.size)
     if op_type == "Concat":
         return sum(v.size for v in present)
+    if op_type == "Tile":
+        return _x(x, 0).size * math.prod(_ints(x[1])) if min(_ints(x[1]), default=0) >= 0 else None
+    if op_type == "Pad":
+        return _pad_size(node, x)
+    if op_type == "OneHot":
+        return _x(x, 0).size * max(0, int(_x(x, 1).reshape(-1)[0]))
+    if op_type == "NonZero":
+        return _x(x, 0).ndim * _x(x, 0).size
+    if op_type == "GatherND":
+        data, indices = _x(x, 0), _x(x, 1)
+        batch = int(_attr(node, "batch_dims", 0))  # type: ignore[call-overload]
+        if indices.ndim < 1 or not 0 <= batch + indices.shape[-1] <= data.ndim:
+            return None
+        return math.prod(indices.shape[:-1]) * math.prod(data.shape[batch + indices.shape[-1] :])
     if op_type in _BROADCASTING:
         return _broadcast_numel([v.shape for v in present])
     return max((v.size for v in present), default=0)  # never larger than an input
+
+
+def _pad_size(node: onnx.NodeProto, x: list[np.ndarray | None]) -> int | None:
+    """Elements of a Pad's output: each dim plus its pads (the attribute before opset 11)."""
+    data = _x(x, 0)
+    pads = _ints(x[1]) if len(x) > 1 else list(_attr(node, "pads", []) or [])  # type: ignore[call-overload]
+    axes = _ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(data.ndim))
+    if len(pads) != 2 * len(axes) or not all(-data.ndim <= a < data.ndim for a in axes):
+        return None
+    dims = list(data.shape)
+    for i, a in enumerate(axes):
+        dims[a] += pads[i] + pads[i + len(axes)]
+    return math.prod(dims) if min(dims, default=0) >= 0 else None
+
+
+def _reference_fold(
+    node: onnx.NodeProto, x: list[np.ndarray | None], opset: int | None
+) -> np.ndarray:
+    """The first output of ``node`` by onnx's reference implementation (``_REFERENCE_FOLDS``)."""
+    from onnx.reference.ops import load_op  # imports every reference op: only when needed
+
+    op = load_op("", node.op_type, opset)(
+        node, {"log": lambda *_a: None, "opsets": {"": opset}, "verbose": 0, "new_ops": None}
+    )
+    return np.asarray(op.run(*x)[0])
 
 
 def _broadcast_numel(shapes: Sequence[tuple[int, ...]]) -> int | None:
@@ -684,20 +735,28 @@ def _known_values(graph: onnx.GraphProto, constants: bool = True) -> KnownValues
 
 
 _FOLDS_WITH_TYPES = frozenset({"Shape", "Size"})
-_FOLDS = frozenset(_FOLD) | _FOLDS_WITH_TYPES
+_FOLDS = frozenset(_FOLD) | _FOLDS_WITH_TYPES | _REFERENCE_FOLDS
 
 
-def _fold_node(node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: KnownValues) -> None:
+def _fold_node(
+    node: onnx.NodeProto,
+    types: Mapping[str, TensorInfo],
+    values: KnownValues,
+    opset: int | None = None,
+) -> None:
     """Evaluate ``node`` with numpy if it computes a small value from known values."""
     if node.op_type not in _FOLDS or not node.output or node.output[0] in values:
         return
-    result = _fold_value(node, types, values)
+    result = _fold_value(node, types, values, opset)
     if result is not None:
         values[node.output[0]] = result
 
 
 def _fold_value(
-    node: onnx.NodeProto, types: Mapping[str, TensorInfo], values: KnownValues
+    node: onnx.NodeProto,
+    types: Mapping[str, TensorInfo],
+    values: KnownValues,
+    opset: int | None = None,
 ) -> np.ndarray | None:
     """The value of ``node``'s first output, if it is a small one computed from known values."""
     op_type = node.op_type
@@ -722,7 +781,8 @@ def _fold_value(
             size = _fold_size(node, args)
             if size is None or size > _FOLD_MAX_ELEMENTS:
                 return None  # never materialise what the limit would then throw away
-            result = np.asarray(_FOLD[op_type](node, args))
+            fast = _FOLD.get(op_type)
+            result = np.asarray(fast(node, args)) if fast else _reference_fold(node, args, opset)
         except Exception:  # a value we cannot evaluate stays unknown
             return None
     if result is None or result.size > _FOLD_MAX_ELEMENTS:
@@ -796,7 +856,7 @@ def _propagate(
                 if info is None or info.known_numel < 0:
                     _infer_node(node, run)
                     break
-        _fold_node(node, types, values)
+        _fold_node(node, types, values, run.opsets.get(""))
 
 
 def _inference_failures(
@@ -960,7 +1020,9 @@ class _Seen:
             for index, elem, shape in _inferred(node, signature, run) or ()
             if shape is not None or elem
         )
-        value = _fold_value(node, run.types, run.values) if node.output else None
+        value = (
+            _fold_value(node, run.types, run.values, run.opsets.get("")) if node.output else None
+        )
         if value is not None:
             value.flags.writeable = False  # shared by every node of this signature
         complete = len(outputs) == sum(1 for o in node.output if o)
@@ -1025,7 +1087,7 @@ def _per_node(
                 continue
         signature = _signature(node, op_type, domain, ins, outs, types, values)
         if signature is None:
-            _fold_node(node, types, values)
+            _fold_node(node, types, values, run.opsets.get(""))
         else:
             found = seen.get(signature)
             if found is None:

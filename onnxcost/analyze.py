@@ -53,7 +53,7 @@ from onnxcost.tensors import (
     name_text,
     normalize_domain,
 )
-from onnxcost.weights import Weights
+from onnxcost.weights import Weights, dequantising_scales
 
 if TYPE_CHECKING:
     from onnxcost.formulas import Formula, FormulaTotals, SymbolicCosts
@@ -760,7 +760,9 @@ def _analyze(
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
-    weights = Weights()
+    weights = Weights(
+        scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
+    )
     weights.add_initializers(proto.graph.initializer)
     walk = _Walk(
         shapes,

@@ -19,6 +19,10 @@ zero points of DequantizeLinear, QLinearConv, MatMulNBits ...) quantization para
 shape, axis or index position nothing. Params and statistics skip indices, shapes and masks
 (int64, bool, string) and lone scalars (an epsilon, a per-tensor scale in a Mul);
 quantization params count scalars too, since every one of them is stored.
+
+A scale that multiplies a dequantised product is a quantization parameter wherever it sits
+(``dequantising_scales``): onnxruntime's quantize_dynamic multiplies MatMulInteger's output,
+cast to float, by the input's scale times the weight's, in two plain Muls.
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ class Weights:
     """Stored (or generated) weight -> how it counts; each once."""
     totals: dict[Role, int] = field(default_factory=lambda: {"param": 0, "stat": 0, "quant": 0})
     """Elements counted so far by role."""
+    scales: frozenset[str] = frozenset()
+    """Tensors that scale a dequantised product (``dequantising_scales``): what they read of
+    the stored weights counts as quantization params, whatever node reads them."""
 
     def add_stored(self, name: str, info: TensorInfo) -> None:
         self.stored[name] = info
@@ -141,7 +148,7 @@ class Weights:
         for i, name in enumerate(inputs):
             if not name or name not in self.constant:
                 continue
-            role = _role(spec, i)
+            role: Role | None = "quant" if name in self.scales else _role(spec, i)
             if role is None:
                 continue
             before = self.totals["param"]
@@ -238,6 +245,58 @@ class Weights:
         return out
 
 
+_INTEGER_PRODUCTS = frozenset({"MatMulInteger", "ConvInteger"})
+"""Default-domain ops whose int32 output is a product of quantized tensors, still to scale."""
+_SCALE_PATH = frozenset({"Mul", "Cast", "Identity", "Reshape", "Unsqueeze", "Squeeze"})
+"""Ops through which a scale is computed (the input's scale times the weight's) or a
+dequantised product is carried (its Cast to float)."""
+
+
+def dequantising_scales(
+    op_types: Sequence[str],
+    domains: Sequence[str],
+    inputs: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+) -> frozenset[str]:
+    """The tensors that scale a dequantised product, nodes given in topological order.
+
+    A dequantised product is the output of MatMulInteger or ConvInteger and its Casts. A
+    Mul that reads one multiplies it by a scale: its other operand, and every tensor that
+    operand is computed from through Mul, Cast and reshapes (x_scale * w_scale), are scales.
+    """
+    if _INTEGER_PRODUCTS.isdisjoint(op_types):
+        return frozenset()  # nearly every model: one pass over the op types
+    dequantised: set[str] = set()
+    writers: dict[str, int] = {}
+    scaled: list[str] = []
+    for i, (op_type, domain) in enumerate(zip(op_types, domains, strict=True)):
+        if domain not in ("", "ai.onnx"):
+            continue
+        ins, outs = inputs[i], outputs[i]
+        for o in outs:
+            if o:
+                writers[o] = i
+        if op_type in _INTEGER_PRODUCTS or (
+            op_type in ("Cast", "Identity") and ins and ins[0] in dequantised
+        ):
+            dequantised.update(o for o in outs if o)
+        elif op_type == "Mul" and len(ins) == 2:
+            for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
+                if a in dequantised and b not in dequantised:
+                    scaled.append(b)
+    found: set[str] = set()
+    while scaled:
+        name = scaled.pop()
+        if not name or name in found:
+            continue
+        found.add(name)
+        at = writers.get(name)
+        if at is not None and op_types[at] in _SCALE_PATH:
+            data = inputs[at] if op_types[at] == "Mul" else inputs[at][:1]
+            scaled.extend(data)
+    return frozenset(found)
+
+
 def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:
     """What a weight at input ``i`` of a node counts as, reached with ``role``: None at a
     shape, axis or index position."""
@@ -252,4 +311,4 @@ def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:
     return role
 
 
-__all__ = ["NON_WEIGHT_TYPES", "Counted", "Weights"]
+__all__ = ["NON_WEIGHT_TYPES", "Counted", "Weights", "dequantising_scales"]

@@ -9,7 +9,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
@@ -116,3 +118,78 @@ def test_fresh_torch_time_shift_export(tmp_path: Path) -> None:
     # Linear(96, 96) on [1, 16, 96]: 1 x 16 x 96 x 96 = 147,456 MACs
     assert a.totals.macs == 147_456
     assert not [n for n in a.nodes if n.status == "unknown_shape"]
+
+
+# --- quantize_dynamic's weight scales -------------------------------------------------------
+
+
+def _linear_model() -> onnx.ModelProto:
+    """x [2, 16] @ w [16, 8] + b [8], float32."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("Add", ["m", "b"], ["y"]),
+        ],
+        "linear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [w, b],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.ort
+@pytest.mark.parametrize(
+    ("per_channel", "quant", "param_bytes"),
+    [
+        # per tensor: scale [] fp32 + zero point [] int8 = 2 quant params;
+        # bytes: w 128 x 1 + b 8 x 4 + scale 4 + zero point 1 = 165
+        (False, 2, 165),
+        # per channel: scale [8] fp32 + zero point [8] int8 = 16 quant params;
+        # bytes: 128 + 32 + 8 x 4 + 8 x 1 = 200
+        (True, 16, 200),
+    ],
+)
+def test_quantize_dynamic_weight_scales_are_quant_params(
+    tmp_path: Path, per_channel: bool, quant: int, param_bytes: int
+) -> None:
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    src, out = tmp_path / "f.onnx", tmp_path / "q.onnx"
+    onnx.save(_linear_model(), src)
+    quantization.quantize_dynamic(
+        src, out, per_channel=per_channel, weight_type=quantization.QuantType.QInt8
+    )
+    q = onnx.load(out)
+    # The quantizer's form: the weight's scale meets the input's in a Mul, whose product
+    # scales MatMulInteger's output cast to float in a second Mul.
+    assert [n.op_type for n in q.graph.node if n.op_type in ("MatMulInteger", "Mul")] == [
+        "Mul",
+        "MatMulInteger",
+        "Mul",
+    ]
+    a = onnxcost.analyze(q)
+    # params: w 16 x 8 = 128 (int8) + b 8 = 136, with or without per-channel scales
+    assert a.totals.params == 136
+    assert a.totals.quant_params == quant
+    assert a.totals.param_bytes == param_bytes
+
+
+def test_a_scale_on_a_dequantised_product_is_quant_wherever_it_sits() -> None:
+    # The scale [4] multiplies the cast product directly (no x_scale Mul): 4 quant params,
+    # 0 params besides the int8 weight [8, 4] = 32; a Mul by a [4] constant on a plain
+    # activation stays a param (4), so params = 32 + 4 = 36.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (uint8[2,8] x) => (float[2,4] y) <int8[8,4] w = {1}, float[4] s = {0.5, 0.5, 0.5, 0.5}, float[4] k = {2.0, 2.0, 2.0, 2.0}> {
+  p = MatMulInteger (x, w)
+  c = Cast <to = 1> (p)
+  d = Mul (c, s)
+  y = Mul (d, k)
+}"""
+    a = analyze_text(text)
+    assert (a.totals.params, a.totals.quant_params) == (36, 4)

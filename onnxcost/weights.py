@@ -20,6 +20,14 @@ shape, axis or index position nothing. Params and statistics skip indices, shape
 (int64, bool, string) and lone scalars (an epsilon, a per-tensor scale in a Mul);
 quantization params count scalars too, since every one of them is stored.
 
+An Identity of a stored tensor whose output is named as a parameter of its own (a module
+path, ``layer1.0.bn1.weight``; not an exporter's ``/bn/Identity_output_0``, ``onnx::...``, nor
+an undotted alias) is the TorchScript
+exporter's de-duplication of equal initializers (an untrained model's BatchNorm ones and
+zeros): its output is stored in its own right, and counts once by itself, as a param or, where
+BatchNorm reads it as mean or variance, a statistic. A tensor several nodes read directly, or
+through Transpose (a tied LM head), is one stored tensor and counts once.
+
 A scale that multiplies a dequantised product is a quantization parameter wherever it sits
 (``dequantising_scales``): onnxruntime's quantize_dynamic multiplies MatMulInteger's output,
 cast to float, by the input's scale times the weight's, in two plain Muls.
@@ -27,6 +35,7 @@ cast to float, by the input's scale times the weight's, in two plain Muls.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -115,6 +124,8 @@ class Weights:
         constant = self.constant
         if inputs and inputs[0] and inputs[0] not in constant:
             return False  # the usual node: its first input is an activation
+        if op_type == "Identity" and default_domain and self._deduplicated(inputs, outputs, types):
+            return True
         if (
             op_type in _NOT_CONSTANT_OPS
             or (op_type in SUBGRAPH_OPS and default_domain)
@@ -127,6 +138,20 @@ class Weights:
             if o:
                 constant.add(o)
                 self.producers[o] = producer
+        return True
+
+    def _deduplicated(
+        self, inputs: Sequence[str], outputs: Sequence[str], types: Mapping[str, TensorInfo]
+    ) -> bool:
+        """Store an exporter's de-duplicating Identity's output as a weight of its own
+        (see the module's docstring); returns whether the node is one."""
+        if len(inputs) != 1 or len(outputs) != 1 or inputs[0] not in self.stored:
+            return False
+        out = outputs[0]
+        if out in self.stored or not _PARAMETER_PATH.match(out):
+            return False  # a name the exporter made up, or an alias: an Identity like any other
+        info = types.get(out)
+        self.add_stored(out, info if info is not None else self.stored[inputs[0]].renamed(out))
         return True
 
     def count(
@@ -295,6 +320,11 @@ def dequantising_scales(
             data = inputs[at] if op_types[at] == "Mul" else inputs[at][:1]
             scaled.extend(data)
     return frozenset(found)
+
+
+_PARAMETER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
+"""A parameter's path in its module as torch names it (``layer1.0.bn1.weight``): dotted, with
+none of the ``/``, ``:`` of the names exporters make up (``/bn/Identity_output_0``, ``onnx::``)."""
 
 
 def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:

@@ -193,3 +193,109 @@ g (uint8[2,8] x) => (float[2,4] y) <int8[8,4] w = {1}, float[4] s = {0.5, 0.5, 0
 }"""
     a = analyze_text(text)
     assert (a.totals.params, a.totals.quant_params) == (36, 4)
+
+
+# --- BatchNorm through the exporter's shared Identity ---------------------------------------
+
+
+def test_deduplicating_identities_count_as_their_own_weights() -> None:
+    # Two BatchNorms over 4 channels. The first reads stored `ones` [4] and `zeros` [4] directly
+    # as scale/var and bias/mean; the second reads them through Identities named as torch's
+    # parameters. params: conv W 4x4x1x1 = 16 + bn1 scale 4 + bias 4 + bn2 scale 4 + bias 4 = 32;
+    # statistics: bn1 mean 4 + var 4 + bn2 mean 4 + var 4 = 16. Before: the Identity outputs
+    # were `ones`/`zeros` again, so params 24, statistics 0 (ones and zeros counted as params).
+    # An Identity with an exporter's name (`/x/Identity_output_0`) reading `w` is an alias:
+    # `w` still counts once (counted again, params would be 48).
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,4,2,2] x) => (float[1,4,2,2] y) <float[4] ones = {1.0, 1.0, 1.0, 1.0}, float[4] zeros = {0.0, 0.0, 0.0, 0.0}, float[4,4,1,1] w = {0.5}> {
+  a = BatchNormalization (x, ones, zeros, mean1, var1)
+  c = Conv (a, wa)
+  y = BatchNormalization (c, scale2, bias2, mean2, var2)
+}"""
+    model = parse(text)
+    made = [
+        ("zeros", "bn1.running_mean"),
+        ("ones", "bn1.running_var"),
+        ("w", "/conv/Identity_output_0"),  # an exporter's name: an alias of w
+        ("ones", "bn2.weight"),
+        ("zeros", "bn2.bias"),
+        ("zeros", "bn2.running_mean"),
+        ("ones", "bn2.running_var"),
+    ]
+    renames = dict(
+        zip(["mean1", "var1", "wa", "scale2", "bias2", "mean2", "var2"], made, strict=True)
+    )
+    for node in model.graph.node:
+        node.input[:] = [renames[i][1] if i in renames else i for i in node.input]
+    nodes = [*(helper.make_node("Identity", [src], [out]) for src, out in made), *model.graph.node]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    a = onnxcost.analyze(model)
+    assert (a.totals.params, a.totals.stat_params) == (32, 16)
+
+
+def test_tied_head_through_transpose_counts_once() -> None:
+    # Gather reads the table [10, 4] directly; the head reads it through Transpose: 40 params.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (int64[1,3] ids) => (float[1,3,10] y) <float[10,4] table = {1.0}> {
+  e = Gather (table, ids)
+  t = Transpose <perm = [1, 0]> (table)
+  y = MatMul (e, t)
+}"""
+    assert analyze_text(text).totals.params == 40
+
+
+def test_fresh_torch_export_of_an_untrained_resnet(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Block(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[name-defined]
+            y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+            return torch.relu(x + y)  # type: ignore[no-any-return]
+
+    class Net(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.layer1 = nn.Sequential(Block(8), Block(8))
+            self.fc = nn.Linear(8, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[name-defined]
+            x = self.layer1(torch.relu(self.bn(self.stem(x))))
+            return self.fc(x.mean((2, 3)))  # type: ignore[no-any-return]
+
+    net = Net().eval()
+    path = tmp_path / "resnet.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(  # unfolded, so that BatchNorm stays (folded, it joins the Conv)
+            net,
+            (torch.zeros(1, 3, 16, 16),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            do_constant_folding=False,
+        )
+    stored = {t.name for t in onnx.load(path).graph.initializer}
+    shared = [
+        n for n in onnx.load(path).graph.node if n.op_type == "Identity" and n.input[0] in stored
+    ]
+    assert len(shared) >= 8  # the exporter de-duplicated the BatchNorms' ones and zeros
+    # torch's own counts: params 216 + 16 + 4 x 576 + 4 x 16 + 90 = 2,690; BN buffers
+    # (running mean and var) 5 x 16 = 80
+    params = sum(p.numel() for p in net.parameters())
+    stats = sum(b.numel() for n, b in net.named_buffers() if n.endswith(("_mean", "_var")))
+    assert (params, stats) == (2_690, 80)
+    a = onnxcost.analyze(path)
+    assert (a.totals.params, a.totals.stat_params) == (params, stats)

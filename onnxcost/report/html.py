@@ -16,7 +16,7 @@ import functools
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from onnxcost.errors import OnnxcostError
 from onnxcost.records import NodeRecord
 from onnxcost.report import units
 from onnxcost.report.safe_text import jsonable
-from onnxcost.report.tree import scope_tree
+from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
 
 if TYPE_CHECKING:
     import jinja2
@@ -267,6 +267,38 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
     }
 
 
+LEAF_LIMIT = 40
+"""The page lists this many nodes directly in a scope, then says how many more there are."""
+
+
+def tree_view(root: Scope, leaf_limit: int = LEAF_LIMIT) -> list[dict[str, Any]]:
+    """The scope tree as flat rows for the page, depth first (a stack, not recursion): ``open``
+    (a scope's ``<details>`` and its summary row), then its scopes, then ``leaf`` rows (its own
+    nodes, ``leaf_limit`` at most, then one ``more`` row), then ``close``. The top level starts
+    open where it has 12 scopes or fewer."""
+    rows: list[dict[str, Any]] = []
+    stack: list[tuple[int, Scope, Iterator[Scope]]] = [(0, root, iter(root.children))]
+    while stack:
+        depth, parent, it = stack[-1]
+        c = next(it, None)
+        if c is not None:
+            top_open = depth == 0 and len(parent.children) <= 12
+            rows.append(
+                {"kind": "open", "depth": depth, "scope": c, "open": top_open,
+                 "max_depth": MAX_DEPTH}
+            )  # fmt: skip
+            stack.append((depth + 1, c, iter(c.children)))
+            continue
+        stack.pop()
+        if parent is root:
+            continue
+        rows += [{"kind": "leaf", "depth": depth, "node": n} for n in parent.nodes[:leaf_limit]]
+        if len(parent.nodes) > leaf_limit:
+            rows.append({"kind": "more", "depth": depth, "more": len(parent.nodes) - leaf_limit})
+        rows.append({"kind": "close", "depth": depth})
+    return rows
+
+
 def analysis_html(a: Analysis, nodes: Sequence[NodeRecord] | None = None) -> str:
     """The report of ``a``: header, totals, op-type chart, scope tree, node table (``nodes``,
     default all)."""
@@ -290,7 +322,7 @@ def analysis_html(a: Analysis, nodes: Sequence[NodeRecord] | None = None) -> str
         title=f"onnxcost: {ctx['heading']}",
         what="static cost analysis",
         data=data,
-        tree=root,
+        tree_rows=tree_view(root),
         tree_total=total,
         **ctx,
     )

@@ -235,12 +235,13 @@ def render_tree(a: Analysis, console: Console, depth: int | None) -> None:
     title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
     console.print(
         fitted(
-            title + ": scopes from node names; a folded block (N x) adds up all N",
+            title + ": N x adds up N blocks; the rows below it are one block's",
             TREE_HEADERS,
             [False, *([True] * (len(TREE_HEADERS) - 1))],
             tree_table(a, depth),
             console.width,
             drop=[7, 6, 1, 2],
+            trim=[0],
         )
     )
 

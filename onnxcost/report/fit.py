@@ -32,12 +32,16 @@ def middle_trim(s: str, width: int) -> str:
 
     ``/layer1/layer1.0/conv1/Conv`` at 20 -> ``/layer1/…/conv1/Conv``: the first part, then as
     many trailing parts as fit (or only trailing parts, ``…/layer1.0/conv1/Conv``, where that
-    keeps more of them). Without such a cut, characters from both ends.
+    keeps more of them). Without such a cut, characters from both ends. Leading spaces (a
+    tree's indentation) stay where they leave ``MIN_TRIM`` characters for the rest.
     """
     if len(s) <= width:
         return s
     if width <= 1:
         return ELLIPSIS[:width]
+    indent = len(s) - len(s.lstrip(" "))
+    if 0 < indent <= width - MIN_TRIM:
+        return s[:indent] + middle_trim(s[indent:], width - indent)
     parts = s.split("/")
     if len(parts) > 2:
         head = "/".join(parts[:2]) if parts[0] == "" else parts[0]
@@ -56,6 +60,60 @@ def middle_trim(s: str, width: int) -> str:
     keep = width - 1
     front = (keep + 1) // 2
     return s[:front] + ELLIPSIS + s[len(s) - (keep - front) :]
+
+
+def distinct_trims(cells: Sequence[str], width: int) -> list[str]:
+    """``middle_trim`` of each cell, but where two different cells would read the same, each
+    keeps the scope that tells them apart: ``/layer2/layer2.0/downsample/downsample.0/Conv``
+    and its layer3 and layer4 twins all trim to ``…/downsample/downsample.0/Conv`` at 30; here
+    they read ``/layer2/…/downsample.0/Conv`` and so on (``_apart``). A few passes, as a new
+    cut can meet another cell's; cells that are equal stay equal."""
+    out = [middle_trim(c, width) for c in cells]
+    for _pass in range(4):
+        sources: dict[str, set[str]] = {}
+        for cell, cut in zip(cells, out, strict=True):
+            sources.setdefault(cut, set()).add(cell)
+        fixed: dict[str, str] = {}
+        for group in sources.values():
+            if len(group) > 1:
+                fixed.update(_apart(sorted(group), width))
+        changed = [fixed.get(cell, cut) for cell, cut in zip(cells, out, strict=True)]
+        if changed == out:
+            break
+        out = changed
+    return out
+
+
+def _apart(group: Sequence[str], width: int) -> dict[str, str]:
+    """Each of ``group`` (different strings) cut to ``width`` keeping the first ``/`` part
+    where they differ, then as many last parts as fit: ``/HEAD/DIFF/…/LAST`` or, shorter,
+    ``…/DIFF/…/LAST``. A string whose cut does not fit keeps ``middle_trim``'s."""
+    split = [s.split("/") for s in group]
+    # The smallest and largest lists share the longest prefix that all share.
+    first, last = min(split), max(split)
+    p = 0
+    while p < min(len(first), len(last)) and first[p] == last[p]:
+        p += 1
+    out = {}
+    for s, parts in zip(group, split, strict=True):
+        if p >= len(parts) - 1:
+            continue  # no part of its own before the last: nothing to keep apart
+        rest = parts[p + 1 :]
+        heads = ["/".join(parts[: p + 1]) + "/"]
+        if p > 1 or (p == 1 and parts[0]):
+            heads.append(ELLIPSIS + "/" + parts[p] + "/")
+        for head in heads:
+            cut = ""
+            for k in range(min(len(rest), width), 0, -1):
+                tail = "/".join(rest[len(rest) - k :])
+                cut = head + ("" if k == len(rest) else ELLIPSIS + "/") + tail
+                if len(cut) <= width:
+                    break
+                cut = ""
+            if cut:
+                out[s] = cut
+                break
+    return out
 
 
 def tail_trim(s: str, width: int) -> str:
@@ -199,15 +257,19 @@ def fitted(
             no_wrap=True,
             overflow="ellipsis",
         )
-    for row in rows:
-        t.add_row(*(Text(_cut(row[i], lay.limits.get(i), i in tail)) for i in lay.shown))
+    # Column by column: a trimmed name column keeps different names apart (distinct_trims).
+    cells = {i: _cut([row[i] for row in rows], lay.limits.get(i), i in tail) for i in lay.shown}
+    for r in range(len(rows)):
+        t.add_row(*(Text(cells[i][r]) for i in lay.shown))
     return t
 
 
-def _cut(cell: str, limit: int | None, at_end: bool) -> str:
+def _cut(column: list[str], limit: int | None, at_end: bool) -> list[str]:
     if limit is None:
-        return cell
-    return tail_trim(cell, limit) if at_end else middle_trim(cell, limit)
+        return column
+    if at_end:
+        return [tail_trim(cell, limit) for cell in column]
+    return distinct_trims(column, limit)
 
 
 def drop_order(headers: Sequence[str], keep: Sequence[str]) -> list[int]:
@@ -219,6 +281,7 @@ def drop_order(headers: Sequence[str], keep: Sequence[str]) -> list[int]:
 __all__ = [
     "ELLIPSIS",
     "Layout",
+    "distinct_trims",
     "drop_order",
     "fitted",
     "layout",

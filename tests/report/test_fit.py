@@ -12,7 +12,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from onnxcost.cli import app, main
-from onnxcost.report.fit import layout, middle_trim, table_width
+from onnxcost.report.fit import distinct_trims, layout, middle_trim, table_width
 
 runner = CliRunner()
 RESNET18_OPS = {"Conv", "BatchNormalization", "Relu", "MaxPool", "Add", "GlobalAveragePool", "Gemm", "Flatten"}  # fmt: skip
@@ -138,3 +138,45 @@ def test_help_has_no_type_labels(
         assert noise not in out, noise
     if args == ["--help"]:
         assert "--install-completion" in out
+
+
+def test_distinct_trims_keep_the_part_that_differs() -> None:
+    names = [f"/layer{k}/layer{k}.0/downsample/downsample.0/Conv" for k in (2, 3, 4)]
+    # middle_trim at 30 keeps the last three parts of each: the same 30 characters three times.
+    assert {middle_trim(n, 30) for n in names} == {"…/downsample/downsample.0/Conv"}
+    # Here each keeps /layerK (the first part where they differ), then the last parts that fit:
+    # "/layer2/" 8 + "…/" 2 + "downsample.0/Conv" 17 = 27 <= 30 (one more part: 38).
+    assert distinct_trims(names, 30) == [
+        "/layer2/…/downsample.0/Conv",
+        "/layer3/…/downsample.0/Conv",
+        "/layer4/…/downsample.0/Conv",
+    ]
+    # Two blocks differ in their third part: its common head is cut instead,
+    # "…/" 2 + "layer1.0/" 9 + "bn1/BatchNormalization" 22 = 33 <= 34.
+    bns = [f"/layer1/layer1.{k}/bn1/BatchNormalization" for k in (0, 1)]
+    assert distinct_trims(bns, 34) == [
+        "…/layer1.0/bn1/BatchNormalization",
+        "…/layer1.1/bn1/BatchNormalization",
+    ]
+    # Equal names stay equal, and names that trim apart keep middle_trim's cut.
+    assert distinct_trims(["/a/b/c/d/e/Conv"] * 2 + ["/x/Relu"], 10) == [
+        middle_trim("/a/b/c/d/e/Conv", 10)
+    ] * 2 + ["/x/Relu"]
+
+
+@pytest.mark.parametrize("args", [[], ["--tree"]])
+def test_resnet18_at_80_columns_names_stay_apart(args: list[str]) -> None:
+    # At 80 columns the name column is 34 wide: middle_trim made three rows of
+    # …/downsample/downsample.0/Conv and two of each /layerK/…/bnJ/BatchNormalization.
+    result = runner.invoke(app, ["analyze", "resnet18", "--top", "0", *args], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    if args:
+        # The tree's labels fit whole, the fold's note with them.
+        assert "    layer1.0 … layer1.1 (2 x; below: 1 block)  " in result.stdout
+        return
+    rows = table_rows(result.stdout, "Nodes")[1]
+    names = [r.split()[0] for r in rows]
+    assert len(names) == 69  # 69 nodes
+    assert len(set(names)) == 69
+    assert "/layer2/…/downsample.0/Conv" in names

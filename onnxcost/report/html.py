@@ -269,13 +269,16 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
 
 LEAF_LIMIT = 40
 """The page lists this many nodes directly in a scope, then says how many more there are."""
+INDENT_LEVELS = 12
+"""The page indents this many levels; a deeper row starts with its level (``L13``) instead."""
 
 
 def tree_view(root: Scope, leaf_limit: int = LEAF_LIMIT) -> list[dict[str, Any]]:
     """The scope tree as flat rows for the page, depth first (a stack, not recursion): ``open``
     (a scope's ``<details>`` and its summary row), then its scopes, then ``leaf`` rows (its own
     nodes, ``leaf_limit`` at most, then one ``more`` row), then ``close``. The top level starts
-    open where it has 12 scopes or fewer."""
+    open where it has 12 scopes or fewer; ``indent`` is the depth shown, ``INDENT_LEVELS`` at
+    most, so that a deep row's label keeps its room."""
     rows: list[dict[str, Any]] = []
     stack: list[tuple[int, Scope, Iterator[Scope]]] = [(0, root, iter(root.children))]
     while stack:
@@ -296,6 +299,8 @@ def tree_view(root: Scope, leaf_limit: int = LEAF_LIMIT) -> list[dict[str, Any]]
         if len(parent.nodes) > leaf_limit:
             rows.append({"kind": "more", "depth": depth, "more": len(parent.nodes) - leaf_limit})
         rows.append({"kind": "close", "depth": depth})
+    for row in rows:
+        row["indent"] = min(row["depth"], INDENT_LEVELS)
     return rows
 
 

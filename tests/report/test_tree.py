@@ -223,4 +223,10 @@ def test_cli_deep_names_tree_and_html(tmp_path: Path, scopes: int) -> None:
     out = tmp_path / "deep.html"
     result = runner.invoke(app, ["analyze", str(path), "-f", "html", "-o", str(out)])
     assert result.exit_code == 0, result.output
-    assert out.read_text(encoding="utf-8").count("</details>") == MAX_DEPTH + 1
+    page = out.read_text(encoding="utf-8")
+    assert page.count("</details>") == MAX_DEPTH + 1
+    # Indented 12 levels at most (a label 32 levels in had no room left); deeper rows say
+    # their level instead: the folded row L32, its Relu L33.
+    assert max(int(d) for d in re.findall(r'style="--d: (\d+)"', page)) == 12
+    assert '<span class="lvl">L32</span>' in page
+    assert f"{scopes - MAX_DEPTH + 1:,} levels:</span>s31/s32/" in page

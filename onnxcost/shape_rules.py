@@ -286,6 +286,238 @@ def _qembed_layer_norm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
     )
 
 
+# --- onnxruntime's transformer and graph-optimizer fusions -----------------------------------
+
+
+def _elementwise(*outputs: int) -> Rule:
+    """Each of ``outputs`` is X's shape and type (a fused activation, bias or residual add)."""
+
+    def rule(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+        x, elem = _shape(ins, 0), _elem(ins, 0, TensorProto.FLOAT)
+        return tuple((i, elem, x) for i in outputs)
+
+    return rule
+
+
+def _bias_dropout(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output is X's shape and type, mask X's shape in bool."""
+    x = _shape(ins, 0)
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), x), (1, TensorProto.BOOL, x))
+
+
+def _bias_split_gelu(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y is X [..., D] halved on the last axis: [..., D / 2]."""
+    x = _shape(ins, 0)
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), (*x[:-1], x[-1] // 2)),)
+
+
+def _norm_stats(x: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    """A normalization's mean / inv_std_var: X's dims before ``axis``, then 1s."""
+    axis = axis % len(x)
+    return (*x[:axis], *(1,) * (len(x) - axis))
+
+
+def _layer_norm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y is X's shape; Mean and InvStdDev (float) X[:axis] then 1s. onnxruntime's
+    LayerNormalization before opset 17, and its SimplifiedLayerNormalization (Y, inv_std_var)."""
+    x = _shape(ins, 0)
+    stats = _norm_stats(x, int(_attrs(node).get("axis", -1)))
+    stash = int(_attrs(node).get("stash_type", 1))
+    out: list[tuple[int, int, Shape | None]] = [(0, _elem(ins, 0, TensorProto.FLOAT), x)]
+    indices = (1,) if node.op_type == "SimplifiedLayerNormalization" else (1, 2)
+    out += [(i, stash, stats) for i in indices]
+    return tuple(out)
+
+
+def _skip_layer_norm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output and input_skip_bias_sum are input's shape; mean and inv_std_var (float) are
+    input's dims but the last, then 1."""
+    x, elem = _shape(ins, 0), _elem(ins, 0, TensorProto.FLOAT)
+    stats = (*x[:-1], 1)
+    return (
+        (0, elem, x),
+        (1, TensorProto.FLOAT, stats),
+        (2, TensorProto.FLOAT, stats),
+        (3, elem, x),
+    )
+
+
+def _embed_layer_norm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output and embedding_sum [B, S, D] (D: the word table's width), of the table's type;
+    mask_index [B] int32."""
+    batch, seq = _shape(ins, 0)
+    table = _shape(ins, 2)
+    elem = _elem(ins, 2, TensorProto.FLOAT)
+    out = (batch, seq, table[-1])
+    return ((0, elem, out), (1, TensorProto.INT32, (batch,)), (2, elem, out))
+
+
+def _heads(node: onnx.NodeProto, name: str = "num_heads") -> int:
+    heads = int(_attrs(node).get(name, 0))
+    if heads <= 0:
+        raise UnknownShapeError(f"{node.op_type} without {name}")
+    return heads
+
+
+def _attention(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [B, S, D_v] (D_v: the last of qkv_hidden_sizes, else a third of the weights'
+    columns); present [2, B, N, P + S, D_k / N] (past's shape with past_present_share_buffer).
+    Also DecoderMaskedSelfAttention."""
+    attrs = _attrs(node)
+    x, w = _shape(ins, 0), _shape(ins, 1)
+    sizes = attrs.get("qkv_hidden_sizes") or [w[-1] // 3] * 3
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    out: list[tuple[int, int, Shape | None]] = [(0, elem, (x[0], x[1], int(sizes[2])))]
+    if len(ins) > 4 and ins[4] is not None:
+        past = _shape(ins, 4)
+        if int(attrs.get("past_present_share_buffer", 0)):
+            out.append((1, elem, past))
+        else:
+            out.append((1, elem, (*past[:3], past[3] + x[1], past[4])))
+    elif len(node.output) > 1:
+        heads = _heads(node)
+        out.append((1, elem, (2, x[0], heads, x[1], int(sizes[1]) // heads)))
+    return tuple(out)
+
+
+def _multi_head_attention(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [B, S, N x H_v]; present_key / present_value [B, N, P + L, H] (the key and value
+    themselves where they are BNSH, past's length where past and present share a buffer).
+
+    query is [B, S, D] or packed QKV [B, S, N, 3, H]; key [B, L, D], packed KV [B, L, N, 2, H]
+    or BNSH [B, N, L, H]."""
+    heads = _heads(node)
+    q = _shape(ins, 0)
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    batch, seq = q[0], q[1]
+    bnsh = False
+    if len(q) == 5:
+        kv_len, head, v_head = seq, q[4], q[4]
+    else:
+        head = q[2] // heads
+        k = _shape(ins, 1)
+        if len(k) == 5:
+            kv_len, v_head = k[1], k[4]
+        elif len(k) == 4:
+            bnsh = True
+            kv_len, v_head = k[2], _shape(ins, 2)[3]
+        else:
+            kv_len, v_head = k[1], _shape(ins, 2)[2] // heads
+    out: list[tuple[int, int, Shape | None]] = [(0, elem, (batch, seq, heads * v_head))]
+    if bnsh:
+        total = kv_len
+    elif len(ins) > 6 and ins[6] is not None:
+        past = _shape(ins, 6)[2]
+        shared = len(ins) > 8 and ins[8] is not None
+        total = past if shared else past + kv_len
+    else:
+        total = kv_len
+    out.append((1, elem, (batch, heads, total, head)))
+    out.append((2, elem, (batch, heads, total, v_head)))
+    return tuple(out)
+
+
+def _decoder_masked_mha(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [B, S, N x H_v]; present_key / present_value past's shape where past and present
+    share a buffer, else [B, N, P + S, H]."""
+    heads = _heads(node)
+    q = _shape(ins, 0)
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    batch, seq = q[0], q[1]
+    k = _shape(ins, 1) if len(ins) > 1 and ins[1] is not None else None
+    if k is None:  # packed QKV [B, S, 3 D]
+        v_head = q[2] // (3 * heads)
+    elif len(k) == 4:  # cross attention over [B, N, L, H] key and value
+        v_head = _shape(ins, 2)[3]
+    else:
+        v_head = _shape(ins, 2)[2] // heads
+    out: list[tuple[int, int, Shape | None]] = [(0, elem, (batch, seq, heads * v_head))]
+    if len(ins) > 5 and ins[5] is not None and ins[6] is not None:
+        past_k, past_v = _shape(ins, 5), _shape(ins, 6)
+        if int(_attrs(node).get("past_present_share_buffer", 0)):
+            out += [(1, elem, past_k), (2, elem, past_v)]
+        else:
+            out.append((1, elem, (*past_k[:2], past_k[2] + seq, past_k[3])))
+            out.append((2, elem, (*past_v[:2], past_v[2] + seq, past_v[3])))
+    return tuple(out)
+
+
+def _group_query_attention(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [B, S, N_q x H]; present_key / present_value [B, N_kv, max(P, P + S), H]: past's
+    length P + S (onnxruntime's own inference; a shared buffer keeps P at run time).
+
+    query is [B, S, N_q x H], or packed QKV [B, S, (N_q + 2 N_kv) x H] without key."""
+    heads, kv_heads = _heads(node), _heads(node, "kv_num_heads")
+    q = _shape(ins, 0)
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    batch, seq = q[0], q[1]
+    packed = len(ins) < 2 or ins[1] is None
+    head = q[2] // (heads + 2 * kv_heads) if packed else q[2] // heads
+    out: list[tuple[int, int, Shape | None]] = [(0, elem, (batch, seq, heads * head))]
+    if len(ins) > 3 and ins[3] is not None:
+        past = _shape(ins, 3)
+        present = (batch, kv_heads, past[2] + seq, head)
+        out += [(1, elem, present), (2, elem, present)]
+    return tuple(out)
+
+
+def _packed_attention(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """output [T, D_v] from input [T, D_in] (PackedAttention: D_v the last of qkv_hidden_sizes,
+    else a third of the weights); PackedMultiHeadAttention: [T, N x H_v]."""
+    q = _shape(ins, 0)
+    elem = _elem(ins, 0, TensorProto.FLOAT)
+    if node.op_type == "PackedAttention":
+        sizes = _attrs(node).get("qkv_hidden_sizes") or [_shape(ins, 1)[-1] // 3] * 3
+        return ((0, elem, (q[0], int(sizes[2]))),)
+    if len(q) == 4:  # packed QKV [T, N, 3, H]
+        return ((0, elem, (q[0], q[1] * q[3])),)
+    return ((0, elem, (q[0], _shape(ins, 2)[1])),)
+
+
+def _fused_matmul(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y = matmul of A and B after transBatchA/B (the first dim moved next to the last) and
+    transA/B (the last two swapped); also TransposeMatMul."""
+    attrs = _attrs(node)
+
+    def matrix(shape: tuple[int, ...], trans: str, batch: str) -> tuple[int, ...]:
+        if len(shape) >= 3 and int(attrs.get(batch, 0)):
+            shape = (*shape[1:-1], shape[0], shape[-1])
+        if len(shape) >= 2 and int(attrs.get(trans, 0)):
+            shape = (*shape[:-2], shape[-1], shape[-2])
+        return shape
+
+    a = matrix(_shape(ins, 0), "transA", "transBatchA")
+    b = matrix(_shape(ins, 1), "transB", "transBatchB")
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), matmul_shape(a, b)),)
+
+
+def _gemm_fast_gelu(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y = matmul(X, W)'s shape, of X's type."""
+    shape = matmul_shape(_shape(ins, 0), _shape(ins, 1))
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), shape),)
+
+
+def _fused_gemm(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [M, N] from A and B with transA/transB."""
+    attrs = _attrs(node)
+    a, b = _shape(ins, 0), _shape(ins, 1)
+    m = a[1] if int(attrs.get("transA", 0)) else a[0]
+    n = b[0] if int(attrs.get("transB", 0)) else b[1]
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), (m, n)),)
+
+
+def _fused_conv(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N, M, out...] from X and W [M, C / group, k...] (NhwcConv, NhwcFusedConv: X and Y NHWC)."""
+    attrs = _attrs(node)
+    x, w = _shape(ins, 0), _shape(ins, 1)
+    channels_last = node.op_type.startswith("Nhwc")
+    spatial = x[1:-1] if channels_last else x[2:]
+    kernel = attrs.get("kernel_shape") or w[2:]
+    out = window_spatial(spatial, kernel, **_window_attrs(attrs))
+    shape = (x[0], *out, w[0]) if channels_last else (x[0], w[0], *out)
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), shape),)
+
+
 RULES: dict[tuple[str, str], Rule] = {
     ("", "Dropout"): _dropout,
     (MS, "QuantizeLinear"): _quantize,
@@ -308,6 +540,37 @@ RULES: dict[tuple[str, str], Rule] = {
     (MS, "QAttention"): _qattention,
     (MS, "DynamicQuantizeLSTM"): _dynamic_quantize_lstm,
     (MS, "QEmbedLayerNormalization"): _qembed_layer_norm,
+    # onnxruntime's transformer optimizer and graph optimizer fusions
+    (MS, "Gelu"): _elementwise(0),
+    (MS, "FastGelu"): _elementwise(0),
+    (MS, "QuickGelu"): _elementwise(0),
+    (MS, "BiasGelu"): _elementwise(0),
+    (MS, "BiasAdd"): _elementwise(0),
+    (MS, "BiasSoftmax"): _elementwise(0),
+    (MS, "BiasDropout"): _bias_dropout,
+    (MS, "BiasSplitGelu"): _bias_split_gelu,
+    (MS, "RotaryEmbedding"): _elementwise(0),
+    (MS, "GroupNorm"): _elementwise(0),
+    (MS, "SkipGroupNorm"): _elementwise(0, 1),
+    ("", "LayerNormalization"): _layer_norm,
+    ("", "SimplifiedLayerNormalization"): _layer_norm,
+    (MS, "SkipLayerNormalization"): _skip_layer_norm,
+    (MS, "SkipSimplifiedLayerNormalization"): _skip_layer_norm,
+    (MS, "EmbedLayerNormalization"): _embed_layer_norm,
+    (MS, "Attention"): _attention,
+    (MS, "DecoderMaskedSelfAttention"): _attention,
+    (MS, "MultiHeadAttention"): _multi_head_attention,
+    (MS, "DecoderMaskedMultiHeadAttention"): _decoder_masked_mha,
+    (MS, "GroupQueryAttention"): _group_query_attention,
+    (MS, "PackedAttention"): _packed_attention,
+    (MS, "PackedMultiHeadAttention"): _packed_attention,
+    (MS, "FusedMatMul"): _fused_matmul,
+    (MS, "TransposeMatMul"): _fused_matmul,
+    (MS, "GemmFastGelu"): _gemm_fast_gelu,
+    (MS, "FusedGemm"): _fused_gemm,
+    (MS, "FusedConv"): _fused_conv,
+    (MS, "NhwcConv"): _fused_conv,
+    (MS, "NhwcFusedConv"): _fused_conv,
 }
 """(domain, op type) -> onnxcost's rule for its output types ('' is the ONNX domain)."""
 

@@ -19,7 +19,22 @@ CONTRIB = [
     "Attention", "MultiHeadAttention", "GroupQueryAttention", "RotaryEmbedding", "MatMulNBits",
     "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearAdd", "QLinearMul", "BiasAdd",
     "NhwcConv", "GatherBlockQuantized",
+    # the rest of onnxruntime's transformer-optimizer fusions (issue 27)
+    "EmbedLayerNormalization", "BiasSplitGelu", "BiasSoftmax", "BiasDropout", "GemmFastGelu",
+    "DecoderMaskedMultiHeadAttention", "DecoderMaskedSelfAttention", "PackedAttention",
+    "PackedMultiHeadAttention", "GroupNorm", "SkipGroupNorm", "TransposeMatMul",
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize("op", CONTRIB)
+def test_contrib_ops_from_the_issue_have_shape_rules(op: str) -> None:
+    # onnx has no schema for them: without onnxcost's own rule every node after one is
+    # unknown_shape (SimplifiedLayerNormalization is in the default domain, as onnxruntime
+    # registers it)
+    from onnxcost.shape_rules import has_rule
+
+    domain = "" if op == "SimplifiedLayerNormalization" else "com.microsoft"
+    assert has_rule(domain, op)
 
 
 def _default_domain_ops() -> list[tuple[str, int]]:

@@ -554,6 +554,7 @@ RULES: dict[tuple[str, str], Rule] = {
     (MS, "SkipGroupNorm"): _elementwise(0, 1),
     ("", "LayerNormalization"): _layer_norm,
     ("", "SimplifiedLayerNormalization"): _layer_norm,
+    (MS, "SimplifiedLayerNormalization"): _layer_norm,
     (MS, "SkipLayerNormalization"): _skip_layer_norm,
     (MS, "SkipSimplifiedLayerNormalization"): _skip_layer_norm,
     (MS, "EmbedLayerNormalization"): _embed_layer_norm,

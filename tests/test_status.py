@@ -88,22 +88,23 @@ g (float[2,8] x) => (float[2,8] z) {
 
 
 def test_unknown_shape_warning_names_the_op_and_the_input() -> None:
-    # BiasGelu's formula sizes it from its inputs, but neither onnx nor onnxcost can shape its
-    # output: the MatMul after it is unknown_shape; the warning names BiasGelu, not the inputs.
+    # MatMulBnb4's formula sizes it from its inputs and attributes, but neither onnx nor onnxcost
+    # can shape its output: the Relu after it is unknown_shape; the warning names MatMulBnb4,
+    # not the inputs.
     a = analyze_text("""
 <ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
-g (float[2,8] x, float[8] b) => (float[2,8] z) <float[8,8] w = {1.0}> {
-  y = com.microsoft.BiasGelu (x, b)
-  z = MatMul (y, w)
+g (float[2,8] x, uint8[32] b, float[4] s) => (float[2,8] z) {
+  y = com.microsoft.MatMulBnb4 <K = 8, N = 8, block_size = 16, quant_type = 1> (x, b, s)
+  z = Relu (y)
 }""")
-    gelu, matmul = a.nodes
-    assert (gelu.status, gelu.output_shapes, matmul.status) == ("ok", (None,), "unknown_shape")
-    assert matmul.note == "input 0 'y' has no known shape"
+    bnb4, relu = a.nodes
+    assert (bnb4.status, bnb4.output_shapes, relu.status) == ("ok", (None,), "unknown_shape")
+    assert relu.note == "input 0 'y' has no known shape"
     (warning,) = [w for w in a.warnings if "unknown_shape" in w]
     assert warning == (
         "1 nodes have shapes that could not be resolved and count as 0 (status unknown_shape); "
-        "they start at BiasGelu_0 (com.microsoft::BiasGelu): output 0 'y' has no shape: onnx has "
-        "no shape inference for com.microsoft::BiasGelu and onnxcost no rule"
+        "they start at MatMulBnb4_0 (com.microsoft::MatMulBnb4): output 0 'y' has no shape: "
+        "onnx has no shape inference for com.microsoft::MatMulBnb4 and onnxcost no rule"
     )
 
 

@@ -1,6 +1,11 @@
 """Fuzz onnxcost with structure-aware and byte-level mutated models (issue 11).
 
     python scripts/fuzz.py --cases 100000 --cli-cases 5000 --seed 1 [--workers 2] [--save DIR]
+    python scripts/fuzz.py --cases 0 --family-cases 500 --family llm --family scopes
+
+--family-cases runs the families of issue 27 (derived dims, deep scopes, nested functions,
+hostile llm and --ort-peak inputs, reordered protobuf fields, library calls), each a whole
+case of its own: model, flags or library call (tests/fuzzing.py, FAMILIES).
 
 Cases come from the Hypothesis strategies in tests/fuzzing.py (seeded: the same --seed gives
 the same cases) and run in worker processes that each handle many cases, under a per-case
@@ -52,12 +57,15 @@ def _run(
             key = f"{outcome.kind}: {outcome.signature}"
             findings[key] += 1
             if key not in examples:
-                examples[key] = f"{case.label} {case.cli or ''}\n{outcome.detail[-1500:]}"
+                call = case.cli or f"{case.api}(**{dict(case.kwargs)!r:.300})"
+                examples[key] = f"{case.label} {call}\n{outcome.detail[-1500:]}"
                 if save is not None:
                     save.mkdir(parents=True, exist_ok=True)
                     name = f"finding{len(examples):03d}.onnx"
                     (save / name).write_bytes(case.model)
                     (save / (name + ".txt")).write_text(examples[key])
+                    for other, data in case.files:  # external data, a victim model
+                        (save / f"{name}.{other}").write_bytes(data)
 
     if n <= 0:
         return
@@ -78,6 +86,15 @@ def main() -> int:
     parser.add_argument(
         "--cli-cases", type=int, default=0, help="CLI cases (CliRunner; a few real processes)"
     )
+    parser.add_argument(
+        "--family-cases", type=int, default=0, help="cases of the issue-27 families (CLI and API)"
+    )
+    parser.add_argument(
+        "--family",
+        action="append",
+        choices=sorted(fuzzing.FAMILIES),
+        help="only this family (repeatable; default: all)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case")
@@ -96,6 +113,7 @@ def main() -> int:
     start = time.perf_counter()
     interrupted = False
     in_process: dict[str, int] | None = None
+    cli_done: dict[str, int] | None = None
     with fuzzing.Pool(args.workers, args.timeout, int(args.memory_gib * 2**30)) as pool:
         try:
             _run(
@@ -112,16 +130,31 @@ def main() -> int:
                 examples,
                 counts,
             )
+            cli_done = dict(counts)
+            _run(
+                fuzzing.family_cases(tuple(args.family or fuzzing.FAMILIES)),
+                args.family_cases,
+                args.seed,
+                pool,
+                args.save,
+                findings,
+                examples,
+                counts,
+            )
         except KeyboardInterrupt:  # Ctrl-C: report what completed
             interrupted = True
             in_process = dict(counts) if in_process is None else in_process
+            cli_done = dict(counts) if cli_done is None else cli_done
     elapsed = time.perf_counter() - start
     in_process = dict(counts) if in_process is None else in_process
-    cli = {k: counts[k] - in_process.get(k, 0) for k in counts}
+    cli_done = dict(counts) if cli_done is None else cli_done
+    cli = {k: cli_done.get(k, 0) - in_process.get(k, 0) for k in counts}
+    family = {k: counts[k] - cli_done.get(k, 0) for k in counts}
     if interrupted:
         print("interrupted: the figures below are the cases that completed")
     print(
-        f"seed {args.seed}: {in_process.get('cases', 0)} in-process cases, {cli.get('cases', 0)} CLI cases "
+        f"seed {args.seed}: {in_process.get('cases', 0)} in-process cases, {cli.get('cases', 0)} CLI cases, "
+        f"{family.get('cases', 0)} family cases "
         f"in {elapsed:.0f} s ({args.workers} workers, {args.timeout:g} s timeout, {args.memory_gib:g} GiB)"
     )
     print("  slowest: " + "; ".join(f"{label} {t:.1f} s" for t, label in slowest))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -303,6 +304,10 @@ class Case:
     """Run the CLI as a real ``python -m onnxcost`` process (else typer's CliRunner)."""
     model_path: str = "model.onnx"
     """Where the model is written in the case folder, or a hostile path ("fifo", "/dev/zero")."""
+    api: str = "analyze"
+    """In-process: the library call, ``analyze`` or ``llm`` (``onnxcost.llm.llm_report``)."""
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    """In-process: keyword arguments of that call (``dims``, ``symbolic``, ``prompt``)."""
 
 
 class _Draw:
@@ -747,6 +752,457 @@ def cli_cases(draw: Callable[[st.SearchStrategy[Any]], Any], process: float = 0.
     return Case(case.label, case.model, case.files, tuple(args), proc, case.model_path)
 
 
+# --- families (issue 27): the surfaces the mutators above never reach ----------------------
+#
+# Each family builds its own small model (every file under 200 KB) and the flags or library
+# call that goes with it; family_cases() draws one. The oracle is the same as for every case.
+
+
+def _decoder(kv_cache: bool = True) -> onnx.ModelProto:
+    """A 1-layer GPT-2 decoder from the zoo (hidden 8, vocab 16; 35 KB with its weights):
+    inputs input_ids [batch, seq] and the cache [batch, 2, past_seq, 4]."""
+    from onnxcost import zoo
+
+    params = {"layers": 1, "hidden": 8, "heads": 2, "vocab": 16, "max_positions": 16}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = zoo.save("gpt2", Path(tmp) / "d.onnx", params={**params, "kv_cache": kv_cache})
+        return onnx.load(str(path))
+
+
+_DECODERS: dict[bool, bytes] = {}
+
+
+def decoder(kv_cache: bool = True) -> onnx.ModelProto:
+    """A fresh copy of the small decoder (built once per process)."""
+    if kv_cache not in _DECODERS:
+        _DECODERS[kv_cache] = _decoder(kv_cache).SerializeToString()
+    model = onnx.ModelProto()
+    model.ParseFromString(_DECODERS[kv_cache])
+    return model
+
+
+DERIVED_EXPRESSIONS = (
+    "past_seq + seq",
+    "seq+past_seq",
+    "seq-past_seq",
+    "seq//past_seq",
+    "seq // 0",
+    "seq*past_seq*batch",
+    "seq*10**30",
+    "seq**2",
+    "-seq",
+    "batch-size",
+    "past-seq",
+    "(seq",
+    "seq % 2",
+)
+
+
+def derived_dims_model(expr: str) -> bytes:
+    """The decoder with optimum's attention_mask [batch, ``expr``], summed into an output so
+    a cost depends on it (a derived dim: arithmetic of the inputs' own dims)."""
+    model = decoder()
+    model.graph.input.append(_vi("attention_mask", INT64, ["batch", expr]))
+    model.graph.node.extend(
+        [
+            helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=FLOAT),
+            helper.make_node("ReduceSum", ["mask_f"], ["mask_sum"], keepdims=0),
+        ]
+    )
+    model.graph.output.append(_vi("mask_sum", FLOAT, []))
+    return model.SerializeToString()
+
+
+def _draw_expression(d: _Draw) -> str:
+    if d.chance(0.3):  # long sums and products: thousands of terms
+        n = d.pick((2, 50, 1000, 3000, 10000))
+        return d.pick(("+", "*", "-", "//", " + ")).join([d.pick(("seq", "past_seq"))] * n)
+    return str(d.pick(DERIVED_EXPRESSIONS))
+
+
+BIG_DIMS = ("0", "1", "3", str(2**31), str(2**62), str(2**63 - 1), str(2**63), str(2**64))
+
+
+def _family_derived(d: _Draw) -> Case:
+    expr = _draw_expression(d)
+    model = derived_dims_model(expr)
+    label = f"derived:{expr[:40]}"
+    dims = {s: int(d.pick(BIG_DIMS)) for s in ("seq", "past_seq", "batch") if d.chance(0.5)}
+    if d.chance(0.3):  # the library: analyze or llm_report, dims unchecked by the CLI
+        if d.chance(0.5):
+            kwargs = (("dims", dims), ("symbolic", d.chance()))
+            return Case(label, model, api="analyze", kwargs=kwargs)
+        prompt, generate = d.pick((1, 3, 2**62)), d.pick((1, 4))
+        return Case(label, model, api="llm", kwargs=(("prompt", prompt), ("generate", generate)))
+    if d.chance(0.4):
+        args = ["llm", "{model}", "--prompt", d.pick(("1", "5")), "--generate", d.pick(("1", "3"))]
+    else:
+        args = ["analyze", "{model}"]
+        if d.chance(0.5):
+            args.append("--symbolic")
+        if d.chance(0.3):
+            args += ["--format", d.pick(("json", "html"))]
+    for symbol, value in dims.items():
+        args += ["--dim", f"{symbol}={value}"]
+    if d.chance(0.2):
+        args += ["--dim", f"{expr}={d.pick(BIG_DIMS)}"]
+    return Case(label, model, cli=tuple(args))
+
+
+def deep_scope_model(depth: int, nodes: int = 3, segment: str = "blk") -> bytes:
+    """A Relu chain whose node names are ``depth`` scopes deep (``/blk/blk/.../Relu_0``)."""
+    prefix = "/" + "/".join([segment] * depth)
+    chain = [
+        helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"{prefix}/Relu_{i}")
+        for i in range(nodes)
+    ]
+    model = _model(chain, [_vi("t0", FLOAT, [2, 3])], [_vi(f"t{nodes}", FLOAT, [2, 3])])
+    return model.SerializeToString()
+
+
+def _family_deep_scopes(d: _Draw) -> Case:
+    depth = d.pick((1, 50, 300, 2000, 10000, 30000))
+    segment = d.pick(("blk", "", "a.0", "ü", "[b]"))
+    model = deep_scope_model(depth, d.int(1, 3) if depth <= 2000 else 1, segment)
+    args = ["analyze", "{model}"]
+    view = d.pick(("--tree", "--depth", "none"))
+    if view == "--tree":
+        args.append("--tree")
+    elif view == "--depth":
+        args += ["--depth", d.pick(("1", "5", "300", "2001", "100000"))]
+    if d.chance(0.6):
+        args += ["--format", d.pick(CLI_FORMATS)]
+    return Case(f"scopes:{depth}x{segment!r}:{view}", model, cli=tuple(args))
+
+
+def nested_functions_model(
+    levels: int, calls: int = 2, *, recursive: str = "", missing: str = "", arity: int = 1
+) -> bytes:
+    """Model-local functions F0..F{levels-1}: F0 is a Relu, each F{i} calls F{i-1} ``calls``
+    times in a chain, and the graph calls the last with ``arity`` inputs (F has one).
+
+    ``recursive``: "self" (the last calls itself) or "mutual" (F0 calls the last);
+    ``missing``: "body" (F0 has no nodes), "output" (F0 does not make its output),
+    "function" (the last calls a function that is not defined)."""
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)]
+    functions = []
+    for i in range(levels):
+        if i == 0:
+            callee, domain = ("F0" if recursive == "self" and levels == 1 else "Relu"), ""
+            if recursive == "mutual":
+                callee, domain = f"F{levels - 1}", "local"
+            body = [helper.make_node(callee, ["a"], ["b"], domain=domain)]
+            if missing == "body":
+                body = []
+            elif missing == "output":
+                body = [helper.make_node("Relu", ["a"], ["other"])]
+        else:
+            callee = f"F{i - 1}"
+            if i == levels - 1 and recursive == "self":
+                callee = f"F{i}"
+            if i == levels - 1 and missing == "function":
+                callee = "Nowhere"
+            body = [
+                helper.make_node(
+                    callee, ["a" if k == 0 else f"m{k}"], [f"m{k + 1}"], domain="local"
+                )
+                for k in range(calls)
+            ]
+            body.append(helper.make_node("Identity", [f"m{calls}"], ["b"]))
+        functions.append(helper.make_function("local", f"F{i}", ["a"], ["b"], body, opsets))
+    call = helper.make_node(f"F{levels - 1}", ["x"] * arity, ["y"], domain="local")
+    model = _model(
+        [call], [_vi("x", FLOAT, [2, 3])], [_vi("y", FLOAT, [2, 3])], functions=functions
+    )
+    return model.SerializeToString()
+
+
+def _family_functions(d: _Draw) -> Case:
+    if d.chance(0.3):  # each calls the previous one twice: 2**levels - 1 nodes inlined
+        levels, calls, recursive, missing, arity = d.pick((16, 18, 20, 22)), 2, "", "", 1
+    else:
+        levels = d.pick((1, 2, 3, 8, 12, 16, 20, 24))
+        calls = d.pick((1, 2, 3))
+        recursive = d.pick(("", "", "", "self", "mutual"))
+        missing = d.pick(("", "", "", "body", "output", "function"))
+        arity = d.pick((1, 1, 1, 0, 2, 5))
+    model = nested_functions_model(levels, calls, recursive=recursive, missing=missing, arity=arity)
+    label = f"functions:{levels}x{calls}:{recursive}:{missing}:{arity}"
+    if d.chance(0.4):
+        return Case(label, model, kwargs=(("symbolic", d.chance()),))
+    command = d.pick(("analyze", "analyze", "annotate", "compare"))
+    args = [command, "{model}"]
+    if command == "annotate":
+        args.append("{dir}/annotated.onnx")
+    elif command == "compare":
+        args.append("{model}")
+    elif d.chance(0.5):
+        args += [d.pick(("--symbolic", "--tree", "--ort-peak"))]
+    return Case(label, model, cli=tuple(args))
+
+
+HUGE_COUNTS = ("1", "7", str(2**31), str(2**62), str(2**70), str(10**9), str(10**30))
+CEILINGS = ("0", "1", "inf", "nan", "1e308", "1e-308", "-1", "1e-320")
+
+
+def hostile_decoder(what: str) -> bytes:
+    """The decoder made hostile for ``llm``: its logits declared another way, no cache, or a
+    graph name that is not UTF-8."""
+    model = decoder(kv_cache=what != "no_cache")
+    logits = next(o for o in model.graph.output if o.name == "logits")
+    declared: dict[str, list[int | str] | None] = {
+        "vocab0": ["batch", "seq", 0],
+        "vocab_symbolic": ["batch", "seq", "vocab"],
+        "scalar": [],
+        "batch_vocab": ["batch", 16],
+        "unranked": None,
+    }
+    if what in declared:
+        logits.CopyFrom(_vi("logits", FLOAT, declared[what]))
+    if what == "no_cache_inputs":  # the cache outputs stay: half a cache
+        keep = [vi for vi in model.graph.input if not vi.name.startswith("past")]
+        del model.graph.input[:]
+        model.graph.input.extend(keep)
+    if what == "name_not_utf8":
+        model.graph.name = "GRAPHNAME"
+        return model.SerializeToString().replace(b"GRAPHNAME", b"\xffRAPHNAME", 1)
+    return model.SerializeToString()
+
+
+HOSTILE_DECODERS = (
+    "as_is",
+    "vocab0",
+    "vocab_symbolic",
+    "scalar",
+    "batch_vocab",
+    "unranked",
+    "no_cache",
+    "no_cache_inputs",
+    "name_not_utf8",
+)
+
+
+def _family_llm(d: _Draw) -> Case:
+    what = d.pick(HOSTILE_DECODERS)
+    model = hostile_decoder(what)
+    label = f"llm:{what}"
+    args = ["llm", "{model}"]
+    for flag in ("--prompt", "--generate", "--batch"):
+        if flag != "--batch" or d.chance(0.5):
+            args += [flag, d.pick(HUGE_COUNTS[:3] if d.chance(0.5) else HUGE_COUNTS)]
+    if d.chance(0.4):
+        args += ["--peak-tflops", d.pick(CEILINGS), "--bandwidth-gbs", d.pick(CEILINGS)]
+    if d.chance(0.4):
+        args += ["--format", d.pick(("table", "json", "markdown", "html"))]
+    if d.chance(0.25):  # onnxruntime's loop: small counts, else the run is the model's claim
+        args = ["llm", "{model}", "--prompt", "3", "--generate", "2", "--bench", "--threads", "1"]
+        args += ["--batch", d.pick(("1", "2"))]
+    if d.chance(0.1):
+        args += ["--dim", f"{d.pick(('batch', 'seq', 'past_seq', 'vocab'))}={d.pick(BIG_DIMS)}"]
+    if d.chance(0.15):
+        args = ["analyze", "{model}", "--symbolic"]
+    return Case(label, model, cli=tuple(args))
+
+
+def ort_peak_model(what: str, n: int, chain: int = 1) -> bytes:
+    """A tiny file whose onnxruntime session is big: ConstantOfShape [n, n] (``const``), or
+    ``chain`` MatMuls of such a constant (``matmul``); the file stays a few hundred bytes."""
+    nodes = [
+        helper.make_node("Constant", [], ["s"], value_ints=[n, n]),
+        helper.make_node(
+            "ConstantOfShape", ["s"], ["c"], value=helper.make_tensor("v", FLOAT, [1], [1.0])
+        ),
+    ]
+    if what == "const":
+        nodes.append(helper.make_node("Add", ["x", "c"], ["y"]))
+        return _model(
+            nodes, [_vi("x", FLOAT, [1, n])], [_vi("y", FLOAT, [n, n])]
+        ).SerializeToString()
+    previous = "c"
+    for i in range(chain):
+        nodes.append(helper.make_node("MatMul", [previous, "c"], [f"m{i}"]))
+        previous = f"m{i}"
+    nodes.append(helper.make_node("MatMul", ["x", previous], ["y"]))
+    return _model(nodes, [_vi("x", FLOAT, [1, n])], [_vi("y", FLOAT, [1, n])]).SerializeToString()
+
+
+def _family_ort_peak(d: _Draw) -> Case:
+    what = d.pick(("const", "matmul"))
+    n = d.pick((64, 1024, 4096, 8192, 16384, 65536))
+    chain = d.int(1, 8)
+    model = ort_peak_model(what, n, chain)
+    label = f"ort_peak:{what}:{n}x{chain}"
+    if d.chance(0.3):
+        return Case(label, model, kwargs=(("ort_peak", True),))
+    args = ["analyze", "{model}", "--ort-peak"]
+    if d.chance(0.3):
+        args += ["--format", d.pick(("json", "html"))]
+    return Case(label, model, cli=tuple(args))
+
+
+# The protobuf messages whose fields are reordered, by field number: ModelProto.graph (7),
+# GraphProto.initializer (5), TensorProto.external_data (13); StringStringEntryProto's
+# key (1) and value (2) are the leaves.
+_ENTRY: dict[int, Any] = {}
+_TENSOR: dict[int, Any] = {13: _ENTRY}
+_GRAPH: dict[int, Any] = {5: _TENSOR}
+MODEL_FIELDS: dict[int, Any] = {7: _GRAPH}
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _fields(data: bytes) -> list[tuple[int, bytes, bytes | None]]:
+    """A message's fields in wire order: (number, whole field bytes, payload of a
+    length-delimited field or None)."""
+    out: list[tuple[int, bytes, bytes | None]] = []
+    pos = 0
+    while pos < len(data):
+        start = pos
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        payload = None
+        if wire == 0:
+            _, pos = _read_varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            length, pos = _read_varint(data, pos)
+            payload = data[pos : pos + length]
+            pos += length
+        else:
+            raise ValueError(f"wire type {wire} at byte {start}")
+        out.append((number, data[start:pos], payload))
+    return out
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def reorder_fields(
+    data: bytes, rank: Callable[[int], int], nested: dict[int, Any] = MODEL_FIELDS
+) -> bytes:
+    """``data`` (a serialized message) with its fields in the order of ``rank(number)``, and
+    the fields of the messages ``nested`` names reordered the same way, by hand-encoding the
+    protobuf wire format. Entries of one repeated field keep their order (a stable sort), so
+    protobuf parses the result to the same message."""
+    fields = []
+    for number, whole, payload in _fields(data):
+        if payload is not None and number in nested:
+            inner = reorder_fields(payload, rank, nested[number])
+            whole = _varint(number << 3 | 2) + _varint(len(inner)) + inner
+        fields.append((number, whole))
+    fields.sort(key=lambda f: rank(f[0]))
+    return b"".join(whole for _, whole in fields)
+
+
+def reversed_fields(data: bytes) -> bytes:
+    """``data`` with every reordered message's fields in descending number order: a model
+    whose graph and opset_import come before its ir_version, an external-data entry whose
+    value comes before its key."""
+    return reorder_fields(data, lambda number: -number)
+
+
+def external_model(location: str = "weights.bin") -> tuple[bytes, bytes]:
+    """The MatMul seed with its weight in ``location`` (model bytes, weight bytes)."""
+    model_bytes, data = _external_seed()
+    if location != "weights.bin":
+        model = onnx.ModelProto()
+        model.ParseFromString(model_bytes)
+        for entry in model.graph.initializer[0].external_data:
+            if entry.key == "location":
+                entry.value = location
+        model_bytes = model.SerializeToString()
+    return model_bytes, data
+
+
+def _family_reordered(d: _Draw) -> Case:
+    model, weights = external_model()
+    if d.chance(0.5):
+        model = reversed_fields(model)
+        order = "reversed"
+    else:
+        ranks = {n: d.int(0, 20) for n in range(1, 32)}
+        model = reorder_fields(model, lambda number: ranks.get(number, 0))
+        order = "shuffled"
+    victim = reversed_fields(SEEDS[d.pick(sorted(SEEDS))])
+    files = (("weights.bin", weights), ("victim.onnx", victim))
+    target = d.pick(("{dir}/weights.bin", "{dir}/victim.onnx", "{model}"))
+    command = d.pick(("analyze", "analyze", "annotate", "bench", "compare", "llm"))
+    if command == "annotate":
+        args = ["annotate", "{model}", target]
+    elif command == "bench":
+        args = ["bench", "{model}", "--runs", "1", "--warmup", "0", "--min-seconds", "0"]
+        args += ["--threads", "1", "-o", target]
+    elif command == "compare":
+        args = ["compare", "{model}", "{dir}/victim.onnx", "-o", target]
+    elif command == "llm":
+        args = ["llm", "{model}", "--prompt", "2", "--generate", "2", "-o", target]
+    else:
+        args = ["analyze", "{model}", "-o", target]
+        if d.chance(0.5):
+            args += ["--format", d.pick(CLI_FORMATS)]
+    if d.chance(0.5) and not (command == "annotate" and target == "{dir}/victim.onnx"):
+        args.append("--force")  # annotate --force may replace a model that is no input
+    return Case(f"reordered:{order}:{command}->{target}", model, files, cli=tuple(args))
+
+
+def _family_api(d: _Draw) -> Case:
+    """Library calls the CLI's checks never let through: dims past int64, a path too long."""
+    what = d.pick(("dims", "input_shapes", "long_path", "llm"))
+    model = SEEDS["matmul"]
+    if what == "long_path":
+        path = "/".join(["d" * 255] * d.int(1, 20)) + "/model.onnx"
+        return Case("api:long_path", model, model_path=d.pick((path, "m" * 5000)))
+    big = int(d.pick(BIG_DIMS[3:])) * d.pick((1, 2, -1))
+    if what == "dims":
+        return Case("api:dims", model, kwargs=(("dims", {"batch": big}),))
+    if what == "input_shapes":
+        return Case("api:input_shapes", model, kwargs=(("input_shapes", {"a": [big, 5, 3]}),))
+    kwargs = (("prompt", abs(big)), ("generate", d.pick((1, 2, 10**9))), ("batch", 1))
+    return Case("api:llm", derived_dims_model("past_seq + seq"), api="llm", kwargs=kwargs)
+
+
+FAMILIES: dict[str, Callable[[_Draw], Case]] = {
+    "derived": _family_derived,
+    "scopes": _family_deep_scopes,
+    "functions": _family_functions,
+    "llm": _family_llm,
+    "ort_peak": _family_ort_peak,
+    "reordered": _family_reordered,
+    "api": _family_api,
+}
+"""The families of issue 27, each a generator of whole cases (model, files, flags or call)."""
+
+
+@st.composite
+def family_cases(
+    draw: Callable[[st.SearchStrategy[Any]], Any], families: Sequence[str] = tuple(FAMILIES)
+) -> Case:
+    """A case of one of ``families`` (default: all of them, equally often)."""
+    d = _Draw(draw)
+    return FAMILIES[d.pick(sorted(families))](d)
+
+
 def generation_settings(n: int, *, derandomize: bool = False) -> settings:
     """Hypothesis settings that only generate ``n`` cases (no shrinking, no database): the
     test function hands each case to a ``Pool``, which judges it."""
@@ -828,7 +1284,11 @@ def run_case(case: Case, folder: Path) -> Outcome:
     start = time.perf_counter()
     path = _prepare_folder(folder, case)
     before = _hash_dir(folder)
-    outcome = _run_cli(case, path, folder) if case.cli is not None else _run_analyze(path)
+    outcome = (
+        _run_cli(case, path, folder)
+        if case.cli is not None
+        else _run_analyze(path, case.api, dict(case.kwargs))
+    )
     after = _hash_dir(folder)
     for name in _OUTPUTS:
         if name not in before:
@@ -838,13 +1298,20 @@ def run_case(case: Case, folder: Path) -> Outcome:
     return Outcome(result.kind, result.signature, result.detail, time.perf_counter() - start)
 
 
-def _run_analyze(path: Path) -> Outcome:
+def _run_analyze(path: Path, api: str = "analyze", kwargs: dict[str, Any] | None = None) -> Outcome:
+    import json
+
     import onnxcost
     from onnxcost.errors import OnnxcostError
 
     try:
-        analysis = onnxcost.analyze(str(path))
-        analysis.to_json(indent=None)
+        if api == "llm":
+            from onnxcost.llm import llm_report
+
+            json.dumps(llm_report(str(path), **(kwargs or {})).to_dict(), allow_nan=False)
+        else:
+            analysis = onnxcost.analyze(str(path), **(kwargs or {}))
+            analysis.to_json(indent=None)
     except OnnxcostError:
         pass
     except MemoryError as e:
@@ -890,7 +1357,31 @@ def _run_cli(case: Case, path: Path, folder: Path) -> Outcome:
         return Outcome("crash", f"cli: {_signature(exc)}", f"{args}\n{detail}")
     if result.exit_code not in (0, 1, 2) or "Traceback" in result.output:
         return Outcome("crash", f"cli exit {result.exit_code}", f"{args}\n{result.output[-2000:]}")
+    if result.exit_code == 0 and _json_on_stdout(args) and _non_finite_json(result.stdout):
+        return Outcome("crash", "cli: NaN or Infinity in JSON", f"{args}\n{result.stdout[-2000:]}")
     return Outcome("ok")
+
+
+def _json_on_stdout(args: Sequence[str]) -> bool:
+    pairs = set(itertools.pairwise(args))
+    to_file = any(a in ("-o", "--output") for a in args)
+    return not to_file and bool(pairs & {("--format", "json"), ("-f", "json")})
+
+
+def _non_finite_json(text: str) -> bool:
+    """Whether ``text`` is JSON that holds NaN or Infinity (which strict parsers refuse)."""
+    import json
+
+    def refuse(name: str) -> None:
+        raise OverflowError(name)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except OverflowError:
+        return True
+    except ValueError:  # not JSON alone (a warning beside it): no claim on it here
+        return False
+    return False
 
 
 def _worker(conn: multiprocessing.connection.Connection, memory_bytes: int) -> None:
@@ -978,14 +1469,9 @@ class Pool:
                 done.append((case, outcome))
             elif now - slot.started > self.timeout_s:
                 self._replace(slot)
-                done.append(
-                    (
-                        case,
-                        Outcome(
-                            "hang", f"over {self.timeout_s:g} s", case.label, now - slot.started
-                        ),
-                    )
-                )
+                family = case.label.split(":")[0].split("+")[0]  # one signature per family
+                signature = f"over {self.timeout_s:g} s ({family})"
+                done.append((case, Outcome("hang", signature, case.label, now - slot.started)))
         return done
 
     def submit(self, case: Case) -> list[tuple[Case, Outcome]]:

@@ -36,14 +36,119 @@ MAX_NESTING = 64
 """Subgraphs nest at most this deep (If in If in Loop...): deeper is refused (GraphError)."""
 
 
+INLINED_NODES_MIN = 100_000
+"""Inlining the model's local functions may make this many nodes whatever the file's size."""
+INLINED_NODES_PER_NODE = 100
+"""...and this many per node the file writes (graphs and function bodies): more is refused."""
+
+_FunctionKey = tuple[str, str, str]
+"""A model-local function as a call names it: (domain, name, overload)."""
+
+
+def _calls_and_nodes(
+    nodes: Iterable[onnx.NodeProto], functions: Mapping[_FunctionKey, onnx.FunctionProto]
+) -> tuple[int, dict[_FunctionKey, int]]:
+    """Nodes that are no call of a local function (in subgraphs too), and calls per function."""
+    plain, calls = 0, dict[_FunctionKey, int]()
+    stack = [iter(nodes)]
+    while stack:
+        node = next(stack[-1], None)
+        if node is None:
+            stack.pop()
+            continue
+        key = (node.domain, node.op_type, node.overload)
+        if key in functions:
+            calls[key] = calls.get(key, 0) + 1
+        else:
+            plain += 1
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                stack.append(iter(a.g.node))
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                stack.extend(iter(g.node) for g in a.graphs)
+    return plain, calls
+
+
+_COUNT_CAP = 10**18
+"""Inlined node counts stop growing here, so that a chain of doubling calls stays cheap."""
+
+
+def _count_text(count: int) -> str:
+    return f"over {_COUNT_CAP - 1:,}" if count >= _COUNT_CAP else f"{count:,}"
+
+
+def _function_text(key: _FunctionKey) -> str:
+    domain, name, overload = (name_text(k) for k in key)
+    return f"{domain}.{name}" + (f":{overload}" if overload else "") if domain else name
+
+
+def inlined_node_count(proto: onnx.ModelProto) -> int:
+    """How many nodes ``proto`` holds once its local functions are inlined (subgraphs
+    included), counted over the call graph without inlining: each function's size once.
+
+    GraphError when that passes ``INLINED_NODES_MIN`` and ``INLINED_NODES_PER_NODE`` times the
+    nodes the file writes (graph and function bodies), naming the function that makes most of
+    them; and where a function calls itself, directly or through others. Time and memory are
+    proportional to the file (a count stops growing at ``_COUNT_CAP``).
+    """
+    functions = {(f.domain, f.name, f.overload): f for f in proto.functions}
+    summary = {key: _calls_and_nodes(f.node, functions) for key, f in functions.items()}
+    plain, calls = _calls_and_nodes(proto.graph.node, functions)
+    written = sum(p + sum(c.values()) for p, c in (*summary.values(), (plain, calls)))
+    limit = max(INLINED_NODES_MIN, INLINED_NODES_PER_NODE * written)
+    size: dict[_FunctionKey, int] = {}
+    for root in summary:
+        if root in size:
+            continue
+        path, on_path = [root], {root}
+        pending = [iter(summary[root][1])]
+        while pending:  # depth first, without recursion: a chain of calls may be long
+            callee = next(pending[-1], None)
+            if callee is None:
+                pending.pop()
+                done = path.pop()
+                on_path.discard(done)
+                own, its_calls = summary[done]
+                total = own + sum(size[k] * n for k, n in its_calls.items())
+                size[done] = min(total, _COUNT_CAP)
+            elif callee in on_path:
+                cycle = [*path[path.index(callee) :], callee]
+                raise GraphError(
+                    f"the model's local functions cannot be inlined (function "
+                    f"{_function_text(callee)!r} is recursive: "
+                    f"{' -> '.join(map(_function_text, cycle))}); the model is malformed: "
+                    f"re-export it"
+                )
+            elif callee not in size:
+                path.append(callee)
+                on_path.add(callee)
+                pending.append(iter(summary[callee][1]))
+    total = min(plain + sum(size[k] * n for k, n in calls.items()), _COUNT_CAP)
+    if total > limit:
+        key = max(calls, key=lambda k: size[k] * calls[k])
+        times = "once" if calls[key] == 1 else f"{calls[key]:,} times"
+        raise GraphError(
+            f"the model's local functions would inline to {_count_text(total)} nodes from the "
+            f"{written:,} the file writes (function {_function_text(key)!r}, called {times}, "
+            f"inlines to {_count_text(size[key])} nodes); onnxcost refuses more than "
+            f"{INLINED_NODES_MIN:,} nodes and {INLINED_NODES_PER_NODE} per node written: "
+            f"inline the model with onnx.inliner.inline_local_functions and analyse that file"
+        )
+    return total
+
+
 def inline_functions(proto: onnx.ModelProto) -> onnx.ModelProto:
     """``proto`` with its model-local functions inlined (itself if it has none).
 
     A function that calls itself, or a call with more inputs than the function declares,
-    is a malformed model: GraphError, not the inliner's own exception.
+    is a malformed model: GraphError, not the inliner's own exception. So is a model whose
+    functions would inline to more than ``INLINED_NODES_PER_NODE`` nodes per node the file
+    writes, and more than ``INLINED_NODES_MIN`` (``inlined_node_count``): such a model is
+    refused before anything is inlined.
     """
     if not proto.functions:
         return proto
+    inlined_node_count(proto)
     import onnx.checker
     import onnx.inliner
 

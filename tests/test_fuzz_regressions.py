@@ -231,6 +231,109 @@ def test_recursive_local_function_is_a_graph_error() -> None:
         onnxcost.analyze(model)
 
 
+def _doubling_functions(levels: int) -> onnx.ModelProto:
+    """F1 is one Relu; F<l> calls F<l-1> twice; the graph calls F<levels> once: the file
+    writes 1 + 1 + 2 * (levels - 1) nodes, which inline to 2**(levels - 1) Relus."""
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)]
+    functions = [
+        helper.make_function(
+            "local", "F1", ["x"], ["y"], [helper.make_node("Relu", ["x"], ["y"])], opsets[:1]
+        )
+    ]
+    for level in range(2, levels + 1):
+        twice = [
+            helper.make_node(f"F{level - 1}", ["x"], ["t"], domain="local"),
+            helper.make_node(f"F{level - 1}", ["t"], ["y"], domain="local"),
+        ]
+        functions.append(helper.make_function("local", f"F{level}", ["x"], ["y"], twice, opsets))
+    call = helper.make_node(f"F{levels}", ["x"], ["y"], domain="local")
+    return _model([call], [_vi("x", FLOAT, [4])], [_vi("y")], functions=functions)
+
+
+def test_functions_that_inline_to_half_a_million_nodes_are_refused_before_inlining() -> None:
+    # 20 levels: 2**19 = 524,288 Relus from 1 + 1 + 2 * 19 = 40 nodes written (a 1.6 KB file),
+    # over max(100,000, 100 * 40 = 4,000). Inlined, they took 8 to 36 s and 1 to 2.7 GB.
+    model = _doubling_functions(20)
+    assert model.ByteSize() < 2_000
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(GraphError) as raised:
+            onnxcost.analyze(model)
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seconds < 10
+    assert peak < 100_000_000
+    message = str(raised.value)
+    assert "would inline to 524,288 nodes from the 40 the file writes" in message
+    assert "function 'local.F20', called once, inlines to 524,288 nodes" in message
+    assert "onnx.inliner.inline_local_functions" in message
+    assert "\n" not in message
+
+
+def test_cli_refuses_functions_that_inline_too_far_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "doubling.onnx"
+    onnx.save(_doubling_functions(20), path)
+    result = CliRunner().invoke(app, ["analyze", str(path)])
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1
+    assert result.output.startswith("onnxcost: error: the model's local functions would inline")
+
+
+def test_the_inlined_node_limit_is_the_larger_of_its_floor_and_per_node_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 10 levels: 2**9 = 512 Relus from 1 + 1 + 2 * 9 = 20 nodes written.
+    model = _doubling_functions(10)
+    assert graph.inlined_node_count(model) == 512
+    monkeypatch.setattr(graph, "INLINED_NODES_MIN", 512)
+    monkeypatch.setattr(graph, "INLINED_NODES_PER_NODE", 1)
+    assert onnxcost.analyze(model).totals.flops == 512 * 4  # a Relu of 4 elements: 4 FLOPs
+    monkeypatch.setattr(graph, "INLINED_NODES_MIN", 511)
+    with pytest.raises(GraphError, match="inline to 512 nodes from the 20 the file writes"):
+        onnxcost.analyze(model)
+    monkeypatch.setattr(graph, "INLINED_NODES_PER_NODE", 26)  # 26 * 20 = 520 >= 512
+    assert onnxcost.analyze(model).totals.flops == 2_048
+
+
+def test_a_thousand_levels_of_doubling_functions_are_counted_without_recursion() -> None:
+    # 2**999 nodes: the count stops at 10**18 (no recursion, no huge integers)
+    start = time.perf_counter()
+    with pytest.raises(GraphError, match=r"inline to over 999,999,999,999,999,999 nodes"):
+        onnxcost.analyze(_doubling_functions(1_000))
+    assert time.perf_counter() - start < 5
+
+
+def test_functions_calling_each_other_in_a_circle_are_refused() -> None:
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)]
+    f = helper.make_function(
+        "local", "F", ["x"], ["y"], [helper.make_node("G", ["x"], ["y"], domain="local")], opsets
+    )
+    g = helper.make_function(
+        "local", "G", ["x"], ["y"], [helper.make_node("F", ["x"], ["y"], domain="local")], opsets
+    )
+    call = helper.make_node("F", ["x"], ["y"], domain="local")
+    model = _model([call], [_vi("x", FLOAT, [2])], [_vi("y")], functions=[f, g])
+    with pytest.raises(GraphError, match=r"'local.F' is recursive: local.F -> local.G -> local.F"):
+        onnxcost.analyze(model)
+
+
+def test_a_function_calling_itself_inside_an_if_branch_is_refused() -> None:
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid("local", 1)]
+    again = helper.make_graph(
+        [helper.make_node("F", ["x", "c"], ["o"], domain="local")], "again", [], [_vi("o")]
+    )
+    stop = helper.make_graph([helper.make_node("Relu", ["x"], ["o"])], "stop", [], [_vi("o")])
+    body = [helper.make_node("If", ["c"], ["y"], then_branch=again, else_branch=stop)]
+    f = helper.make_function("local", "F", ["x", "c"], ["y"], body, opsets)
+    call = helper.make_node("F", ["x", "c"], ["y"], domain="local")
+    model = _model([call], [_vi("x", FLOAT, [2]), _vi("c", BOOL, [])], [_vi("y")], functions=[f])
+    with pytest.raises(GraphError, match=r"'local.F' is recursive: local.F -> local.F"):
+        onnxcost.analyze(model)
+
+
 def test_function_called_with_more_inputs_than_declared_is_a_graph_error() -> None:
     function = helper.make_function(
         "local",

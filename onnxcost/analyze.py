@@ -729,9 +729,12 @@ def analyze(
         result = _analyze(model, input_shapes, dims, convention, registry, allow_reshape)
     if not ort_peak:
         return result
-    from onnxcost.bench.ort_order import ort_peak_activation  # needs onnxruntime
+    from onnxcost.bench.ort_order import OrtPeakLimitError, ort_peak_activation  # needs onnxruntime
 
-    peak = ort_peak_activation(model, input_shapes, dims)
+    try:
+        peak = ort_peak_activation(model, input_shapes, dims)
+    except OrtPeakLimitError as e:  # bounded: the analysis carries on without it
+        return replace(result, warnings=(*result.warnings, str(e)))
     totals = replace(result.totals, peak_activation_bytes_ort=peak.bytes)
     return replace(result, totals=totals, peak_activation_ort=peak)
 

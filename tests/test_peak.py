@@ -115,3 +115,138 @@ def test_cli_ort_peak(tmp_path: Path) -> None:
     data = json.loads(result.output)
     assert data["totals"]["peak_activation_bytes_ort"] == 1_792
     assert data["peak_activation_ort"]["bytes"] == 1_792
+
+
+def _constant_of_shape(side: int, matmuls: int = 0) -> onnx.ModelProto:
+    """c0 = ConstantOfShape([side, side]) of 1.0, then c<k+1> = MatMul(c<k>, c0) ``matmuls``
+    times; y = x + the last: every c is computed from constants only, so onnxruntime folds it
+    while it builds the session."""
+    shape = onnx.helper.make_tensor("s", onnx.TensorProto.INT64, [2], [side, side])
+    one = onnx.helper.make_tensor("one", onnx.TensorProto.FLOAT, [1], [1.0])
+    nodes = [onnx.helper.make_node("ConstantOfShape", ["s"], ["c0"], value=one)]
+    nodes += [
+        onnx.helper.make_node("MatMul", [f"c{k}", "c0"], [f"c{k + 1}"]) for k in range(matmuls)
+    ]
+    nodes.append(onnx.helper.make_node("Add", ["x", f"c{matmuls}"], ["y"]))
+    graph = onnx.helper.make_graph(
+        nodes,
+        "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, side])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [side, side])],
+        [shape],
+    )
+    return onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid("", 17)], ir_version=8
+    )
+
+
+_MEASURE = """
+import json, sys, time
+import onnxcost
+start = time.perf_counter()
+a = onnxcost.analyze(sys.argv[1], ort_peak=True)
+seconds = time.perf_counter() - start
+with open("/proc/self/status") as status:  # VmHWM: this process's peak RSS (ru_maxrss
+    hwm = [line for line in status if line.startswith("VmHWM:")]  # keeps the parent's)
+print(json.dumps({
+    "seconds": seconds,
+    "ort": a.totals.peak_activation_bytes_ort,
+    "warnings": list(a.warnings),
+    "rss_kib": int(hwm[0].split()[1]),
+}))
+"""
+
+
+@pytest.mark.ort
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc")
+@pytest.mark.parametrize(
+    ("side", "matmuls", "made", "node"),
+    [
+        # [16384, 16384] fp32 = 16384 * 16384 * 4 = 1 GiB from a 16-byte shape (took 2.1 GB)
+        (16_384, 0, "1.00 GiB", "'ConstantOfShape_0' (ConstantOfShape) makes 1.00 GiB"),
+        # [8192, 8192] fp32 = 256 MiB, 9 of them (c0 and 8 MatMuls) = 2.25 GiB (took minutes)
+        (8_192, 8, "2.25 GiB", "'ConstantOfShape_0' (ConstantOfShape) makes 256.00 MiB"),
+    ],
+)
+def test_ort_peak_is_left_out_where_onnxruntime_would_fold_gigabytes(
+    tmp_path: Path, side: int, matmuls: int, made: str, node: str
+) -> None:
+    # Over the larger of 256 MiB and 4 x the 16 B of stored weights (the shape): refused
+    # before onnxruntime sees the model. In a process of its own, so its peak memory is its own.
+    path = tmp_path / "folds.onnx"
+    onnx.save(_constant_of_shape(side, matmuls), path)
+    assert path.stat().st_size < 400
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(path)], capture_output=True, timeout=120, check=True
+    )
+    got = json.loads(proc.stdout)
+    assert got["ort"] is None
+    assert got["seconds"] < 10
+    assert got["rss_kib"] < 300 * 1024  # the interpreter, onnx and numpy: ~60 MiB
+    [warning] = [w for w in got["warnings"] if "--ort-peak" in w]
+    assert warning.startswith("--ort-peak left out (peak_activation_bytes_ort is null): ")
+    assert f"compute {made} of tensors from constants (node {node})" in warning
+    assert "larger of 256.00 MiB and 4 times the model's 16 B of weights" in warning
+
+
+@pytest.mark.ort
+def test_folding_within_the_limit_is_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # [64, 64] fp32 = 16 KiB folded; at the limit (16 KiB) it is measured, 1 byte under it not.
+    # onnxruntime folds c0 into an initializer, so its order holds x [1, 64] = 256 B and
+    # y [64, 64] = 16,384 B: 16,640 B.
+    from onnxcost.bench import ort_order
+
+    model = _constant_of_shape(64)
+    monkeypatch.setattr(ort_order, "FOLD_MIN_BYTES", 16_384)
+    assert onnxcost.analyze(model, ort_peak=True).totals.peak_activation_bytes_ort == 16_640
+    monkeypatch.setattr(ort_order, "FOLD_MIN_BYTES", 16_383)
+    a = onnxcost.analyze(model, ort_peak=True)
+    assert a.totals.peak_activation_bytes_ort is None
+    assert any(w.startswith("--ort-peak left out") for w in a.warnings)
+
+
+@pytest.mark.ort
+def test_session_creation_past_its_time_limit_is_stopped_and_the_analysis_completes() -> None:
+    # 0.05 s is less than a Python process takes to import onnxruntime: the worker is killed.
+    import time
+
+    from onnxcost.bench import ort_order
+
+    start = time.perf_counter()
+    with pytest.raises(ort_order.OrtPeakLimitError, match=r"took longer than 0.05 s .* stopped"):
+        ort_order.ort_peak_activation(_model(), timeout_s=0.05)
+    assert time.perf_counter() - start < 10
+
+
+@pytest.mark.ort
+def test_cli_ort_peak_over_its_limits_warns_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnxcost.bench import ort_order
+
+    monkeypatch.setattr(ort_order, "SESSION_TIMEOUT_S", 0.05)
+    path = tmp_path / "m.onnx"
+    onnx.save(_model(), path)
+    result = CliRunner().invoke(app, ["analyze", str(path), "--ort-peak", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["totals"]["peak_activation_bytes_ort"] is None
+    assert data["totals"]["peak_activation_bytes"] == 2_048
+    assert any("onnxruntime took longer than 0.05 s" in w for w in data["warnings"])
+
+
+@pytest.mark.ort
+def test_an_error_in_the_session_process_is_raised_as_the_same_error() -> None:
+    # An op onnxruntime has no kernel for: the worker's error comes back as an OnnxcostError.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17, "nowhere" : 1]>
+g (float[2] x) => (float[2] y) {
+  y = nowhere.Mystery (x)
+}""")
+    with pytest.raises(onnxcost.OnnxcostError) as raised:
+        onnxcost.analyze(model, ort_peak=True)
+    assert type(raised.value).__name__ != "OrtPeakLimitError"
+    assert "Mystery" in str(raised.value)

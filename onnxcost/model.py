@@ -8,6 +8,7 @@ the file is memory-mapped and parsed without them (``onnxcost.wire``).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import re
@@ -272,6 +273,24 @@ def build_builtin(
     return proto
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; ModelLoadError where the system cannot even look it up (a
+    name or path longer than it allows, a loop of symbolic links)."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as e:
+        shown = str(path) if len(str(path)) <= 80 else f"{str(path)[:40]}...{str(path)[-30:]}"
+        fix = (
+            "pass a shorter path (cd into the model's folder, or link it under a shorter name)"
+            if e.errno == errno.ENAMETOOLONG
+            else "check the path"
+        )
+        raise ModelLoadError(f"{shown}: {e.strerror or e}; {fix}") from e
+    return True
+
+
 def load_model(source: ModelSource, *, weights: bool = False) -> LoadedModel:
     """Parse ``source`` into a private ModelProto, validating (never reading) external data.
 
@@ -297,7 +316,7 @@ def load_model(source: ModelSource, *, weights: bool = False) -> LoadedModel:
         return LoadedModel(proto, None, len(source))
     path = Path(os.fspath(source))
     what = str(path)
-    if not path.exists():
+    if not _exists(path):
         builtin = build_builtin(str(source), weights=False)
         if builtin is not None:
             return LoadedModel(builtin, None, 0)

@@ -14,6 +14,7 @@ itself (a folded ``Where``, ``Range`` or ``Equal`` on shapes). Two routes, same 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,6 +122,25 @@ def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
         shape.dim.add().dim_value = d
 
 
+def _check_dim_value(value: object, flag: str) -> None:
+    """ShapeError unless ``value`` is an integer from 0 to 2**62 (what a flag may set: ONNX
+    stores dims as int64). The API takes any mapping, so its values are checked here."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ShapeError(
+            f"{flag}: dim {value!r:.40} is not an integer; pass whole numbers from 0 to 2**62"
+        ) from None
+    if not 0 <= v <= _MAX_DIM:
+        shown = v if v.bit_length() <= 64 else "past int64"
+        raise ShapeError(
+            f"{flag}: dim {shown} is out of range; every dim must be an integer from 0 to 2**62 "
+            f"(ONNX stores dims as int64): pass a real size"
+        )
+
+
 def _apply_overrides(
     graph: onnx.GraphProto,
     input_shapes: Mapping[str, Sequence[int]],
@@ -132,6 +152,11 @@ def _apply_overrides(
 
     An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
     dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value."""
+    for name, shape in input_shapes.items():
+        for v in shape:
+            _check_dim_value(v, f"--input-shape {name_text(name)}=...")
+    for sym, v in dims.items():
+        _check_dim_value(v, f"--dim {sym}=...")
     init_names = {t.name for t in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in init_names]
     names = [vi.name for vi in inputs]

@@ -165,6 +165,8 @@ GateBenchOpt = Annotated[
 GateProviderOpt = Annotated[
     str | None,
     typer.Option(
+        "--provider",
+        "-e",
         help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
         show_default=False,
     ),
@@ -786,7 +788,7 @@ def llm_cmd(
     provider: Annotated[
         str,
         typer.Option(
-            "--provider", help="Execution provider for --bench and the cached calibration."
+            "--provider", "-e", help="Execution provider for --bench and the cached calibration."
         ),
     ] = "cpu",
     threads: GateThreadsOpt = None,
@@ -1181,7 +1183,7 @@ def bench(
         str,
         typer.Option(
             "--provider",
-            "-p",
+            "-e",  # -p is --param everywhere; -e as onnxruntime_perf_test's execution provider
             help="Execution provider: CPUExecutionProvider, CUDAExecutionProvider, ...",
         ),
     ] = "CPUExecutionProvider",

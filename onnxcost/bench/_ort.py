@@ -7,6 +7,7 @@ can be used offline) on a machine where onnxruntime is missing or cannot load.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import re
@@ -14,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from types import ModuleType
 
 from onnxcost.errors import BenchError, ModelLoadError, OnnxcostError, ProviderError
@@ -32,8 +34,48 @@ _OOM_PATTERNS = (
 )
 
 
+ORT_PACKAGES = (
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "onnxruntime-directml",
+    "onnxruntime-openvino",
+    "onnxruntime-rocm",
+    "onnxruntime-migraphx",
+    "onnxruntime-qnn",
+)
+"""The pip packages that each install the one ``onnxruntime`` module: two of them in one
+environment write over each other's files, and the mix fails in ways neither does alone."""
+
+
+@functools.cache
+def installed_ort_packages() -> tuple[str, ...]:
+    """The onnxruntime packages installed where this Python looks (``importlib.metadata``)."""
+    names = set()
+    for dist in metadata.distributions():
+        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "").lower())
+        if name in ORT_PACKAGES:
+            names.add(name)
+    return tuple(n for n in ORT_PACKAGES if n in names)
+
+
+def _mixed_install() -> ProviderError | None:
+    """The error for an environment holding two onnxruntime packages, or None."""
+    packages = installed_ort_packages()
+    if len(packages) < 2:
+        return None
+    keep = next(p for p in packages if p != "onnxruntime")  # the accelerator's build
+    return ProviderError(
+        f"{' and '.join(packages)} are both installed here, in the same folder, and break each "
+        f"other; keep one: pip uninstall -y {' '.join(packages)} && pip install {keep}"
+    )
+
+
 def import_ort() -> ModuleType:
-    """``import onnxruntime``, or a ProviderError that says how to install it."""
+    """``import onnxruntime``, or a ProviderError that says how to install it (or, where two
+    onnxruntime packages share the environment, which one to keep)."""
+    mixed = _mixed_install()
+    if mixed is not None:
+        raise mixed
     try:
         import onnxruntime as ort
     except (ImportError, OSError) as e:

@@ -8,8 +8,10 @@ from what onnxruntime wrote while creating it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -58,6 +60,33 @@ class ProviderStatus:
     available: bool
     loads: bool
     detail: str
+
+
+def no_nvidia_driver() -> str | None:
+    """Why this machine has no NVIDIA driver to run CUDA on (its library does not load), or
+    None where it loads. Without it no onnxruntime package can use a GPU: installing one is
+    not the fix."""
+    if sys.platform == "darwin":
+        return "macOS has no CUDA"
+    name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+    try:
+        ctypes.CDLL(name)
+    except OSError as e:
+        return f"{name} cannot be loaded: {clean_message(e).removeprefix(name + ': ')}"
+    return None
+
+
+def no_driver_error(provider: str) -> ProviderError | None:
+    """The error for a CUDA provider on a machine without the NVIDIA driver, or None."""
+    if provider not in CUDA_LIKE:
+        return None
+    why = no_nvidia_driver()
+    if why is None:
+        return None
+    return ProviderError(
+        f"{provider} cannot run here: there is no NVIDIA driver or GPU on this machine ({why}); "
+        f"run on a machine with an NVIDIA GPU and its driver, or use --provider cpu"
+    )
 
 
 def install_hint(provider: str) -> str:
@@ -159,6 +188,9 @@ def diagnose(provider: str, log: str) -> str:
 
 def provider_dropped(provider: str, got: Iterable[str], log: str) -> ProviderError:
     """The error for a session that silently runs on ``got`` instead of ``provider``."""
+    no_driver = no_driver_error(provider)
+    if no_driver is not None:
+        return no_driver
     fallback = ", ".join(got) or "nothing"
     return ProviderError(
         f"{provider} did not load ({diagnose(provider, log)}); onnxruntime fell back to {fallback}, "
@@ -204,6 +236,9 @@ def probe_provider(provider: str, options: Mapping[str, str] | None = None) -> P
     """Create and run a tiny session on ``provider`` and say whether it really loaded."""
     ort = import_ort()
     available = provider in ort.get_available_providers()
+    no_driver = no_driver_error(provider)
+    if no_driver is not None:
+        return ProviderStatus(provider, available, False, str(no_driver))
     if not available:
         return ProviderStatus(
             provider,

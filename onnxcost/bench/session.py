@@ -24,6 +24,7 @@ from onnxcost.bench.providers import (
     CPU,
     CUDA_LIKE,
     install_hint,
+    no_driver_error,
     preload_gpu_libraries,
     provider_dropped,
 )
@@ -280,6 +281,9 @@ def open_session(
 ) -> OpenedSession:
     """Create a session and check that the requested provider is really in it (else ProviderError)."""
     ort = import_ort()
+    no_driver = no_driver_error(config.provider)
+    if no_driver is not None:
+        raise no_driver  # before the install hint: no package brings a driver
     if config.provider not in ort.get_available_providers():
         raise ProviderError(
             f"{config.provider} is not in this onnxruntime build ({ort.__version__}); "

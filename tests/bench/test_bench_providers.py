@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
+from onnxcost.bench import _ort, providers
 from onnxcost.bench._ort import capture_output, clean_message, is_oom
 from onnxcost.bench.providers import (
     CPU,
@@ -46,7 +48,8 @@ def test_diagnose_other_causes() -> None:
     assert diagnose(CUDA, "") == "onnxruntime dropped it without logging why"
 
 
-def test_dropped_provider_error_says_what_to_install() -> None:
+def test_dropped_provider_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(providers, "no_nvidia_driver", lambda: None)  # a driver, no CUDA libs
     err = provider_dropped(CUDA, [CPU], CUDA_LOG)
     assert isinstance(err, ProviderError)
     text = str(err)
@@ -135,4 +138,80 @@ def test_available_providers_tries_each(cuda_loads: bool) -> None:
     cuda = statuses[CUDA]
     assert cuda.loads == cuda_loads
     if not cuda.loads:
-        assert "pip install" in cuda.detail
+        # No driver: no package to install helps. A driver: the install line.
+        expected = "no NVIDIA driver or GPU" if providers.no_nvidia_driver() else "pip install"
+        assert expected in cuda.detail
+
+
+def test_no_driver_is_said_before_any_install_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    why = "libcuda.so.1 cannot be loaded: cannot open shared object file"
+    monkeypatch.setattr(providers, "no_nvidia_driver", lambda: why)
+    err = provider_dropped(CUDA, [CPU], CUDA_LOG)
+    assert str(err).startswith(f"{CUDA} cannot run here: there is no NVIDIA driver or GPU")
+    assert why in str(err)
+    assert "pip install" not in str(err)  # was: pip install 'onnxcost[cuda]', twice over
+    assert providers.no_driver_error(CPU) is None
+
+
+@pytest.mark.skipif(
+    providers.no_nvidia_driver() is None, reason="this machine has the NVIDIA driver"
+)
+def test_bench_on_cuda_without_a_driver_says_so(tmp_path: Any) -> None:
+    """For real, in the CLI: this machine has no libcuda.so.1."""
+    from typer.testing import CliRunner
+
+    from onnxcost import zoo
+    from onnxcost.cli import app
+
+    model = zoo.save("mlp", tmp_path / "m.onnx")
+    r = CliRunner().invoke(
+        app, ["bench", str(model), "--provider", "CUDAExecutionProvider", "--runs", "1"]
+    )
+    assert r.exit_code == 1, r.output
+    assert r.output.count("\n") == 1
+    assert "there is no NVIDIA driver or GPU on this machine (libcuda.so.1" in r.output
+    assert "pip install" not in r.output
+
+
+class _Dist:
+    def __init__(self, name: str) -> None:
+        self.metadata = {"Name": name}
+
+
+def test_two_onnxruntime_packages_in_one_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    dists = [_Dist("numpy"), _Dist("onnxruntime"), _Dist("onnxruntime_gpu")]
+    monkeypatch.setattr(_ort.metadata, "distributions", lambda: dists)
+    _ort.installed_ort_packages.cache_clear()
+    try:
+        with pytest.raises(ProviderError) as e:
+            _ort.import_ort()
+        assert str(e.value) == (
+            "onnxruntime and onnxruntime-gpu are both installed here, in the same folder, and "
+            "break each other; keep one: pip uninstall -y onnxruntime onnxruntime-gpu && "
+            "pip install onnxruntime-gpu"
+        )
+        # One of them alone imports as before.
+        monkeypatch.setattr(_ort.metadata, "distributions", lambda: dists[:2])
+        _ort.installed_ort_packages.cache_clear()
+        assert _ort.import_ort().__name__ == "onnxruntime"
+    finally:
+        _ort.installed_ort_packages.cache_clear()
+
+
+def test_the_cli_says_it_on_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from onnxcost import zoo
+    from onnxcost.cli import app
+
+    model = zoo.save("mlp", tmp_path / "m.onnx")
+    dists = [_Dist("onnxruntime-gpu"), _Dist("onnxruntime")]
+    monkeypatch.setattr(_ort.metadata, "distributions", lambda: dists)
+    _ort.installed_ort_packages.cache_clear()
+    try:
+        r = CliRunner().invoke(app, ["bench", str(model), "--runs", "1"])
+    finally:
+        _ort.installed_ort_packages.cache_clear()
+    assert r.exit_code == 1, r.output
+    assert r.output.count("\n") == 1
+    assert "pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu" in r.output

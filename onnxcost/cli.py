@@ -515,7 +515,15 @@ def analyze(
             from onnxcost.report.table import render
 
             render_rich(
-                lambda c: render(result, c, cut, hidden=chosen.hidden, depth=depth, tree=tree),
+                lambda c: render(
+                    result,
+                    c,
+                    cut,
+                    hidden=chosen.hidden,
+                    depth=depth,
+                    tree=tree,
+                    sort_key=chosen.sort_key,
+                ),
                 out,
                 wide=wide,
             )

@@ -661,10 +661,7 @@ def run_bench(
             gpu_memory.sample()
         stats = timed.stats
         if stats.noisy:
-            warnings.append(
-                f"latency varies a lot (CV {stats.cv:.0%} > {NOISY_CV:.0%}): the machine was busy; "
-                f"close other programs, set --threads, or raise --runs"
-            )
+            warnings.append(noisy_warning(stats.cv))
 
         if arrays is not None and any(b != batch for b in plan.batches):
             warnings.append(
@@ -770,3 +767,21 @@ def run_bench(
         max_batch=searched,
         warnings=tuple(dict.fromkeys(warnings)),
     )
+
+
+def noisy_warning(cv: float) -> str:
+    """The warning for a run whose coefficient of variation ``cv`` is above ``NOISY_CV``."""
+    return (
+        f"latency varies a lot (CV {_percent_above(cv, NOISY_CV)} > {NOISY_CV:.0%}): the "
+        f"machine was busy; close other programs, set --threads, or raise --runs"
+    )
+
+
+def _percent_above(value: float, threshold: float) -> str:
+    """``value`` as a percentage with the decimals it takes to read above ``threshold``
+    printed the same way: a CV of 10.04% is "10.04%", never "10%" beside a 10% limit."""
+    for decimals in range(5):
+        shown = f"{value * 100:.{decimals}f}"
+        if float(shown) > float(f"{threshold * 100:.{decimals}f}"):
+            return f"{shown}%"
+    return f"{value * 100:.12g}%"

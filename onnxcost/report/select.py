@@ -53,6 +53,8 @@ class Selection:
     nodes: tuple[NodeRecord, ...]
     matched: int
     """Nodes that passed --op-type (all without it); ``matched - len(nodes)`` were cut."""
+    sort_key: str = "order"
+    """What they are ranked by: 'order' (graph order) or a cost (``COST_KEYS``)."""
 
     @property
     def hidden(self) -> int:
@@ -91,7 +93,7 @@ def select(
     key = sort_by if sort_by is not None else ("flops" if cut else "order")
     ordered = kept if key == "order" else sorted(kept, key=COST_KEYS[key], reverse=True)
     listed = ordered[:limit] if cut else ordered
-    return Selection(tuple(listed), len(kept))
+    return Selection(tuple(listed), len(kept), key)
 
 
 def select_nodes(

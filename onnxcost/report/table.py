@@ -246,6 +246,9 @@ def render_tree(a: Analysis, console: Console, depth: int | None) -> None:
     )
 
 
+_KEY_NAMES = {"flops": "FLOPs", "macs": "MACs", "bytes": "bytes", "params": "parameters"}
+
+
 def render(
     a: Analysis,
     console: Console,
@@ -254,8 +257,10 @@ def render(
     hidden: int = 0,
     depth: int | None = None,
     tree: bool = False,
+    sort_key: str = "order",
 ) -> None:
-    """The whole report; ``nodes`` is the selection to list, ``hidden`` how many were cut.
+    """The whole report; ``nodes`` is the selection to list, ``hidden`` how many were cut,
+    ``sort_key`` what the list is ranked by (``Selection.sort_key``).
 
     With ``tree`` (or a ``depth``) the scope tree to ``depth`` levels replaces the node list."""
     tree = tree or depth is not None
@@ -278,9 +283,13 @@ def render(
     else:
         console.print(_table("Nodes", NODE_COLUMNS, nodes, width=console.width))
         if hidden:
-            console.print(
-                f"  ... {hidden} more nodes not shown (--top 0 shows all, --sort-by flops ranks them)"
+            # --sort-by flops is offered only where it would change the list.
+            how = (
+                "--top 0 shows all, --sort-by flops ranks them"
+                if sort_key == "order"
+                else f"ranked by {_KEY_NAMES.get(sort_key, sort_key)}; --top 0 shows all"
             )
+            console.print(f"  ... {hidden} more nodes not shown ({how})")
     if a.unsupported:
         console.print(
             Text.assemble(

@@ -1166,6 +1166,29 @@ def _family_reordered(d: _Draw) -> Case:
     return Case(f"reordered:{order}:{command}->{target}", model, files, cli=tuple(args))
 
 
+def many_symbols_model(inputs: int, symbols: int) -> bytes:
+    """``inputs`` inputs of ``symbols`` symbolic dims each (all distinct), each through a
+    Relu: ``inputs * symbols`` symbols for --symbolic to find formulas in."""
+    names = [f"x{i}" for i in range(inputs)]
+    nodes = [helper.make_node("Relu", [n], [f"{n}_y"]) for n in names]
+    dims = [[f"s{i}_{k}" for k in range(symbols)] for i in range(inputs)]
+    vis = [_vi(n, FLOAT, dim) for n, dim in zip(names, dims, strict=True)]
+    outs = [_vi(f"{n}_y", FLOAT, dim) for n, dim in zip(names, dims, strict=True)]
+    return _model(nodes, vis, outs).SerializeToString()
+
+
+def _family_symbols(d: _Draw) -> Case:
+    inputs, symbols = d.pick((1, 4, 16, 32)), d.pick((1, 4, 16))
+    model = many_symbols_model(inputs, symbols)
+    label = f"symbols:{inputs}x{symbols}"
+    if d.chance(0.3):
+        return Case(label, model, kwargs=(("symbolic", True),))
+    args = ["analyze", "{model}", "--symbolic"]
+    if d.chance(0.3):
+        args += ["--format", d.pick(("json", "html", "markdown"))]
+    return Case(label, model, cli=tuple(args))
+
+
 def _family_api(d: _Draw) -> Case:
     """Library calls the CLI's checks never let through: dims past int64, a path too long."""
     what = d.pick(("dims", "input_shapes", "long_path", "llm"))
@@ -1188,10 +1211,12 @@ FAMILIES: dict[str, Callable[[_Draw], Case]] = {
     "functions": _family_functions,
     "llm": _family_llm,
     "ort_peak": _family_ort_peak,
+    "symbols": _family_symbols,
     "reordered": _family_reordered,
     "api": _family_api,
 }
-"""The families of issue 27, each a generator of whole cases (model, files, flags or call)."""
+"""The families of issue 27, each a generator of whole cases (model, files, flags or call):
+symbols is --symbolic over many inputs of many symbols (its check grid)."""
 
 
 @st.composite

@@ -266,6 +266,14 @@ def test_ort_peak_model_is_tiny_and_claims_a_huge_constant(what: str) -> None:
     assert len(matmuls) == (9 if what == "matmul" else 0)  # 8 of the constant, 1 of x
 
 
+def test_many_symbols_model_has_distinct_symbols() -> None:
+    model = _load(fuzzing.many_symbols_model(16, 16))
+    onnx.checker.check_model(model)
+    symbols = [d for vi in model.graph.input for d in _dims(vi)]
+    assert len(symbols) == len(set(symbols)) == 16 * 16  # 256 symbols, none shared
+    assert len(model.graph.node) == 16
+
+
 def _proto_fields(data: bytes) -> list[int]:
     return [number for number, _, _ in fuzzing._fields(data)]
 

@@ -76,7 +76,7 @@ def _shown() -> list[tuple[str, str]]:
     return [(" ".join(c.split()), out) for c, out in SHOWN.findall(README.read_text("utf-8"))]
 
 
-def test_readme_shows_analyze_and_compare() -> None:
+def test_readme_shows_analyze_bench_and_compare() -> None:
     # bench is shown too, but its figures are measured: only these two are replayed below.
     commands = [c.split()[1] for c, _ in _shown()]
     assert commands == ["analyze", "bench", "compare"]

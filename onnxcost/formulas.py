@@ -47,6 +47,7 @@ import ast
 import math
 import operator
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -61,6 +62,7 @@ from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.records import Layout, to_jsonable
 from onnxcost.shapes import dim_param
+from onnxcost.tensors import name_text
 
 if TYPE_CHECKING:
     from onnxcost.analyze import Analysis
@@ -266,13 +268,13 @@ def model_symbols(
     ``dims`` or by an ``input_shapes`` entry."""
     out: dict[str, None] = {}
     standalone = _standalone(proto)
-    for param in _dim_params(proto, input_shapes):
+    for owner, param in _input_dim_params(proto, input_shapes):
         if param in dims:
             continue
         if param.isidentifier():
             out[param] = None
         else:  # a derived dim such as 'past_seq + seq': the names in it are symbols
-            names = _derived_names(param, standalone) or ()
+            names = _derived_names(param, standalone, owner) or ()
             out.update(dict.fromkeys(n for n in names if n not in dims))
     return tuple(out)
 
@@ -282,21 +284,29 @@ def _standalone(proto: onnx.ModelProto) -> set[str]:
     return {p for p in _dim_params(proto, {}) if p.isidentifier()}
 
 
-def _derived_names(param: str, standalone: set[str]) -> list[str] | None:
+def _derived_names(param: str, standalone: set[str], owner: str = "") -> list[str] | None:
     """The symbols a derived dim is computed from (``past_seq + seq``: past_seq and seq), or
     None where ``param`` is no such dim: not integer arithmetic of names, or a name in it
     that no input has as a dim of its own (``batch-size`` is one symbol's name, not a
-    difference)."""
-    names = _expression_names(param)
+    difference). ShapeError naming input ``owner`` for arithmetic too long to read."""
+    names = _expression_names(param, owner)
     if names is None or not all(n in standalone for n in names):
         return None
     return names
 
 
 def _dim_params(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> list[str]:
+    return [param for _input, param in _input_dim_params(proto, input_shapes)]
+
+
+def _input_dim_params(
+    proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]
+) -> list[tuple[str, str]]:
+    """(input, dim_param) of every symbolic dim of the graph inputs not fixed by
+    ``input_shapes``, as text."""
     inits = {t.name for t in proto.graph.initializer}
     return [
-        dim_param(d)  # text: a symbol that is not UTF-8 comes out of protobuf as bytes
+        (name_text(vi.name), dim_param(d))  # text: protobuf hands out bytes for non-UTF-8
         for vi in proto.graph.input
         if vi.name not in inits and vi.name not in input_shapes
         for d in vi.type.tensor_type.shape.dim
@@ -310,14 +320,27 @@ _OPS: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
 }
+MAX_DERIVED_CHARS = 256
+"""The longest dim_param read as arithmetic (optimum's longest, 'past_sequence_length +
+sequence_length', has 40 characters). Python's parser recurses once per term, so a longer
+one (3,000 terms) is refused, not parsed."""
+_ARITHMETIC = re.compile(r"[\w\s+\-*/()]*[+\-*/][\w\s+\-*/()]*", re.ASCII)
+"""The characters of integer arithmetic of names, with an operator among them."""
+_MAX_DIM = 2**62
+"""The largest dim, as --dim and --input-shape take them."""
 
 
-def _expression_names(text: str) -> list[str] | None:
+def _expression_names(text: str, owner: str = "") -> list[str] | None:
     """The names in a derived dim (``past_sequence_length + sequence_length``, optimum's
-    attention_mask), or None when ``text`` is not integer arithmetic (+ - * //) of names."""
+    attention_mask), or None when ``text`` is not integer arithmetic (+ - * //) of names.
+    ShapeError for arithmetic longer than ``MAX_DERIVED_CHARS``."""
+    if len(text) > MAX_DERIVED_CHARS:
+        if _ARITHMETIC.fullmatch(text):
+            raise _too_long(text, owner)
+        return None  # no arithmetic: one (long) name
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     names = []
     for node in ast.walk(tree):
@@ -334,6 +357,21 @@ def _expression_names(text: str) -> list[str] | None:
     return names
 
 
+def _too_long(text: str, owner: str) -> ShapeError:
+    where = f"input {owner!r}: its" if owner else "the"
+    return ShapeError(
+        f"{where} derived dim {text[:40]!r}... has {len(text):,} characters, more than "
+        f"onnxcost reads as arithmetic ({MAX_DERIVED_CHARS}); fix that input's shape with "
+        f"--input-shape {owner or 'NAME'}=DIMS"
+    )
+
+
+def _magnitude(value: int) -> str:
+    """``value`` in digits, or as a power of ten where it has more than 20."""
+    digits = len(str(abs(value)))
+    return f"{value:,}" if digits <= 20 else f"{'-' if value < 0 else ''}about 10**{digits - 1}"
+
+
 def _evaluate(node: ast.expr, values: Mapping[str, int]) -> int:
     if isinstance(node, ast.Name):
         return values[node.id]
@@ -343,6 +381,26 @@ def _evaluate(node: ast.expr, values: Mapping[str, int]) -> int:
     return _OPS[type(node.op)](_evaluate(node.left, values), _evaluate(node.right, values))
 
 
+def derived_value(name: str, param: str, names: Sequence[str], dims: Mapping[str, int]) -> int:
+    """The value of derived dim ``param`` of input ``name`` at ``dims``; ShapeError where it
+    divides by 0 or falls outside 0 .. 2**62 (a dim's range)."""
+    at = ", ".join(f"{n}={dims[n]}" for n in dict.fromkeys(names))
+    fix = f"or give the dim a value of its own with --dim '{param}=N'"
+    try:
+        value = _evaluate(ast.parse(param, mode="eval").body, dims)
+    except ZeroDivisionError:
+        raise ShapeError(
+            f"input {name!r}: its derived dim {param!r} divides by 0 at {at}; pass values that "
+            f"make the divisor 1 or more (--dim SYMBOL=N with N >= 1) {fix}"
+        ) from None
+    if not 0 <= value <= _MAX_DIM:
+        raise ShapeError(
+            f"input {name!r}: its derived dim {param!r} is {_magnitude(value)} at {at}, outside a "
+            f"dim's range 0 .. 2**62; pass smaller --dim values {fix}"
+        )
+    return value
+
+
 def with_derived(
     proto: onnx.ModelProto,
     input_shapes: Mapping[str, Sequence[int]],
@@ -350,15 +408,15 @@ def with_derived(
 ) -> dict[str, int]:
     """``dims`` plus the value of every derived input dim whose names they all bind: an
     optimum decoder's attention_mask [batch, 'past_sequence_length + sequence_length'] gets
-    the sum, not the default 1."""
+    the sum, not the default 1. ShapeError where one divides by 0 or leaves a dim's range."""
     out = dict(dims)
     standalone = _standalone(proto)
-    for param in _dim_params(proto, input_shapes):
+    for name, param in _input_dim_params(proto, input_shapes):
         if param in out or param.isidentifier():
             continue
-        names = _derived_names(param, standalone)
+        names = _derived_names(param, standalone, name)
         if names is not None and all(n in dims for n in names):
-            out[param] = _evaluate(ast.parse(param, mode="eval").body, dims)
+            out[param] = derived_value(name, param, names, dims)
     return out
 
 

@@ -874,8 +874,16 @@ def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> "Ce
         raise UsageError("pass both --peak-tflops and --bandwidth-gbs, or neither")
     if peak_tflops is None or bandwidth_gbs is None:
         return None
-    if peak_tflops <= 0 or bandwidth_gbs <= 0:
-        raise UsageError("--peak-tflops and --bandwidth-gbs must be above 0")
+    # Ceilings of 1e3 to 1e21 FLOP/s and bytes/s (llm.CEILING_RANGE) keep every ratio and
+    # time finite. NaN fails every comparison.
+    for flag, value, low, high in (
+        ("--peak-tflops", peak_tflops, 1e-9, 1e9),
+        ("--bandwidth-gbs", bandwidth_gbs, 1e-6, 1e12),
+    ):
+        if not low <= value <= high:
+            raise UsageError(
+                f"{flag} {value!r} is out of range; pass a number from {low:g} to {high:g}"
+            )
     from onnxcost.bench.roofline import Ceilings
 
     return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags")

@@ -44,6 +44,7 @@ the same walk, without the summaries.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import operator
 import random
@@ -182,6 +183,80 @@ class Formula:
 
     def __str__(self) -> str:
         return self.python()
+
+
+def sum_over(f: Formula, values: Mapping[str, int], symbol: str, first: int, last: int) -> int:
+    """The sum of ``f`` at ``symbol`` = first, first + 1, ..., last (the other symbols at
+    ``values``), exactly and in closed form: a billion decode steps cost as much as four.
+
+    A polynomial p of degree d in ``symbol`` sums by Newton's forward formula,
+    sum_{x=a}^{b} p(x) = sum_k D^k p(a) * C(b - a + 1, k + 1), from its values at a .. a + d.
+    A clamped part, max(0, p), sums p over the runs where p >= 0, found exactly (``_runs``).
+    """
+    if last < first:
+        return 0
+    core = replace(f, clamped=False, parts=())
+    index = f.symbols.index(symbol) if symbol in f.symbols else -1
+    degree = max((e[index] for e, _c in f.terms), default=0) if index >= 0 else 0
+
+    def at(x: int) -> int:
+        return core.evaluate({**values, symbol: x})
+
+    if f.clamped:
+        total = sum(
+            _poly_sum(at, degree, a, b)
+            for a, b, positive in _runs(at, degree, first, last)
+            if positive
+        )
+    else:
+        total = _poly_sum(at, degree, first, last)
+    return total + sum(m * sum_over(part, values, symbol, first, last) for m, part in f.parts)
+
+
+def _poly_sum(p: Callable[[int], int], degree: int, first: int, last: int) -> int:
+    """sum_{x=first}^{last} p(x) for p a polynomial of degree <= ``degree`` on the integers."""
+    n = last - first + 1
+    if n <= degree + 1:
+        return sum(p(x) for x in range(first, last + 1))
+    row = [p(first + k) for k in range(degree + 1)]
+    total = 0
+    binomial = n  # C(n, k + 1)
+    for k in range(degree + 1):
+        total += row[0] * binomial
+        row = [b - a for a, b in itertools.pairwise(row)]
+        binomial = binomial * (n - k - 1) // (k + 2)
+    return total
+
+
+def _runs(
+    p: Callable[[int], int], degree: int, first: int, last: int
+) -> list[tuple[int, int, bool]]:
+    """first .. last cut into runs (a, b, p >= 0 there): p, a polynomial of degree <=
+    ``degree``, is monotone on the integers where its forward difference keeps a sign (the
+    difference's own runs), and changes sign at most once on such a stretch, where a
+    bisection finds it. O(degree**2 * log(last - first)) values of p."""
+    if degree <= 1 or last == first:
+        stretches = [(first, last)]
+    else:
+        starts = [a for a, _b, _s in _runs(lambda x: p(x + 1) - p(x), degree - 1, first, last - 1)]
+        stretches = list(zip(starts, [*(s - 1 for s in starts[1:]), last], strict=True))
+    out: list[tuple[int, int, bool]] = []
+    for a, b in stretches:
+        sign = p(a) >= 0
+        if (p(b) >= 0) != sign:  # monotone: one change, between a and b
+            lo, hi = a, b  # p(lo) has the sign, p(hi) has not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if (p(mid) >= 0) == sign else (lo, mid)
+            pieces = [(a, lo, sign), (hi, b, not sign)]
+        else:
+            pieces = [(a, b, sign)]
+        for piece in pieces:
+            if out and out[-1][2] == piece[2]:
+                out[-1] = (out[-1][0], piece[1], piece[2])
+            else:
+                out.append(piece)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -1164,6 +1239,7 @@ __all__ = [
     "FormulaTotals",
     "SymbolicCosts",
     "model_symbols",
+    "sum_over",
     "symbolic_analysis",
     "symbolic_costs",
     "with_derived",

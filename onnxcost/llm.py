@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import onnx
 
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.formulas import Formula, model_symbols, symbolic_costs, with_derived
+from onnxcost.formulas import Formula, model_symbols, sum_over, symbolic_costs, with_derived
 from onnxcost.graph import as_text
 from onnxcost.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
@@ -191,6 +191,12 @@ _STEP: Layout = ("macs", "flops", "bytes_read")
 """A decode step's or the generation's figures in ``onnxcost.llm/1`` (no bytes written)."""
 _MAX_CONCRETE_STEPS = 64
 """Decode steps analysed one by one when a step has no exact formula."""
+MAX_TOKENS = 2**40
+"""The most --prompt, --generate and --batch take: the cache lengths they make stay dims
+(at most 2**62)."""
+CEILING_RANGE = (1e3, 1e21)
+"""A ceiling's FLOP/s and bytes/s lie in here: every ratio and time of the roofline is then a
+finite number (JSON has no NaN or infinity)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,8 +368,12 @@ def llm_report(
     cached calibration for the weights' dtype, 'float32' or 'float16') and its source."""
     from onnxcost.analyze import analyze
 
-    if prompt < 1 or generate < 1 or batch < 1:
-        raise UsageError("--prompt, --generate and --batch must be 1 or more")
+    for flag, value in (("--prompt", prompt), ("--generate", generate), ("--batch", batch)):
+        if not 1 <= value <= MAX_TOKENS:
+            raise UsageError(
+                f"{flag} {value} is out of range; --prompt, --generate and --batch must be "
+                f"between 1 and 2**40 ({MAX_TOKENS:,})"
+            )
     source = prepare(model, params=params)  # loaded and indexed once for every analysis
     proto = source.proto
     layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
@@ -403,9 +413,16 @@ def llm_report(
             f"`onnxcost analyze --symbolic`), and {len(steps)} steps are too many to analyse one "
             f"by one; pass --generate {_MAX_CONCRETE_STEPS + 1} or less"
         )
-    total = PhaseCost(0, 0, 0, 0)
-    for past in steps:
-        total = total + step(past)
+    if exact:  # the sum over past = N .. N + M - 2 in closed form, not step by step
+        found = [decode[k] for k in _KEYS]
+        at_batch = {layout.batch: batch}
+        total = PhaseCost(
+            *(sum_over(f, at_batch, layout.past, steps.start, steps.stop - 1) for f in found if f is not None)
+        )
+    else:
+        total = PhaseCost(0, 0, 0, 0)
+        for past in steps:
+            total = total + step(past)
     first = step(prompt) if generate > 1 else None
     last = step(prompt + generate - 2) if generate > 1 else None
     if ceilings is None and calibrated is not None:
@@ -417,6 +434,15 @@ def llm_report(
         if ceilings is None
         else Roofline(ceilings_source, ceilings.peak_flops_per_s, ceilings.bandwidth_bytes_per_s)
     )
+    low, high = CEILING_RANGE
+    if roofline is not None and not all(
+        low <= v <= high for v in (roofline.peak_flops_per_s, roofline.bandwidth_bytes_per_s)
+    ):  # NaN fails every comparison
+        raise UsageError(
+            f"the roofline ceiling ({roofline.source}: {roofline.peak_flops_per_s!r} FLOP/s, "
+            f"{roofline.bandwidth_bytes_per_s!r} B/s) must lie between {low:g} and {high:g} "
+            f"FLOP/s and bytes/s; pass --peak-tflops and --bandwidth-gbs in range"
+        )
     return LlmReport(
         model=_display(model),
         layout=layout,

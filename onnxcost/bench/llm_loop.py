@@ -117,6 +117,27 @@ def _feeds(
     return feeds
 
 
+def _no_vocab(name: str, shape: tuple[int | str | None, ...]) -> BenchError:
+    what = "a scalar" if not shape else f"of shape {list(shape)}, a vocabulary of 0"
+    return BenchError(
+        f"the logits {name!r} are {what}: the loop needs [..., vocab] with vocab >= 1 to pick "
+        f"the next token; export the decoder with its logits output"
+    )
+
+
+def _next_tokens(logits: np.ndarray, batch: int, name: str) -> np.ndarray:
+    """The next token of each sequence, [batch, 1]: the argmax over the last axis of the
+    logits, at the last position where there is a sequence axis ([batch, seq, vocab],
+    [batch, vocab], [vocab]); one token for every sequence where the first axis is not the
+    batch."""
+    if logits.ndim == 0 or logits.shape[-1] == 0:
+        raise _no_vocab(name, logits.shape)
+    ids = np.asarray(logits.argmax(axis=-1))
+    if ids.ndim >= 1 and ids.shape[0] == batch:
+        return ids.reshape(batch, -1)[:, -1:].astype(np.int64)
+    return np.full((batch, 1), ids.reshape(-1)[-1], dtype=np.int64)
+
+
 def run_llm_loop(
     model: ModelSource | PreparedModel,
     layout: CacheLayout,
@@ -144,8 +165,10 @@ def run_llm_loop(
             empty[t.name] = np.zeros(shape, dtype=_NP_TYPES.get(t.dtype, np.float32))
     out_names = [o.name for o in session.get_outputs()]
     logits_name = next((n for n in out_names if "logits" in n), out_names[0])
-    vocab_dim = next((o.shape for o in prepared.outputs if o.name == logits_name), None)
-    vocab = vocab_dim[-1] if vocab_dim and isinstance(vocab_dim[-1], int) else 2
+    declared = next((o.shape for o in prepared.outputs if o.name == logits_name), None)
+    if declared is not None and (not declared or declared[-1] == 0):
+        raise _no_vocab(logits_name, declared)
+    vocab = declared[-1] if declared and isinstance(declared[-1], int) else 2
     rng = np.random.default_rng(seed)
     prompt_ids = rng.integers(0, vocab, size=(batch, prompt), dtype=np.int64)
 
@@ -162,7 +185,7 @@ def run_llm_loop(
             times.append((time.perf_counter_ns() - start) / 1e6)
             past += tokens.shape[1]
             cache = {p: outs[o] for p, o in pairs.items()}
-            tokens = np.asarray(outs[logits_name])[:, -1].argmax(axis=-1).reshape(batch, 1)
+            tokens = _next_tokens(np.asarray(outs[logits_name]), batch, logits_name)
         return times[0], times[1:]
 
     generate_tokens(min(2, generate))  # warm-up, untimed

@@ -83,6 +83,10 @@ _LABELS = {
     "param_bytes": "param bytes",
 }
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+MAX_GRID = 1024
+"""The most points of the interpolation grid (the product of degree + 1 over the symbols):
+10 symbols of degree 1 in 2 s on a toy model. The points grow as 2**symbols; past this the
+search is refused, not run for minutes (GPT-2 in batch and seq takes 6)."""
 _FIRST_BASE = 2
 """The base point gives symbol i the value 2 + i: past the special case 1 (broadcasting),
 distinct per symbol."""
@@ -659,7 +663,7 @@ def _reduce(
         ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
     )  # the fields an analysis reads; functions are inlined already
     graph = proto.graph
-    graph.name = whole.name
+    graph.name = name_text(whole.name)  # protobuf hands out bytes for non-UTF-8; text here
     graph.input.extend(whole.input)
     read: set[str] = set()
     for k in first:
@@ -1069,6 +1073,7 @@ def _search(
                 degree = j
                 break
         degrees.append(min(degree, max_degree))
+        _check_grid(symbols, degrees)  # refused as soon as it is too big, not at the end
     coefficients, denominator, columns = _interpolate(sampler, start, tuple(degrees))
     fitted = (coefficients, denominator, columns)
     for point in checks:
@@ -1132,6 +1137,20 @@ def _search(
         reduced_nodes=len(units.sizes) if sampler.reduced is not None else 0,
         warnings=tuple(warnings),
     )
+
+
+def _check_grid(symbols: Sequence[str], degrees: Sequence[int]) -> None:
+    """ShapeError where the grid of the degrees found so far has more than MAX_GRID points."""
+    grid = math.prod(d + 1 for d in degrees)
+    if grid > MAX_GRID:
+        varying = [f"{s} ({d})" for s, d in zip(symbols, degrees, strict=False) if d]
+        more = ", ..." if len(varying) > 8 or len(degrees) < len(symbols) else ""
+        raise ShapeError(
+            f"--symbolic: the model has {len(symbols)} free symbols (the costs' degree in each: "
+            f"{', '.join(varying[:8])}{more}), whose interpolation grid takes {grid:,} "
+            f"analyses or more, over the limit of {MAX_GRID:,}; fix all but a few of them "
+            f"with --dim SYMBOL=N"
+        )
 
 
 def _check_point(rng: random.Random, start: tuple[int, ...], max_degree: int) -> tuple[int, ...]:

@@ -417,7 +417,11 @@ def llm_report(
         found = [decode[k] for k in _KEYS]
         at_batch = {layout.batch: batch}
         total = PhaseCost(
-            *(sum_over(f, at_batch, layout.past, steps.start, steps.stop - 1) for f in found if f is not None)
+            *(
+                sum_over(f, at_batch, layout.past, steps.start, steps.stop - 1)
+                for f in found
+                if f is not None
+            )
         )
     else:
         total = PhaseCost(0, 0, 0, 0)

@@ -181,8 +181,13 @@ def fast_gelu(ctx: OpContext) -> Cost:
 
 @register("QuickGelu", domain=MS)
 def quick_gelu(ctx: OpContext) -> Cost:
-    """FLOPs = 6 x numel(X): alpha x, sigmoid (4), multiply by x."""
-    return Cost(flops=QUICK_GELU_FLOPS * ctx.numel(0))
+    """FLOPs = 6 x numel(X): alpha x, sigmoid (4), multiply by x; 5 x numel(X) with alpha 1 (SiLU).
+
+    NB: alpha = 1 is how onnxruntime's optimizer fuses SiLU (Sigmoid, Mul: 5 per element); a
+    multiply by 1 is not counted, so the fused model costs what the unfused one does.
+    """
+    alpha = float(ctx.attr("alpha", 1.0))
+    return Cost(flops=(QUICK_GELU_FLOPS - int(alpha == 1.0)) * ctx.numel(0))
 
 
 @register("SwiGLU", since=28)

@@ -156,6 +156,10 @@ ACTS = "float[2,8,64] a, float[2,8,64] b, float[64] bias"
         ("y = com.microsoft.FastGelu (a, bias)", 9_216),
         # alpha x, sigmoid (4), multiply: 6 x 1,024
         ("y = com.microsoft.QuickGelu <alpha=1.702> (a)", 6_144),
+        # alpha 1 (the default; the optimizer's fused SiLU): x x sigmoid(x) is Sigmoid (4) and
+        # Mul (1), no multiply by 1: 5 x 1,024
+        ("y = com.microsoft.QuickGelu <alpha=1.0> (a)", 5_120),
+        ("y = com.microsoft.QuickGelu (a)", 5_120),
         # bias add, skip add: 2 x 1,024
         ("y = com.microsoft.BiasAdd (a, bias, b)", 2_048),
         # bias add + residual add (inference dropout is a copy): 2 x 1,024

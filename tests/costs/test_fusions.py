@@ -37,13 +37,22 @@ DIMS = {"batch": 2, "seq": 16}
 # ViT (image 32, patch 8: 16 patches + CLS = 17 tokens, FFN 128), batch 2: patch Conv
 #   2 x 16 x 64 x (3 x 8 x 8) = 393,216; per layer 34 tokens x 32,768 = 1,114,112 + attention
 #   2 x (2 x 4 x 17 x 17 x 16 = 36,992) = 73,984 -> 1,188,096; 2 layers 2,376,192 -> 2,769,408.
-EXPECTED_MACS = {"bert": 2_236_416, "gpt2": 3_276_800, "vit": 2_769_408}
+# Llama (FFN 128, SwiGLU: gate, up, down; 4 query heads, 2 KV heads of 16), per layer:
+#   32 x (Q 64 x 64 + K, V 2 x 64 x 32 + O 64 x 64 = 12,288 + MLP 3 x 64 x 128 = 24,576)
+#   = 1,179,648 + attention 65,536 = 1,245,184; 2 layers 2,490,368.
+EXPECTED_MACS = {"bert": 2_236_416, "gpt2": 3_276_800, "vit": 2_769_408, "llama": 2_490_368}
+# T5 and BART (fresh exports only: d_model 64, 4 heads of 16, FFN 128, 2 + 2 layers), encoder
+#   per layer as BERT's 1,114,112; decoder per layer self and cross attention 2 x 16,384 + FFN
+#   16,384 = 49,152 x 32 = 1,572,864 + 2 x 65,536 = 1,703,936; 2 x 1,114,112 + 2 x 1,703,936
+#   = 5,636,096.
+FRESH_MACS = {**EXPECTED_MACS, "t5": 5_636_096, "bart": 5_636_096}
 
 # What optimize_model emitted into each fixture (onnxruntime 1.31.1, transformers 5.24).
 EMITTED = {
     "bert": {"EmbedLayerNormalization", "Attention", "SkipLayerNormalization", "BiasGelu"},
     "gpt2": {"SkipLayerNormalization", "FastGelu"},
     "vit": {"SkipLayerNormalization", "BiasGelu"},
+    "llama": {"SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization"},
 }
 
 
@@ -54,7 +63,7 @@ def _dims(name: str) -> dict[str, int]:
 @pytest.mark.parametrize("name", sorted(EXPECTED_MACS))
 def test_fused_fixture_counts_its_macs(name: str) -> None:
     a = onnxcost.analyze(FUSIONS / f"{name}_fused.onnx", dims=_dims(name))
-    fused = {n.op_type for n in a.nodes if n.domain == "com.microsoft"}
+    fused = {n.op_type for n in a.nodes if not onnx.defs.has(n.op_type, n.domain)}
     assert fused == EMITTED[name]
     assert {n.status for n in a.nodes} <= {"ok", "zero"}, [
         (n.name, n.note) for n in a.nodes if n.status not in ("ok", "zero")
@@ -363,29 +372,53 @@ def _export_fused() -> object:
     return export_fused
 
 
-# FLOPs the fusion removes, and why: the source's arithmetic that the fused model does not do.
+# FLOPs the fusion removes, and why: the source's arithmetic that the fused model does not do
+# (fused ops themselves cost what the ops they replace cost).
 # BERT: the export builds the attention mask (Range 2 + 16 + 16, GreaterOrEqual 16, And 16,
 #   Mul 2, Add 32, And 2 x 1 x 16 x 16 = 512, and Mul 4 and Equal 4 on a 4-element shape
 #   vector) = 620, where EmbedLayerNormalization's mask_index sums the [2, 16] mask (32):
 #   620 - 32 = 588.
 # GPT-2: a Mul on a 4-element shape vector (4) that the optimizer folds.
 # ViT: a Mul on a 3-element shape vector (3), likewise.
-FLOPS_REMOVED = {"bert": 588, "gpt2": 4, "vit": 3}
+# Llama: the rotary cache's cos and sin times attention_scaling 1.0 (2 x [1, 16, 16] = 512)
+#   and Muls on shape vectors (4 + 2 layers x 2 x 5 = 24): 536.
+# T5: the scores times scaling 1.0 in 6 attentions (6 x [2, 4, 16, 16] = 12,288), the relative
+#   position buckets' Add ([16, 16], 256) and shape-vector Muls (12): 12,556.
+# BART: the embeddings times embed_scale 1.0 (encoder and decoder, 2 x 2,048 = 4,096) and
+#   shape-vector Muls (14): 4,110.
+FLOPS_REMOVED = {"bert": 588, "gpt2": 4, "vit": 3, "llama": 536, "t5": 12_556, "bart": 4_110}
+
+
+def _compare_fresh(name: str, folder: Path, opt_level: int = 1) -> None:
+    """The unfused export and what optimize_model makes of it: the same MACs (the hand count
+    above), FLOPs apart only by FLOPS_REMOVED."""
+    export = _export_fused()
+    source, fused = export.export(name, folder, opt_level=opt_level)  # type: ignore[attr-defined]
+    before = onnxcost.analyze(source, dims=_dims(name))
+    after = onnxcost.analyze(fused, dims=_dims(name))
+    assert {n.status for n in after.nodes} <= {"ok", "zero"}
+    assert before.totals.macs == after.totals.macs == FRESH_MACS[name]
+    assert before.totals.flops - after.totals.flops == FLOPS_REMOVED[name]
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch, transformers and onnxruntime")
-@pytest.mark.parametrize("name", sorted(EXPECTED_MACS))
+@pytest.mark.parametrize("name", sorted(FRESH_MACS))
 def test_fresh_export_keeps_its_macs_when_fused(name: str, tmp_path: Path) -> None:
-    # the unfused export and what optimize_model makes of it: the same MACs (the hand count
-    # above), FLOPs apart only by FLOPS_REMOVED
-    export = _export_fused()
-    source, fused = export.export(name, tmp_path)  # type: ignore[attr-defined]
-    before = onnxcost.analyze(source, dims=_dims(name))
-    after = onnxcost.analyze(fused, dims=_dims(name))
-    assert {n.status for n in after.nodes} <= {"ok", "zero"}
-    assert before.totals.macs == after.totals.macs == EXPECTED_MACS[name]
-    assert before.totals.flops - after.totals.flops == FLOPS_REMOVED[name]
+    _compare_fresh(name, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch, transformers and onnxruntime")
+@pytest.mark.xfail(
+    reason="opt_level 2 turns the attention's shape Gathers into one multi-output Split, which "
+    "the shape folder folds wrong (shapes.py: a Shape -> Split -> Squeeze -> Concat -> Reshape "
+    "chain gives a wrong target shape), so 12 nodes are unknown_shape",
+    strict=True,
+)
+def test_llama_at_opt_level_2_keeps_its_macs(tmp_path: Path) -> None:
+    # opt_level 2 also fuses SiLU into QuickGelu (alpha 1: 5 FLOPs per element, as Sigmoid + Mul)
+    _compare_fresh("llama", tmp_path, opt_level=2)
 
 
 @pytest.mark.ort

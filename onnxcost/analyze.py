@@ -760,6 +760,7 @@ def _analyze(
         if view.outer_reads:  # only a node that holds subgraphs can nest them too deep
             check_nesting(proto.graph)
         _check_domains(proto, view)
+    checked = None if lean else prepared.checker_warning  # before inference writes into proto
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
     opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
@@ -774,7 +775,7 @@ def _analyze(
         weights,
         frozenset(vi.name for vi in proto.graph.output),
         registry,
-        warnings=list(shapes.warnings),
+        warnings=[*shapes.warnings, *([checked] if checked else [])],
         lean=lean,
     )
     total_macs = total_flops = total_read = total_written = 0

@@ -151,7 +151,10 @@ def _apply_overrides(
     """Fix every input dim; returns the value each symbolic dim name was given.
 
     An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
-    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value."""
+    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value. A symbol
+    an ``input_shapes`` entry sets (``input_ids=2x16`` on [batch, seq]) is given that value as
+    ``--dim`` would give it, where no ``--dim`` names it and no other entry gives it another:
+    the model's declared shapes in those symbols then resolve alike, whichever flag said it."""
     for name, shape in input_shapes.items():
         for v in shape:
             _check_dim_value(v, f"--input-shape {name_text(name)}=...")
@@ -179,6 +182,8 @@ def _apply_overrides(
             )
     defaulted: dict[str, list[str]] = {}
     applied: dict[str, int] = {}
+    stated: dict[str, set[int]] = {}
+    """Symbol -> the values ``input_shapes`` entries give it."""
     for vi in inputs:
         if not vi.type.HasField("tensor_type"):
             continue
@@ -193,6 +198,10 @@ def _apply_overrides(
                 )
             if tt.HasField("shape") and not allow_reshape:
                 _check_fixed_dims(name, tt.shape, new)
+            if tt.HasField("shape"):
+                for d, v in zip(tt.shape.dim, new, strict=True):
+                    if d.HasField("dim_param"):
+                        stated.setdefault(dim_param(d), set()).add(v)
             _set_dims(vi, new)
             continue
         if not tt.HasField("shape"):
@@ -210,6 +219,13 @@ def _apply_overrides(
                 defaulted.setdefault(sym or f"{name}[{i}]", []).append(name)
             if sym:
                 applied[sym] = d.dim_value
+    for sym, values in stated.items():
+        if sym not in dims and len(values) == 1:
+            if sym in defaulted:
+                # Another input also has this symbol, unset: it defaulted to 1 above, so the
+                # symbol means two values; the declared shapes in it stay unresolved.
+                continue
+            applied[sym] = values.pop()
     for sym, users in defaulted.items():
         where = ", ".join(dict.fromkeys(users))
         if sym.endswith("]"):

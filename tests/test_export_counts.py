@@ -299,3 +299,67 @@ def test_fresh_torch_export_of_an_untrained_resnet(tmp_path: Path) -> None:
     assert (params, stats) == (2_690, 80)
     a = onnxcost.analyze(path)
     assert (a.totals.params, a.totals.stat_params) == (params, stats)
+
+
+# --- shape flags that must agree, and the checker's verdict ---------------------------------
+
+DECLARED = """
+<ir_version: 8, opset_import: ["" : 17, "com.foo" : 1]>
+g (int64[batch,seq] ids) => (float[batch,seq,8] y) <float[10,8] table = {0.0}, float[8,8] w = {0.0}> {
+  e = Gather (table, ids)
+  t = com.foo.Thing (e)
+  y = MatMul (t, w)
+}"""
+"""An op no one can shape (as a converter's output that onnx's inference gives up on): the
+MatMul after it has its input's shape only from the model's declared [batch, seq, 8]."""
+
+
+def test_input_shape_and_dim_give_the_same_analysis() -> None:
+    # ids = 2 x 16 either way: the declared t [batch, seq, 8] = [2, 16, 8], and MatMul by
+    # [8, 8]: 2 x 16 x 8 x 8 = 2,048 MACs. --input-shape left batch and seq unknown to the
+    # declared shapes: MatMul was unknown_shape, 0 MACs.
+    model = parse(DECLARED)
+    model.graph.value_info.append(
+        helper.make_tensor_value_info("t", TensorProto.FLOAT, ["batch", "seq", 8])
+    )
+    by_shape = onnxcost.analyze(model, input_shapes={"ids": (2, 16)})
+    by_dims = onnxcost.analyze(model, dims={"batch": 2, "seq": 16})
+    assert by_shape.totals.macs == by_dims.totals.macs == 2_048
+    assert [n.status for n in by_shape.nodes] == [n.status for n in by_dims.nodes]
+    assert [n.output_shapes for n in by_shape.nodes] == [n.output_shapes for n in by_dims.nodes]
+
+
+CAST_CHAIN = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float16[batch,16] x) => (float[batch,4] y) <float[16,4] w = {1.0}> {
+  c = Cast <to = 1> (x)
+  h = Cast <to = 10> (c)
+  y = MatMul (h, w)
+}"""
+"""A broken fp16 conversion: the Cast chain ends in float16 but the weight stayed float, so
+onnx's checker (and onnxruntime) reject the MatMul; onnxcost's lenient inference still counts
+it: 2 x 16 x 4 = 128 MACs at batch 2."""
+
+
+def test_a_model_the_checker_rejects_gets_a_warning_naming_the_node() -> None:
+    model = parse(CAST_CHAIN)
+    model.graph.node[2].name = "/layer/MatMul"
+    a = onnxcost.analyze(model, dims={"batch": 2})
+    assert a.totals.macs == 128
+    (warning,) = [w for w in a.warnings if "checker" in w]
+    assert "'/layer/MatMul' (MatMul)" in warning
+    # A model the checker accepts gets none (its initializer holding one value for 64 is the
+    # test's shorthand, and no concern of the check, which reads no weights).
+    assert not analyze_text(
+        CAST_CHAIN.replace("float16[batch,16] x", "float[batch,16] x").replace(
+            "<to = 10>", "<to = 1>"
+        ),
+        dims={"batch": 2},
+    ).warnings
+
+
+def test_the_checker_is_bounded_by_node_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnxcost.prepare as prepare_module
+
+    monkeypatch.setattr(prepare_module, "CHECK_MAX_NODES", 2)  # the model has 3 nodes
+    assert not onnxcost.analyze(parse(CAST_CHAIN), dims={"batch": 2}).warnings

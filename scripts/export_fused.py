@@ -236,12 +236,18 @@ def _wrapped(model: Any, outputs: int) -> Any:
     return Module(model).eval()
 
 
-def export(name: str, folder: Path, *, opt_level: int = 1) -> tuple[Path, Path]:
+def export(
+    name: str, folder: Path, *, opt_level: int = 1, options: dict[str, bool] | None = None
+) -> tuple[Path, Path]:
     """Write NAME_source.onnx and NAME_fused.onnx into ``folder``; returns their paths.
+
+    ``options`` sets attributes of onnxruntime's FusionOptions (``use_multi_head_attention``
+    fuses BERT's attention into MultiHeadAttention after separate Q, K, V MatMuls).
 
     ``opt_level`` 2 lets onnxruntime's own graph fusions run first (a Llama's SiLU becomes
     QuickGelu, shape Gathers a Split)."""
     import torch
+    from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
     spec = SPECS[name]
@@ -263,6 +269,9 @@ def export(name: str, folder: Path, *, opt_level: int = 1) -> tuple[Path, Path]:
         )
     logging.getLogger("onnxruntime").setLevel(logging.ERROR)
     logging.getLogger("fusion").setLevel(logging.ERROR)
+    fusion = FusionOptions(spec.model_type)
+    for key, value in (options or {}).items():
+        setattr(fusion, key, value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         optimized = optimize_model(
@@ -271,6 +280,7 @@ def export(name: str, folder: Path, *, opt_level: int = 1) -> tuple[Path, Path]:
             num_heads=HEADS,
             hidden_size=HIDDEN,
             opt_level=opt_level,
+            optimization_options=fusion,
         )
     optimized.save_model_to_file(str(fused))
     return source, fused

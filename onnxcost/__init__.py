@@ -6,20 +6,19 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
+from onnxcost import _display
+from onnxcost._version import __version__
 from onnxcost.errors import OnnxcostError
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
-    from onnxcost.analyze import Analysis, analyze
+    from onnxcost.analysis.walk import Analysis
+    from onnxcost.api import analyze
 
 __all__ = ["Analysis", "OnnxcostError", "__version__", "analyze"]
 
-_LAZY = {"Analysis": "onnxcost.analyze", "analyze": "onnxcost.analyze"}
+_LAZY = {"Analysis": "onnxcost.analysis.walk", "analyze": "onnxcost.api"}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,14 +36,11 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-class _Package(types.ModuleType):
-    """Importing the submodule ``onnxcost.analyze`` sets the package's attribute ``analyze``
-    to that module; the public name is the function, as when it was imported eagerly."""
+def _html(result: object) -> str:
+    """A result's ``_repr_html_`` (Jupyter), drawn by the HTML report."""
+    from onnxcost.report.html import snippet
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "analyze" and isinstance(value, types.ModuleType):
-            value = value.analyze
-        super().__setattr__(name, value)
+    return snippet(result)
 
 
-sys.modules[__name__].__class__ = _Package
+_display.install(_html)

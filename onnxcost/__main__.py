@@ -1,3 +1,3 @@
-from onnxcost.cli import main
+from onnxcost.cli.app import main
 
 main()

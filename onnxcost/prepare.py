@@ -23,9 +23,16 @@ from pathlib import Path
 import onnx
 from onnx import helper
 
+from onnxcost import zoo
 from onnxcost.errors import UsageError
-from onnxcost.graph import GraphView, build, inline_functions
-from onnxcost.model import LoadedModel, ModelSource, build_builtin, load_model
+from onnxcost.load.graph import GraphView, build, inline_functions
+from onnxcost.load.model import (
+    VIRTUAL_LOCATION_PREFIX,
+    LoadedModel,
+    ModelSource,
+    external_tensors,
+    load_model,
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class PreparedModel:
     """The loaded model with local functions inlined and every node named (a private copy:
     the caller's ModelProto is never modified)."""
     view: GraphView
-    """The main graph indexed in topological order (``onnxcost.graph.build``)."""
+    """The main graph indexed in topological order (``onnxcost.load.graph.build``)."""
     path: Path | None
     """The file it was read from; None for bytes, a ModelProto or a built-in model."""
     model_bytes: int
@@ -68,6 +75,27 @@ class PreparedModel:
         copy = onnx.ModelProto()
         copy.CopyFrom(self.proto)
         return copy
+
+
+def build_builtin(
+    name: str, *, weights: bool, params: Mapping[str, str | int] | None = None
+) -> onnx.ModelProto | None:
+    """The built-in model ``name`` (a path that exists always wins), or None if there is none.
+
+    Built without weights, its external-data locations are marked virtual: nothing to check.
+    ``params``: builder parameters (``zoo.build``'s), e.g. ``{"kv_cache": "true"}``.
+    """
+    if os.sep in name or name.endswith(".onnx"):
+        return None
+    if name not in zoo.MODELS:
+        return None
+    proto = zoo.build(name, weights=weights, params=params)
+    if not weights:
+        for tensor in external_tensors(proto):
+            for entry in tensor.external_data:
+                if entry.key == "location" and not entry.value.startswith(VIRTUAL_LOCATION_PREFIX):
+                    entry.value = VIRTUAL_LOCATION_PREFIX + entry.value
+    return proto
 
 
 def prepare(

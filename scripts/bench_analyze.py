@@ -41,9 +41,9 @@ import onnx
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.graph import build
-from onnxcost.model import load_model
-from onnxcost.shapes import infer
+from onnxcost.load.graph import build
+from onnxcost.load.model import load_model
+from onnxcost.shapes.infer import infer
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_MODEL = ROOT / "models" / "mlp_torch_script.onnx"

@@ -45,7 +45,7 @@ def measure(name: str, batch: int, seq: int) -> dict[str, Any]:
 
 
 def _size(v: int | None) -> str:
-    from onnxcost.report.units import nbytes
+    from onnxcost.units import nbytes
 
     return "-" if v is None else nbytes(v)
 

@@ -3,9 +3,9 @@
 For every .onnx under models/ and tests/data/, and every built-in model saved to a file with
 its (random) weights inline, writes the full JSON of ``onnxcost.analyze`` (every convention)
 once with the model parsed in full and once parsed lazily (large payloads left in the file,
-``onnxcost.wire``), and reports any difference. llama is saved with 2 layers, hidden 1024
+``onnxcost.load.wire``), and reports any difference. llama is saved with 2 layers, hidden 1024
 and intermediate 2816 (its default, 7B, is too large to hold inline). Run it once after a
-change to ``onnxcost.wire`` or ``onnxcost.model``:
+change to ``onnxcost.load.wire`` or ``onnxcost.load.model``:
 
     python scripts/check_lazy_load.py [--out DIR] [--skip-builtins]
 
@@ -20,9 +20,10 @@ import tempfile
 from pathlib import Path
 
 import onnxcost
-from onnxcost import model, zoo
-from onnxcost.analyze import CONVENTIONS
+from onnxcost import zoo
+from onnxcost.analysis.walk import CONVENTIONS
 from onnxcost.errors import OnnxcostError
+from onnxcost.load import model
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALLER = {"llama": {"layers": 2, "hidden": 1024, "intermediate": 2816}}

@@ -97,7 +97,7 @@ def _cases(tmp: Path) -> dict[str, list[str]]:
 def capture(out: Path, only: str | None) -> None:
     from typer.testing import CliRunner
 
-    from onnxcost.cli import app
+    from onnxcost.cli.app import app
 
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="onnxcost_snapshot_"))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.analyze import CONVENTIONS
+from onnxcost.analysis.walk import CONVENTIONS
 from onnxcost.compare import compare
 from onnxcost.errors import OnnxcostError
 
@@ -60,7 +60,7 @@ def _cli(args: list[str], columns: int = 200) -> str:
     """The CLI's output (stdout and stderr) and exit code for ``args``, at ``columns``."""
     from typer.testing import CliRunner
 
-    from onnxcost.cli import app as cli_app
+    from onnxcost.cli.app import app as cli_app
 
     app = getattr(cli_app, "app", cli_app)
     runner = CliRunner()

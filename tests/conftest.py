@@ -8,7 +8,7 @@ import pytest
 from onnxcost_testing import analyze_text, only_node
 
 import onnxcost
-from onnxcost.records import NodeRecord
+from onnxcost.analysis.records import NodeRecord
 
 
 @pytest.fixture

@@ -305,7 +305,7 @@ class Case:
     model_path: str = "model.onnx"
     """Where the model is written in the case folder, or a hostile path ("fifo", "/dev/zero")."""
     api: str = "analyze"
-    """In-process: the library call, ``analyze`` or ``llm`` (``onnxcost.llm.llm_report``)."""
+    """In-process: the library call, ``analyze`` or ``llm`` (``onnxcost.llm.cost.llm_report``)."""
     kwargs: tuple[tuple[str, Any], ...] = ()
     """In-process: keyword arguments of that call (``dims``, ``symbolic``, ``prompt``)."""
 
@@ -1331,7 +1331,7 @@ def _run_analyze(path: Path, api: str = "analyze", kwargs: dict[str, Any] | None
 
     try:
         if api == "llm":
-            from onnxcost.llm import llm_report
+            from onnxcost.llm.cost import llm_report
 
             json.dumps(llm_report(str(path), **(kwargs or {})).to_dict(), allow_nan=False)
         else:
@@ -1373,7 +1373,7 @@ def _run_cli(case: Case, path: Path, folder: Path) -> Outcome:
         return Outcome("ok")
     from typer.testing import CliRunner
 
-    from onnxcost.cli import app
+    from onnxcost.cli.app import app
 
     result = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
     exc = result.exception
@@ -1453,9 +1453,9 @@ class Pool:
         # Import what the workers run before forking them: a replaced worker starts warm.
         import importlib
 
-        import onnxcost.cli  # noqa: F401
+        import onnxcost.cli.app  # noqa: F401
 
-        importlib.import_module("onnxcost.analyze").analyze(SEEDS["conv"])  # lazy caches too
+        importlib.import_module("onnxcost.api").analyze(SEEDS["conv"])  # lazy caches too
         self._ctx = multiprocessing.get_context("fork")
         self._slots = [self._start() for _ in range(self.workers)]
 

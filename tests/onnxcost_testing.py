@@ -12,8 +12,8 @@ import onnx.parser
 from onnx import helper
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs import REGISTRY, Cost, OpContext, TensorInfo
-from onnxcost.records import NodeRecord
 
 
 def parse(text: str) -> onnx.ModelProto:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from onnxcost import zoo
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 
 runner = CliRunner()
 
@@ -145,9 +145,9 @@ def test_annotate_never_holds_the_inline_weights(
 ) -> None:
     import tracemalloc
 
-    import onnxcost.model
+    import onnxcost.load.model
 
-    monkeypatch.setattr(onnxcost.model, "LAZY_MIN_BYTES", 0)  # the large-file path, small file
+    monkeypatch.setattr(onnxcost.load.model, "LAZY_MIN_BYTES", 0)  # the large-file path, small file
     n = 2048
     source = _big_inline_model(n)
     path = tmp_path / "m.onnx"
@@ -171,10 +171,10 @@ def test_annotate_never_holds_the_inline_weights(
 
 
 def test_annotate_from_bytes_keeps_the_weights(monkeypatch: pytest.MonkeyPatch) -> None:
-    import onnxcost.model
-    from onnxcost.annotate import annotated, write
+    import onnxcost.load.model
+    from onnxcost.report.annotate import annotated, write
 
-    monkeypatch.setattr(onnxcost.model, "LAZY_MIN_BYTES", 0)
+    monkeypatch.setattr(onnxcost.load.model, "LAZY_MIN_BYTES", 0)
     source = _big_inline_model(512)  # 512 * 512 = 262,144 elements: past folding, cut
     data = source.SerializeToString()
     proto, _ = annotated(data)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import ModelLoadError, ShapeError
 
 MLP = Path(__file__).resolve().parent.parent / "models" / "mlp_keras.onnx"

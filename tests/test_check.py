@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from onnxcost.budget import budget, check, parse_bytes, parse_count, parse_ms
-from onnxcost.cli import app
+from onnxcost.analysis.budget import budget, check, parse_bytes, parse_count, parse_ms
+from onnxcost.analysis.records import Totals
+from onnxcost.cli.app import app
 from onnxcost.errors import UsageError
-from onnxcost.records import Totals
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 RESNET = str(MODELS / "resnet20_keras.onnx")

@@ -11,7 +11,7 @@ import pytest
 from onnxcost_testing import parse
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 
 runner = CliRunner()
 

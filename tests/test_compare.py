@@ -14,7 +14,7 @@ import pytest
 from onnxcost_testing import parse
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.compare import BenchSettings, Comparison, MetricRow, compare
 from onnxcost.errors import ModelLoadError, ShapeError, UsageError
 

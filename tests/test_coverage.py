@@ -31,7 +31,7 @@ def test_contrib_ops_from_the_issue_have_shape_rules(op: str) -> None:
     # onnx has no schema for them: without onnxcost's own rule every node after one is
     # unknown_shape (SimplifiedLayerNormalization is in the default domain, as onnxruntime
     # registers it)
-    from onnxcost.shape_rules import has_rule
+    from onnxcost.shapes.rules import has_rule
 
     domain = "" if op == "SimplifiedLayerNormalization" else "com.microsoft"
     assert has_rule(domain, op)

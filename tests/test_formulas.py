@@ -12,13 +12,14 @@ from onnxcost_testing import formula_cost, parse
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost import formulas, zoo
-from onnxcost.analyze import costs_at
-from onnxcost.cli import app
+from onnxcost import zoo
+from onnxcost.analysis.walk import costs_at
+from onnxcost.cli.app import app
 from onnxcost.costs.attention import rotated_elements
 from onnxcost.errors import ShapeError, UsageError
-from onnxcost.formulas import Formula
 from onnxcost.prepare import prepare
+from onnxcost.symbolic import formulas
+from onnxcost.symbolic.formulas import Formula
 
 runner = CliRunner()
 

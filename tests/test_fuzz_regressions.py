@@ -23,10 +23,11 @@ from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost import graph, shapes
-from onnxcost.cli import app
+from onnxcost.analysis.records import NodeRecord
+from onnxcost.cli.app import app
 from onnxcost.errors import GraphError
-from onnxcost.records import NodeRecord
+from onnxcost.load import graph
+from onnxcost.shapes import infer as shapes
 
 INT64, FLOAT, BOOL = TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL
 

@@ -7,8 +7,8 @@ from onnx import helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
-from onnxcost import graph
 from onnxcost.errors import GraphError
+from onnxcost.load import graph
 
 
 def test_cycle_is_reported_with_its_nodes() -> None:
@@ -86,7 +86,7 @@ def test_nodes_out_of_order_are_sorted() -> None:
 
 
 def test_out_of_order_view_maps_tensors_to_their_writers_after_sorting() -> None:
-    from onnxcost.graph import build
+    from onnxcost.load.graph import build
 
     m = helper.make_graph(
         [
@@ -258,8 +258,8 @@ g (float[1,64] x) => (float[1,64] y) <float[64,64] w = {1.0}> {
 def test_networkx_view_edges_carry_tensors_and_bytes() -> None:
     # a = Relu(x) [1,1000] f32; y = Add(a, a): one edge Relu -> Add carrying 'a' once,
     # 1,000 x 4 B = 4,000 B. b = Neg(x) feeds Mul with a: edges Relu -> Mul and Neg -> Mul.
-    from onnxcost.graph import build
-    from onnxcost.shapes import infer
+    from onnxcost.load.graph import build
+    from onnxcost.shapes.infer import infer
 
     m = parse("""
 <ir_version: 8, opset_import: ["" : 17]>

@@ -24,7 +24,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.analysis.records import to_json
+from onnxcost.cli.app import app
 from onnxcost.compare import compare
 from onnxcost.report import safe_text
 from onnxcost.report.as_text import to_csv, to_markdown
@@ -167,9 +168,9 @@ def test_csv_cell(cell: object, written: object) -> None:
 
 def test_to_json_writes_bytes_as_text() -> None:
     data = {"name": b"\xffa\x1b", "opsets": {b"\xfe": 1}, "ok": ["x"]}
-    back = json.loads(safe_text.to_json(data))
+    back = json.loads(to_json(data))
     assert back == {"name": "\\xffa\x1b", "opsets": {"\\xfe": 1}, "ok": ["x"]}
-    assert "\x1b" not in safe_text.to_json(data)  # JSON writes it as \u001b
+    assert "\x1b" not in to_json(data)  # JSON writes it as \u001b
 
 
 # --- analysis renderers ---

@@ -13,13 +13,13 @@ from typing import ClassVar
 
 from onnxcost_testing import key_paths, parse
 
-from onnxcost.analyze import analyze
-from onnxcost.bench.llm_loop import LoopTiming
+from onnxcost.analysis.records import Const, Group, Layout, Merge, When, to_jsonable
+from onnxcost.api import analyze
 from onnxcost.bench.roofline import Ceilings
 from onnxcost.compare import BenchSummary, compare
 from onnxcost.compare.entry import compare_analysed
-from onnxcost.llm import llm_report
-from onnxcost.records import Const, Group, Layout, Merge, When, to_jsonable
+from onnxcost.llm.cost import llm_report
+from onnxcost.llm.loop import LoopTiming
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 

@@ -1,12 +1,14 @@
-"""Layering: data flows model -> graph -> shapes -> costs -> records -> renderers, one way.
+"""Layering: data flows load -> shapes -> costs -> analysis -> (symbolic, bench, compare, llm)
+-> report -> cli, one way.
 
-The library must analyse a model where onnxruntime cannot load and without the CLI, the
-renderers or the bench; graph and shapes must not reach up into the cost formulas.
+The layers are declared once, as import-linter contracts in pyproject.toml, and checked
+statically here (imports inside functions and under TYPE_CHECKING count). The library must
+also analyse a model where onnxruntime cannot load and without the CLI, the renderers or the
+bench.
 """
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 import textwrap
@@ -28,9 +30,9 @@ _BLOCKED_RUN = textwrap.dedent(
     from onnx import helper
 
     import onnxcost
-    import onnxcost.analyze, onnxcost.budget, onnxcost.compare, onnxcost.costs
-    import onnxcost.graph, onnxcost.model, onnxcost.opsinfo, onnxcost.records
-    import onnxcost.shapes, onnxcost.tensors, onnxcost.zoo
+    import onnxcost.analysis.walk, onnxcost.analysis.budget, onnxcost.compare, onnxcost.costs
+    import onnxcost.load.graph, onnxcost.load.model, onnxcost.costs.catalog, onnxcost.analysis.records
+    import onnxcost.shapes.infer, onnxcost.load.tensors, onnxcost.zoo
 
     model = onnx.parser.parse_model('''
     <ir_version: 8, opset_import: ["" : 17]>
@@ -56,24 +58,32 @@ def test_analysis_runs_with_cli_report_bench_and_onnxruntime_blocked() -> None:
     assert done.stdout.split() == ["24", "(24,", "24)"]
 
 
-def _imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
+def test_the_declared_layers_hold() -> None:
+    """import-linter's contracts (pyproject.toml): every layer imports only the layers below
+    it, and only bench/ and llm/ import onnxruntime."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PACKAGE.parent,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
 
 
-def test_graph_and_shapes_do_not_import_the_cost_formulas() -> None:
-    for module in ("graph.py", "shapes.py", "model.py", "tensors.py"):
-        imported = _imported_modules(PACKAGE / module)
-        upward = sorted(m for m in imported if m.startswith("onnxcost.costs"))
-        assert upward == [], f"{module} imports {upward}"
+def test_no_import_circle() -> None:
+    """No module reaches itself through imports, counting those inside functions."""
+    import grimp
+    import networkx as nx
 
-
-def test_tensors_module_imports_nothing_else_of_onnxcost() -> None:
-    imported = _imported_modules(PACKAGE / "tensors.py")
-    assert sorted(m for m in imported if m.startswith("onnxcost")) == []
+    graph = grimp.build_graph("onnxcost")
+    edges = nx.DiGraph(
+        (m, i) for m in graph.modules for i in graph.find_modules_directly_imported_by(m)
+    )
+    circles = [sorted(c) for c in nx.strongly_connected_components(edges) if len(c) > 1]
+    assert circles == []

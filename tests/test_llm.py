@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.cli import app
-from onnxcost.llm import DecoderError, detect, llm_report, present_for
+from onnxcost.cli.app import app
+from onnxcost.llm.cost import DecoderError, detect, llm_report, present_for
 
 runner = CliRunner()
 

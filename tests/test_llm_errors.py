@@ -9,8 +9,8 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
-from onnxcost.llm import position_limit
+from onnxcost.cli.app import app
+from onnxcost.llm.cost import position_limit
 from onnxcost.prepare import prepare
 
 runner = CliRunner()

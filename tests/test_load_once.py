@@ -11,10 +11,10 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-import onnxcost.model
+import onnxcost.load.model
 import onnxcost.prepare
 from onnxcost import zoo
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 
 runner = CliRunner()
 MLP = Path(__file__).parent.parent / "models" / "mlp_torch_dynamo.onnx"
@@ -25,7 +25,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts files and bytes parsed (``load_model``) and built-in models built: a
     ModelProto copied into ``prepare`` is no load and is not counted."""
     counts: Counter[str] = Counter()
-    real_load, real_build = onnxcost.model.load_model, onnxcost.model.build_builtin
+    real_load, real_build = onnxcost.load.model.load_model, onnxcost.prepare.build_builtin
 
     def load_model(source: Any, **kw: Any) -> Any:
         if not isinstance(source, onnx.ModelProto):
@@ -38,9 +38,8 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             counts["build"] += 1
         return built
 
-    for module in (onnxcost.model, onnxcost.prepare):
-        monkeypatch.setattr(module, "load_model", load_model)
-        monkeypatch.setattr(module, "build_builtin", build_builtin)
+    monkeypatch.setattr(onnxcost.prepare, "load_model", load_model)
+    monkeypatch.setattr(onnxcost.prepare, "build_builtin", build_builtin)
     return counts
 
 

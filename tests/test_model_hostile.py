@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import ModelLoadError
 
 DATA_BYTES = 64 * 64 * 4  # a 64x64 float tensor

@@ -1,5 +1,5 @@
 """Inline weights are never read (issue 16): a large model file is parsed without its large
-tensor payloads (onnxcost.wire), and every analysis is the same as with a full parse."""
+tensor payloads (onnxcost.load.wire), and every analysis is the same as with a full parse."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxcost
-from onnxcost import model, shapes, wire
 from onnxcost.errors import ModelLoadError
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, load_model
-from onnxcost.wire import _encode_varint as _varint
+from onnxcost.load import model, wire
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, load_model
+from onnxcost.load.wire import _encode_varint as _varint
+from onnxcost.shapes import infer as shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 INLINE = VIRTUAL_LOCATION_PREFIX + "inline"

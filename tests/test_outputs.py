@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from onnxcost import zoo
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import OutputError
-from onnxcost.outputs import check_output, looks_like_model, model_files, write_atomic
+from onnxcost.load.outputs import check_output, looks_like_model, model_files, write_atomic
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 runner = CliRunner()
@@ -160,7 +160,7 @@ def test_a_failed_write_leaves_the_old_file(
 
 
 def test_an_interrupted_render_leaves_no_file(tmp_path: Path) -> None:
-    from onnxcost.outputs import replacing
+    from onnxcost.load.outputs import replacing
 
     target = tmp_path / "new.txt"
 

@@ -12,8 +12,8 @@ import pytest
 from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
-from onnxcost.outputs import looks_like_model, model_files
+from onnxcost.cli.app import app
+from onnxcost.load.outputs import looks_like_model, model_files
 
 runner = CliRunner()
 
@@ -180,7 +180,7 @@ def test_the_guard_never_reads_inline_weights(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``-o`` must not page in a large model's weights (GPT-2: 683 MB resident with -o)."""
-    import onnxcost.outputs
+    import onnxcost.load.outputs
 
     payload = b"\xde\xad\xbe\xef" * 256 * 256  # W [256, 256] float32: 262,144 bytes
     model = onnx.load_model_from_string(_reordered(None))
@@ -197,7 +197,7 @@ def test_the_guard_never_reads_inline_weights(
         recorders.append(_Recorder(p.read_bytes()))
         return recorders[-1]
 
-    monkeypatch.setattr(onnxcost.outputs, "_mapped", mapped)
+    monkeypatch.setattr(onnxcost.load.outputs, "_mapped", mapped)
     assert model_files(path) == [path]
     assert looks_like_model(path)
     assert len(recorders) == 2

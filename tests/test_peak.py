@@ -14,7 +14,7 @@ from onnxcost_testing import parse
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.prepare import prepare
 
 # x [1,3,8,8] fp32 = 768 B; Conv (4 filters 3x3, pad 1) -> c [1,4,8,8] = 1,024 B; BatchNorm

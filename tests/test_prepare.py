@@ -11,7 +11,7 @@ import pytest
 from onnxcost_testing import parse
 
 from onnxcost import zoo
-from onnxcost.analyze import analyze
+from onnxcost.api import analyze
 from onnxcost.bench.session import prepare_model
 from onnxcost.compare import compare
 from onnxcost.costs import REGISTRY, Cost, OpContext

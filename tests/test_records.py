@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from onnxcost.analysis.records import NOT_IN_JSON, NodeRecord, json_key, to_jsonable
 from onnxcost.compare import BenchSummary
-from onnxcost.records import NOT_IN_JSON, NodeRecord, json_key, to_jsonable
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ from typing import ClassVar
 
 import pytest
 
-from onnxcost.bench.llm_loop import LoopTiming
+from onnxcost.analysis.records import NOT_IN_JSON, json_key, to_jsonable
 from onnxcost.bench.result import Phases
 from onnxcost.bench.roofline import Ceilings
 from onnxcost.bench.sweep import Probe
 from onnxcost.bench.timing import LatencyStats
-from onnxcost.llm import PhaseCost, Roofline
-from onnxcost.records import NOT_IN_JSON, json_key, to_jsonable
+from onnxcost.llm.cost import PhaseCost, Roofline
+from onnxcost.llm.loop import LoopTiming
 
 
 def test_json_properties_follow_the_fields_in_their_order() -> None:

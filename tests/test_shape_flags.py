@@ -12,10 +12,10 @@ from onnxcost_testing import parse
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import ShapeError
-from onnxcost.graph import build
-from onnxcost.shapes import infer
+from onnxcost.load.graph import build
+from onnxcost.shapes.infer import infer
 
 runner = CliRunner()
 MODELS = Path(__file__).parent.parent / "models"

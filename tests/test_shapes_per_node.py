@@ -17,8 +17,8 @@ import pytest
 from onnxcost_testing import parse
 
 from onnxcost import zoo
-from onnxcost.graph import build, name_nodes
-from onnxcost.shapes import infer
+from onnxcost.load.graph import build, name_nodes
+from onnxcost.shapes.infer import infer
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted([*ROOT.glob("models/*.onnx"), *ROOT.glob("tests/data/optimized/*.onnx")])

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 
 
 def _commands(command: Any, path: str = "onnxcost") -> list[tuple[str, Any]]:

@@ -27,18 +27,18 @@ def _heavy(modules: set[str]) -> list[str]:
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["analyze", "--help"]])
 def test_version_and_help_import_no_numerical_library(args: list[str]) -> None:
     code = (
-        "from onnxcost.cli import main\n"
+        "from onnxcost.cli.app import main\n"
         f"sys.argv = ['onnxcost', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
     )
     modules = _modules_after(code)
-    assert "onnxcost.cli" in modules
+    assert "onnxcost.cli.app" in modules
     assert _heavy(modules) == []
 
 
 def test_version_does_not_import_rich() -> None:
     code = (
-        "from onnxcost.cli import main\n"
+        "from onnxcost.cli.app import main\n"
         "sys.argv = ['onnxcost', '--version']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
     )
@@ -48,17 +48,17 @@ def test_version_does_not_import_rich() -> None:
 def test_import_onnxcost_is_light_and_analyze_loads_on_use() -> None:
     assert _heavy(_modules_after("import onnxcost")) == []
     modules = _modules_after("import onnxcost\nonnxcost.analyze")
-    assert "onnxcost.analyze" in modules
+    assert "onnxcost.analysis.walk" in modules
     assert "onnx" in modules
 
 
 def test_the_public_names_are_the_function_and_class() -> None:
     code = (
         "import onnxcost\n"
-        "import onnxcost.analyze\n"  # the submodule import must not shadow the function
+        "import onnxcost.api, onnxcost.analysis.walk\n"  # no submodule shadows the function
         "from onnxcost import Analysis, analyze\n"
         "assert callable(onnxcost.analyze) and onnxcost.analyze is analyze\n"
-        "assert analyze.__module__ == 'onnxcost.analyze'\n"
+        "assert analyze.__module__ == 'onnxcost.api'\n"
         "assert isinstance(Analysis, type)\n"
     )
     _modules_after(code)

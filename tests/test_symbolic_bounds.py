@@ -12,9 +12,9 @@ from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import ShapeError
-from onnxcost.llm import llm_report
+from onnxcost.llm.cost import llm_report
 
 runner = CliRunner()
 

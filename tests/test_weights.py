@@ -282,7 +282,7 @@ def test_resnet18_with_batchnorm_read_through_identity() -> None:
     # torch's training-mode export feeds every BatchNormalization's scale, bias, mean and var
     # through an Identity node. The built-in ResNet-18 rewritten that way keeps torchvision's
     # 11,689,512 params and 9,600 BN statistics (running mean + var of 4,800 channels).
-    from onnxcost.model import build_builtin
+    from onnxcost.prepare import build_builtin
 
     model = build_builtin("resnet18", weights=False)
     assert model is not None

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from onnxcost.bench.run import noisy_warning
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 
 MLP = Path(__file__).resolve().parent.parent / "models" / "mlp_keras.onnx"
 runner = CliRunner()

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from onnxcost.analysis.records import NOT_IN_JSON, NodeRecord, TensorRecord
 from onnxcost.errors import BenchError, UsageError
-from onnxcost.records import NOT_IN_JSON, NodeRecord, TensorRecord
-from onnxcost.report.units import shape as fmt_shape
+from onnxcost.units import shape_text as fmt_shape
 
 INT_LOW, INT_HIGH = 1, 5
 """Integers fed to nothing that bounds them are drawn from [1, 5)."""

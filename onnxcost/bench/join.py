@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Literal
 
 import onnx
 
+from onnxcost.analysis.records import Layout, NodeRecord
 from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
-from onnxcost.records import Layout, NodeRecord
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
 

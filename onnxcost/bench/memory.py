@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from onnxcost.records import Const, Layout, to_jsonable
+from onnxcost.analysis.records import Const, Layout, to_jsonable
 
 ARENA_NOTE = (
     "onnxruntime's Python API exposes no allocator statistics (the C API's AllocatorGetStats "

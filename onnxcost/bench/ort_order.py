@@ -8,7 +8,7 @@ the graph it writes at ORT_ENABLE_EXTENDED (the fusions every provider gets; the
 NCHWc layout of level "all" reorders tensors into blocks whose shapes the file does not
 give) is inferred with onnxcost's shape inference, its unknown tensors sized by name from
 the original model's (a fused node keeps the name of the output it replaces), and its
-liveness computed over that order (``onnxcost.liveness``). Tensors onnxruntime computes
+liveness computed over that order (``onnxcost.analysis.liveness``). Tensors onnxruntime computes
 from constants at load time are initializers there, so they are weights here too.
 
 Both steps are bounded, since that folding takes what the model asks for (a 148-byte
@@ -34,16 +34,16 @@ from pathlib import Path
 import onnx
 
 from onnxcost import errors
+from onnxcost.analysis.liveness import peak_activation
+from onnxcost.analysis.records import PeakActivation
 from onnxcost.bench.session import OptLevel, OrtModel, SessionConfig, open_session, prepare_model
 from onnxcost.errors import BenchError, OnnxcostError
-from onnxcost.graph import GraphView, build
-from onnxcost.liveness import peak_activation
-from onnxcost.model import ModelSource
+from onnxcost.load.graph import GraphView, build
+from onnxcost.load.model import ModelSource
+from onnxcost.load.tensors import TensorInfo
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import PeakActivation
-from onnxcost.report.units import nbytes
-from onnxcost.shapes import infer
-from onnxcost.tensors import TensorInfo
+from onnxcost.shapes.infer import infer
+from onnxcost.units import nbytes
 
 OPT_LEVEL: OptLevel = "extended"
 

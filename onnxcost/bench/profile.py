@@ -647,6 +647,6 @@ def write_chrome_trace(
     trace: Trace, path: str | os.PathLike[str], *, process_name: str = "onnxruntime"
 ) -> None:
     """Write ``clean_chrome_trace`` to ``path`` (OutputError when the path cannot be written)."""
-    from onnxcost.outputs import write_atomic
+    from onnxcost.load.outputs import write_atomic
 
     write_atomic(path, json.dumps(clean_chrome_trace(trace, process_name=process_name)))

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from onnxcost import _display
+from onnxcost.analysis.records import Const, Group, Layout, Merge, When, to_jsonable
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.join import NodeProfile, OpTypeProfile
 from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import BatchPoint, MaxBatch
 from onnxcost.bench.timing import NOISY_CV, THROUGHPUT_METHOD, LatencyStats, throughput_per_s
-from onnxcost.records import Const, Group, Layout, Merge, When, to_jsonable
 
 SCHEMA = "onnxcost.bench/1"
 
@@ -250,9 +251,7 @@ class BenchResult:
 
     def _repr_html_(self) -> str:
         """Jupyter: latency, throughput and time by op type (needs onnxcost[html])."""
-        from onnxcost.report.html import bench_snippet
-
-        return bench_snippet(self)
+        return _display.html(self)
 
     @property
     def throughput_per_s(self) -> float:

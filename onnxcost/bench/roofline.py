@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from onnx import TensorProto, helper
 
+from onnxcost.analysis.records import Layout, NodeRecord, to_jsonable
 from onnxcost.bench._ort import import_ort, ort_error_types, run_error
 from onnxcost.bench.join import NodeProfile
 from onnxcost.bench.progress import BenchProgress, ProgressFn
@@ -31,7 +32,6 @@ from onnxcost.bench.providers import CPU, CUDA_LIKE
 from onnxcost.bench.session import SessionConfig, session_options
 from onnxcost.bench.system import cpu_name, gpu_info
 from onnxcost.errors import BenchError, ProviderError
-from onnxcost.records import Layout, NodeRecord, to_jsonable
 
 Bound = Literal["compute", "memory"]
 

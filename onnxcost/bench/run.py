@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from onnxcost.analysis.records import NodeRecord, TensorRecord, Totals
 from onnxcost.bench._ort import import_ort, ort_error_types, run_error
 from onnxcost.bench.cupti import Activity, CuptiCollector, CuptiUnavailableError, merge_activity
 from onnxcost.bench.inputs import InputSpec, input_specs, load_inputs_file, make_inputs
@@ -85,9 +86,8 @@ from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_m
 from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
 from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S, QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
-from onnxcost.model import ModelSource
+from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
-from onnxcost.records import NodeRecord, TensorRecord, Totals
 
 PROFILE_WARMUP_MAX = 10
 """Profiled warm-up runs are capped: onnxruntime keeps at most about a million trace events."""
@@ -610,10 +610,10 @@ def run_bench(
     model = prepare_model(model_source)
     arrays = load_inputs_file(inputs_file, model.inputs) if inputs_file is not None else None
     if analysis is None:
-        from onnxcost.analyze import analyze
+        from onnxcost.analysis.walk import count
 
         assert model.prepared is not None  # prepare_model keeps it
-        analysis = analyze(
+        analysis = count(
             model.prepared,
             input_shapes=_merge_shapes(input_shapes, arrays),
             dims=dims,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import onnx
 
+from onnxcost.analysis.records import TensorRecord
 from onnxcost.bench._ort import capture_output, import_ort, load_error, ort_error_types
 from onnxcost.bench.providers import (
     CPU,
@@ -29,11 +30,10 @@ from onnxcost.bench.providers import (
     provider_dropped,
 )
 from onnxcost.errors import ModelLoadError, ProviderError, UsageError
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load.tensors import dtype_name
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import TensorRecord
-from onnxcost.shapes import shape_of
-from onnxcost.tensors import dtype_name
+from onnxcost.shapes.infer import shape_of
 
 OptLevel = Literal["disable", "basic", "extended", "all"]
 OPT_LEVELS: tuple[OptLevel, ...] = ("disable", "basic", "extended", "all")

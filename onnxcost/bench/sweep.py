@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from onnxcost.analysis.records import Layout, TensorRecord, to_jsonable
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, throughput_per_s
 from onnxcost.errors import UsageError
-from onnxcost.records import Layout, TensorRecord, to_jsonable
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from onnxcost.analysis.records import NOT_IN_JSON, json_key, to_jsonable
 from onnxcost.bench.progress import BenchProgress, ProgressFn
-from onnxcost.records import NOT_IN_JSON, json_key, to_jsonable
 
 NOISY_CV = 0.10
 """A coefficient of variation above this means the machine was busy while measuring."""

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from onnxcost.analysis.records import ShapeOut
 from onnxcost.compare.records import (
     AlignedPair,
     Alignment,
@@ -22,8 +23,7 @@ from onnxcost.compare.records import (
     ComparedModel,
     ComputeNode,
 )
-from onnxcost.records import ShapeOut
-from onnxcost.tensors import shape_text
+from onnxcost.units import shape_text
 
 _Array = npt.NDArray[Any]
 _MAX_MERGE = 4

@@ -9,7 +9,9 @@ from typing import Literal
 
 import onnx
 
-from onnxcost.analyze import Analysis, analyze
+from onnxcost.analysis.records import Convention
+from onnxcost.analysis.walk import Analysis
+from onnxcost.api import analyze
 from onnxcost.compare.alignment import align_models
 from onnxcost.compare.findings import findings, io_text, only_in
 from onnxcost.compare.layers import ModelGraph, compute_nodes, facts_of, graph_of
@@ -23,9 +25,8 @@ from onnxcost.compare.records import (
     TimeRow,
 )
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.model import ModelSource
+from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import Convention
 
 Compared = ModelSource | PreparedModel | Analysis
 """What ``compare`` takes for each model: a source or prepared model to analyse, or an analysis."""

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from onnxcost.analysis.records import ShapeOut
 from onnxcost.compare.alignment import fmt_value
 from onnxcost.compare.layers import FAMILY_OF
 from onnxcost.compare.records import (
@@ -18,8 +19,7 @@ from onnxcost.compare.records import (
     OnlyIn,
     percent_change,
 )
-from onnxcost.records import ShapeOut
-from onnxcost.tensors import shape_text
+from onnxcost.units import shape_text
 
 # Fused ops that another exporter may write as primitive ops: the primitives that must be
 # present for the finding (one of each group) and the primitive op types it may list.

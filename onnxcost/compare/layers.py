@@ -13,12 +13,12 @@ from typing import Literal
 
 import onnx
 
-from onnxcost.analyze import Analysis
+from onnxcost.analysis.records import NodeRecord, ShapeOut
+from onnxcost.analysis.walk import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
+from onnxcost.load.tensors import name_text
 from onnxcost.prepare import PreparedModel
-from onnxcost.records import NodeRecord, ShapeOut
-from onnxcost.shapes import dim_param
-from onnxcost.tensors import name_text
+from onnxcost.shapes.infer import dim_param
 
 # Op family of every compute op; nodes of other types with MACs > 0 form a family of their own.
 _FAMILIES: Mapping[str, tuple[str, ...]] = {

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from onnxcost.analyze import Analysis
-from onnxcost.records import (
+from onnxcost import _display
+from onnxcost.analysis.records import (
     NOT_IN_JSON,
     Const,
     Convention,
@@ -19,6 +19,7 @@ from onnxcost.records import (
     json_key,
     to_jsonable,
 )
+from onnxcost.analysis.walk import Analysis
 
 SCHEMA = "onnxcost.compare/1"
 
@@ -264,9 +265,7 @@ class Comparison:
 
     def _repr_html_(self) -> str:
         """Jupyter: totals side by side and MACs by op type (needs onnxcost[html])."""
-        from onnxcost.report.html import compare_snippet
-
-        return compare_snippet(self)
+        return _display.html(self)
 
     @property
     def labels(self) -> tuple[str, ...]:

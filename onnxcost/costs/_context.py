@@ -12,7 +12,7 @@ from onnx import helper
 
 # The tensor types live below the cost formulas (graph and shapes need them too); they are
 # re-exported here, where formulas and older callers import them from.
-from onnxcost.tensors import (
+from onnxcost.load.tensors import (
     Dim,
     Shape,
     TensorInfo,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from onnxcost.costs._context import OpContext
 from onnxcost.errors import RegistryError
-from onnxcost.tensors import normalize_domain as normalize_domain  # re-exported
+from onnxcost.load.tensors import normalize_domain as normalize_domain  # re-exported
 
 OPSET_MAX = 10_000
 

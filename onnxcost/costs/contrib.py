@@ -28,7 +28,7 @@ from onnxcost.costs.quantized import (
     softmax_flops,
     softmax_rows,
 )
-from onnxcost.shape_rules import broadcast_shape, matmul_shape
+from onnxcost.shapes.rules import broadcast_shape, matmul_shape
 
 MS = "com.microsoft"
 

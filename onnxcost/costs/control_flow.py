@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from onnxcost.costs._context import OpContext
 from onnxcost.costs._registry import Cost, register, register_zero
-from onnxcost.tensors import SUBGRAPH_OPS as SUBGRAPH_OPS  # re-exported
+from onnxcost.load.tensors import SUBGRAPH_OPS as SUBGRAPH_OPS  # re-exported
 
 
 def _walked_by_analyzer(ctx: OpContext) -> Cost:

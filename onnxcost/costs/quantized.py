@@ -33,7 +33,7 @@ from onnxcost.costs._context import OpContext, UnknownShapeError
 from onnxcost.costs._registry import Cost, register
 from onnxcost.costs.conv import check_group, conv_macs
 from onnxcost.costs.matmul import matmul_macs
-from onnxcost.shape_rules import broadcast_shape, matmul_shape, window_spatial
+from onnxcost.shapes.rules import broadcast_shape, matmul_shape, window_spatial
 
 MS = "com.microsoft"
 

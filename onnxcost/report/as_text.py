@@ -9,9 +9,9 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from onnxcost.analyze import Analysis
-from onnxcost.records import NodeRecord
-from onnxcost.report import units
+from onnxcost import units
+from onnxcost.analysis.records import NodeRecord
+from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
     NODE_COLUMNS,
     Column,

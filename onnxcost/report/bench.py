@@ -17,13 +17,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from onnxcost import units
 from onnxcost.bench.join import NodeProfile
 from onnxcost.bench.memory import MemoryUse
 from onnxcost.bench.result import BenchResult, ProfileResult
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import MaxBatch
 from onnxcost.bench.timing import THROUGHPUT_METHOD
-from onnxcost.report import units
 from onnxcost.report.fit import drop_order, fitted
 from onnxcost.report.safe_text import csv_writer, hanging, md, plain
 from onnxcost.report.safe_text import text as _text

@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from onnxcost.records import NodeRecord, OpTypeSummary, ScopeSummary
-from onnxcost.report import units
+from onnxcost import units
+from onnxcost.analysis.records import NodeRecord, OpTypeSummary, ScopeSummary
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
+from onnxcost import units
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
-from onnxcost.report import units
 from onnxcost.report.fit import drop_order, fitted, wrap_items
 from onnxcost.report.safe_text import hanging, md, plain, text
 

@@ -21,20 +21,19 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onnxcost import __version__
+from onnxcost import units
+from onnxcost._version import __version__
+from onnxcost.analysis.records import NodeRecord, jsonable
 from onnxcost.errors import OnnxcostError
-from onnxcost.records import NodeRecord
-from onnxcost.report import units
-from onnxcost.report.safe_text import jsonable
 from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
 
 if TYPE_CHECKING:
     import jinja2
 
-    from onnxcost.analyze import Analysis
+    from onnxcost.analysis.walk import Analysis
     from onnxcost.bench.result import BenchResult
     from onnxcost.compare import Comparison
-    from onnxcost.llm import LlmReport
+    from onnxcost.llm.cost import LlmReport
 
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 """Names the Vega-Lite version of each spec; vega-embed reads it and never fetches it."""
@@ -887,6 +886,21 @@ def compare_snippet(c: Comparison) -> str:
     return _snippet(heading, rows, _bars(bars, "MACs", "MACs by op type", color="model"))
 
 
+def snippet(result: object) -> str:
+    """The HTML a notebook shows for an ``Analysis``, a ``BenchResult`` or a ``Comparison``."""
+    from onnxcost.analysis.walk import Analysis
+    from onnxcost.bench.result import BenchResult
+    from onnxcost.compare import Comparison
+
+    if isinstance(result, Analysis):
+        return analysis_snippet(result)
+    if isinstance(result, BenchResult):
+        return bench_snippet(result)
+    if isinstance(result, Comparison):
+        return compare_snippet(result)
+    raise TypeError(f"no HTML view of {type(result).__name__}")
+
+
 __all__ = [
     "HtmlUnavailableError",
     "analysis_html",
@@ -898,5 +912,6 @@ __all__ = [
     "llm_html",
     "op_type_chart",
     "script_json",
+    "snippet",
     "vega_bundle",
 ]

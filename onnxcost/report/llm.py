@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onnxcost.llm import LlmReport, PhaseCost
-from onnxcost.report import units
+from onnxcost import units
+from onnxcost.llm.cost import LlmReport, PhaseCost
 from onnxcost.report.safe_text import hanging, md, text
 
 if TYPE_CHECKING:

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 
-from onnxcost.graph import iter_graphs
-from onnxcost.tensors import name_text
+from onnxcost.load.graph import iter_graphs
+from onnxcost.load.tensors import name_text
 
 if TYPE_CHECKING:
-    from onnxcost.analyze import Analysis
+    from onnxcost.analysis.walk import Analysis
     from onnxcost.bench.result import BenchResult
 
 SIGNATURE = "netron:attachment"

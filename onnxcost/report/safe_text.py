@@ -14,16 +14,14 @@ here turns such a value into text that shows what the model says and does nothin
   code span no backtick in the text can close.
 - ``csv_cell`` (and ``csv_writer``, which applies it to every cell): a text cell that begins with ``= + - @``, tab or CR prefixed with ``'``
   (OWASP's CSV-injection rule); numbers pass through as numbers.
-- ``to_json``: ``json.dumps`` that writes non-UTF-8 ``bytes`` as escaped text instead of failing.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -144,27 +142,4 @@ def _is_number(s: str) -> bool:
     return True
 
 
-def to_json(data: Any, indent: int | None = 2) -> str:
-    """``json.dumps(data)``; ``bytes`` (names that are not UTF-8) become text like ``\\xff``."""
-    try:
-        return json.dumps(data, indent=indent)
-    except TypeError:
-        return json.dumps(_decoded(data), indent=indent)
-
-
-def jsonable(data: Any) -> Any:
-    """``data`` with every ``bytes`` (a name that is not UTF-8) decoded to escaped text."""
-    return _decoded(data)
-
-
-def _decoded(data: Any) -> Any:
-    if isinstance(data, bytes | bytearray):
-        return bytes(data).decode("utf-8", "backslashreplace")
-    if isinstance(data, dict):
-        return {_decoded(k): _decoded(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_decoded(v) for v in data]
-    return data
-
-
-__all__ = ["csv_cell", "csv_writer", "md", "md_code", "plain", "text", "to_json"]
+__all__ = ["csv_cell", "csv_writer", "md", "md_code", "plain", "text"]

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.errors import UsageError
-from onnxcost.records import NodeRecord
 from onnxcost.report.safe_text import plain
 
 SortKey = Literal["order", "macs", "flops", "bytes", "params"]

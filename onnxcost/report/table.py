@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from onnxcost.analyze import Analysis
-from onnxcost.records import NodeRecord, PeakActivation
-from onnxcost.report import units
+from onnxcost import units
+from onnxcost.analysis.records import NodeRecord, PeakActivation
+from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
     NODE_COLUMNS,
     Column,

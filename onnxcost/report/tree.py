@@ -22,12 +22,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from onnxcost.records import NodeRecord
-from onnxcost.report import units
+from onnxcost import units
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.report.safe_text import plain
 
 if TYPE_CHECKING:
-    from onnxcost.analyze import Analysis
+    from onnxcost.analysis.walk import Analysis
 
 OTHER = "(other)"
 OWN = "(own nodes)"

@@ -284,9 +284,9 @@ def save(
     by truncation), so nothing is materialised in memory or on disk. With weights,
     models over 1.8 GB keep their weights in ``<stem>.weights``. An existing model or
     weights file is replaced only with ``force``; each file is written to a temporary
-    file and renamed into place when complete (``onnxcost.outputs``).
+    file and renamed into place when complete (``onnxcost.load.outputs``).
     """
-    from onnxcost.outputs import check_output, replacing
+    from onnxcost.load.outputs import check_output, replacing
 
     path = Path(path)
     if path.suffix == ".weights":

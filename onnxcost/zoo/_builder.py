@@ -423,7 +423,7 @@ class GraphBuilder:
 
     def finish(self, graph_name: str, doc: str) -> onnx.ModelProto:
         """The model: one graph, the default domain at ``opset``, the lowest IR version allowing it."""
-        from onnxcost import __version__
+        from onnxcost._version import __version__
 
         graph = helper.make_graph(
             self.nodes,

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from onnxcost.analysis.records import NodeRecord, TensorRecord
 from onnxcost.bench.inputs import (
     INT_HIGH,
     INT_LOW,
@@ -19,7 +20,6 @@ from onnxcost.bench.inputs import (
     random_array,
 )
 from onnxcost.errors import BenchError, UsageError
-from onnxcost.records import NodeRecord, TensorRecord
 
 
 def rec(

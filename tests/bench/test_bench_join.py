@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.bench.join import (
     GraphNode,
     by_op_type,
@@ -22,7 +23,6 @@ from onnxcost.bench.join import (
     untimed_sources,
 )
 from onnxcost.bench.profile import kernel_stats, parse_trace
-from onnxcost.records import NodeRecord
 
 Events = Callable[[str], list[dict[str, Any]]]
 Graph = Callable[[str], list[dict[str, Any]]]

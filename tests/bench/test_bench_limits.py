@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from onnxcost.bench.run import thread_limit
 from onnxcost.bench.watchdog import check_timeout
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import BenchError, UsageError
 
 pytestmark = pytest.mark.ort

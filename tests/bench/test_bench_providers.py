@@ -161,7 +161,7 @@ def test_bench_on_cuda_without_a_driver_says_so(tmp_path: Any) -> None:
     from typer.testing import CliRunner
 
     from onnxcost import zoo
-    from onnxcost.cli import app
+    from onnxcost.cli.app import app
 
     model = zoo.save("mlp", tmp_path / "m.onnx")
     r = CliRunner().invoke(
@@ -202,7 +202,7 @@ def test_the_cli_says_it_on_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     from typer.testing import CliRunner
 
     from onnxcost import zoo
-    from onnxcost.cli import app
+    from onnxcost.cli.app import app
 
     model = zoo.save("mlp", tmp_path / "m.onnx")
     dists = [_Dist("onnxruntime-gpu"), _Dist("onnxruntime")]

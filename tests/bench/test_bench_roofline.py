@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.bench.join import NodeProfile
 from onnxcost.bench.roofline import (
     Ceilings,
@@ -17,7 +18,6 @@ from onnxcost.bench.roofline import (
     with_roofline,
 )
 from onnxcost.bench.session import SessionConfig
-from onnxcost.records import NodeRecord
 
 CEIL = Ceilings(
     peak_flops_per_s=1e12,

@@ -216,7 +216,7 @@ def test_calibrate_reads_the_cache_and_recalibrate_measures(
 
 @pytest.mark.ort
 def test_compare_bench_throughput_moves_with_the_median(cbr_path: str) -> None:
-    from onnxcost.cli import app
+    from onnxcost.cli.app import app
 
     out = CliRunner().invoke(
         app,
@@ -242,9 +242,9 @@ def test_compare_bench_throughput_moves_with_the_median(cbr_path: str) -> None:
 
 
 def test_cli_defaults_match_the_library() -> None:
-    from onnxcost import cli
     from onnxcost.bench.run import PROFILE_RUNS
     from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S
+    from onnxcost.cli import app as cli
 
     assert cli.BENCH_PROFILE_RUNS == PROFILE_RUNS
     assert cli.BENCH_TIMEOUT_S == DEFAULT_TIMEOUT_S

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from onnxcost.analysis.records import TensorRecord
 from onnxcost.bench import run_bench
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
@@ -21,7 +22,6 @@ from onnxcost.bench.sweep import (
     with_batch,
 )
 from onnxcost.errors import UsageError
-from onnxcost.records import TensorRecord
 
 BERT = (
     TensorRecord("ids", "int64", ("batch", "seq")),

@@ -12,9 +12,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from typer.testing import CliRunner
 
-from onnxcost.bench.llm_loop import _next_tokens
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import BenchError
+from onnxcost.llm.loop import _next_tokens
 
 runner = CliRunner()
 

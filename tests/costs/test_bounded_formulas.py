@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs._closed_form import clamped_floor_sum, floor_sum
 from onnxcost.costs.normalization import lrn_window_adds
 from onnxcost.costs.pooling import _axis_taps
-from onnxcost.records import NodeRecord
 
 
 @contextmanager

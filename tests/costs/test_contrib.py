@@ -16,8 +16,8 @@ import pytest
 from onnxcost_testing import analyze_text, only_node
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs import REGISTRY
-from onnxcost.records import NodeRecord
 
 MS = '["" : 17, "com.microsoft" : 1]'
 OPTIMIZED = Path(__file__).resolve().parents[1] / "data" / "optimized"

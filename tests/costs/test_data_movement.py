@@ -9,8 +9,8 @@ import pytest
 from onnxcost_testing import formula_cost
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs import REGISTRY, Cost
-from onnxcost.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
 AnalysisOf = Callable[..., onnxcost.Analysis]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 import onnxcost
-from onnxcost.records import NodeRecord
+from onnxcost.analysis.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
 AnalysisOf = Callable[..., onnxcost.Analysis]

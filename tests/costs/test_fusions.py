@@ -21,7 +21,7 @@ import pytest
 
 import onnxcost
 from onnxcost.costs import REGISTRY
-from onnxcost.shape_rules import has_rule
+from onnxcost.shapes.rules import has_rule
 
 ROOT = Path(__file__).resolve().parents[2]
 FUSIONS = ROOT / "tests" / "data" / "fusions"
@@ -257,7 +257,7 @@ def test_shape_rule_matches_onnxruntime(case: str) -> None:
     a = onnxcost.analyze(model)
     ours = [(t.dtype, t.shape) for t in a.outputs]
     theirs = [
-        (onnxcost.tensors.dtype_name(onnx.helper.np_dtype_to_tensor_dtype(v.dtype)), v.shape)
+        (onnxcost.load.tensors.dtype_name(onnx.helper.np_dtype_to_tensor_dtype(v.dtype)), v.shape)
         for v in got
     ]
     assert ours == theirs
@@ -351,7 +351,7 @@ def test_layer_norm_before_opset_17_has_a_shape() -> None:
 
 
 def test_every_rule_has_a_formula() -> None:
-    from onnxcost.shape_rules import RULES
+    from onnxcost.shapes.rules import RULES
 
     missing = [key for key in RULES if REGISTRY.lookup(key[0], key[1], 1) is None]
     missing = [k for k in missing if k != ("", "Dropout")]

@@ -11,9 +11,9 @@ import pytest
 from onnx import helper
 
 import onnxcost
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs import REGISTRY, Cost, OpContext, TensorInfo
 from onnxcost.costs.normalization import lrn_window_adds
-from onnxcost.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
 AnalysisOf = Callable[..., onnxcost.Analysis]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs.pooling import separable_filter_flops
-from onnxcost.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
 

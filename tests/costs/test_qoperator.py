@@ -167,7 +167,7 @@ def test_shape_rule_matches_onnxruntime(case: str) -> None:
     a = onnxcost.analyze(model)
     ours = [(t.dtype, t.shape) for t in a.outputs]
     theirs = [
-        (onnxcost.tensors.dtype_name(onnx.helper.np_dtype_to_tensor_dtype(v.dtype)), v.shape)
+        (onnxcost.load.tensors.dtype_name(onnx.helper.np_dtype_to_tensor_dtype(v.dtype)), v.shape)
         for v in got
     ]
     assert ours == theirs

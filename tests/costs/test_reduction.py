@@ -8,9 +8,9 @@ import onnx
 import pytest
 from onnxcost_testing import formula_cost
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.costs import Cost
 from onnxcost.costs.reduction import fft_flops
-from onnxcost.records import NodeRecord
 
 NodeOf = Callable[..., NodeRecord]
 

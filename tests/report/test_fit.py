@@ -11,7 +11,7 @@ from console_text import table_rows
 from rich.console import Console
 from typer.testing import CliRunner
 
-from onnxcost.cli import app, main
+from onnxcost.cli.app import app, main
 from onnxcost.report.fit import distinct_trims, layout, middle_trim, table_width
 
 runner = CliRunner()

@@ -12,8 +12,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from onnxcost import zoo
-from onnxcost.cli import app
-from onnxcost.opsinfo import known_unsupported, supported
+from onnxcost.cli.app import app
+from onnxcost.costs.catalog import known_unsupported, supported
 from onnxcost.report.fit import ELLIPSIS, tail_trim, wrap_items
 
 runner = CliRunner()

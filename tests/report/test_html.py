@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.compare import compare
 from onnxcost.report.html import analysis_html, compare_html, script_json, vega_bundle
 
@@ -139,7 +139,7 @@ def test_bench_page_has_latency_time_cost_and_roofline() -> None:
 def test_a_page_is_never_written_onto_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from onnxcost.cli import emit_page
+    from onnxcost.cli.app import emit_page
     from onnxcost.errors import UsageError
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)

@@ -12,7 +12,7 @@ from hostile import CLOSE_SCRIPT, IMG, MARKUP, hostile_model
 
 import onnxcost
 from onnxcost.compare import compare
-from onnxcost.llm import llm_report
+from onnxcost.llm.cost import llm_report
 from onnxcost.report.html import analysis_html, compare_html, llm_html
 
 pytestmark = pytest.mark.browser

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.report import html
 
 

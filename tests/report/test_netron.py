@@ -11,8 +11,8 @@ from test_hostile_strings import chain
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
-from onnxcost.model import load_model
+from onnxcost.cli.app import app
+from onnxcost.prepare import prepare
 from onnxcost.report.netron import NODE_METRICS, attachment, check, node_names
 
 runner = CliRunner()
@@ -27,7 +27,7 @@ def _by_target(data: dict[str, object]) -> dict[tuple[str, str], dict[str, objec
 
 def test_resnet18_every_node_once_with_numbers() -> None:
     a = onnxcost.analyze("resnet18")
-    proto = load_model("resnet18").proto
+    proto = prepare("resnet18").proto
     names = node_names(proto)
     att = attachment(a, names, graph_name=proto.graph.name)
     assert check(att.data, names) == []
@@ -90,7 +90,7 @@ def test_bench_times_join_the_nodes() -> None:
 
     r = run_bench("mlp", runs=3, warmup=1, min_seconds=0.0, profile=True)
     assert r.profile is not None
-    proto = load_model("mlp").proto
+    proto = prepare("mlp").proto
     names = node_names(proto)
     att = attachment(onnxcost.analyze("mlp"), names, graph_name=proto.graph.name, bench=r)
     assert check(att.data, names) == []
@@ -121,7 +121,7 @@ def test_cli_bench_netron_has_costs_and_times(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "-q", "-f", "netron", "-o", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert check(data, node_names(load_model("mlp").proto)) == []
+    assert check(data, node_names(prepare("mlp").proto)) == []
     fc1 = _by_target(data)[("node", "/fc1/Gemm")]
     # fc1: 784 -> 128, MACs 784 * 128 = 100,352; params 100,352 weights + 128 biases = 100,480.
     assert fc1["macs"] == 100_352

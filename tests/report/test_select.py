@@ -15,8 +15,8 @@ import pytest
 from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
-from onnxcost.cli import app
-from onnxcost.records import NodeRecord
+from onnxcost.analysis.records import NodeRecord
+from onnxcost.cli.app import app
 from onnxcost.report import select as selection
 from onnxcost.report.select import DEFAULT_CUT, select
 

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.report.html import analysis_html
 from onnxcost.report.tree import (
     MAX_DEPTH,

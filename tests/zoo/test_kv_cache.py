@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost import zoo
-from onnxcost.cli import app
+from onnxcost.cli.app import app
 from onnxcost.errors import UsageError
 
 LLAMA3_8B = {
@@ -85,7 +85,7 @@ def test_llama3_8b_cache_is_131072_bytes_per_token() -> None:
 
 def _virtual(model: onnx.ModelProto) -> onnx.ModelProto:
     """A zoo model built without weights, its external data marked as nowhere (never read)."""
-    from onnxcost.model import VIRTUAL_LOCATION_PREFIX
+    from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
 
     for t in model.graph.initializer:
         for e in t.external_data:

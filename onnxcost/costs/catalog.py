@@ -8,7 +8,7 @@ import onnx.defs
 
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._registry import OPSET_MAX
-from onnxcost.tensors import normalize_domain
+from onnxcost.load.tensors import normalize_domain
 
 
 class OpRow(NamedTuple):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Literal
 
+from onnxcost.analysis.records import Totals
 from onnxcost.errors import UsageError
-from onnxcost.records import Totals
 
 Kind = Literal["count", "bytes", "ms"]
 

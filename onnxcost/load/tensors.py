@@ -8,7 +8,7 @@ and this module imports nothing else of onnxcost, so arrows run one way
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 
 import onnx
@@ -183,15 +183,6 @@ def known_bytes(tensors: Iterable[TensorInfo | None]) -> tuple[int, bool]:
             else:
                 total += t.known_nbytes
     return total, complete
-
-
-def shape_text(s: Sequence[int | str | None] | None) -> str:
-    """(1, 3, 224, 224) -> '1x3x224x224'; unknown rank -> '?'; scalar -> 'scalar'."""
-    if s is None:
-        return "?"
-    if len(s) == 0:
-        return "scalar"
-    return "x".join("?" if d is None else str(d) for d in s)
 
 
 def name_text(value: str | bytes) -> str:

@@ -44,7 +44,7 @@ import onnx
 
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
-from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, UnknownShapeError, dtype_name
+from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, UnknownShapeError, dtype_name
 
 Role = Literal["param", "stat", "quant"]
 

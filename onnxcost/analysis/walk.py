@@ -10,21 +10,15 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 import onnx
 
-from onnxcost.arithmetic import DEQUANTIZE, by_dtype, label
-from onnxcost.costs import REGISTRY
-from onnxcost.costs._context import InvalidAttributeError, OpContext
-from onnxcost.costs._registry import Cost, OpSpec, Registry
-from onnxcost.errors import GraphError, UsageError
-from onnxcost.graph import DEFAULT_DOMAINS, GraphView, as_text, check_nesting
-from onnxcost.liveness import peak_activation
-from onnxcost.model import ModelSource
-from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import (
+from onnxcost import _display
+from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
+from onnxcost.analysis.liveness import peak_activation
+from onnxcost.analysis.records import (
     Const,
     Convention,
     DtypeSummary,
@@ -40,11 +34,17 @@ from onnxcost.records import (
     TensorRecord,
     Totals,
     summed,
+    to_json,
     to_jsonable,
 )
-from onnxcost.shape_rules import has_rule
-from onnxcost.shapes import ShapeResult, infer
-from onnxcost.tensors import (
+from onnxcost.analysis.weights import Weights, dequantising_scales
+from onnxcost.costs import REGISTRY
+from onnxcost.costs._context import InvalidAttributeError, OpContext
+from onnxcost.costs._registry import Cost, OpSpec, Registry
+from onnxcost.errors import GraphError, UsageError
+from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, as_text, check_nesting
+from onnxcost.load.model import ModelSource
+from onnxcost.load.tensors import (
     SUBGRAPH_OPS,
     TensorInfo,
     UnknownShapeError,
@@ -53,10 +53,27 @@ from onnxcost.tensors import (
     name_text,
     normalize_domain,
 )
-from onnxcost.weights import Weights, dequantising_scales
+from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.shapes.infer import ShapeResult, infer
+from onnxcost.shapes.rules import has_rule
 
-if TYPE_CHECKING:
-    from onnxcost.formulas import Formula, FormulaTotals, SymbolicCosts
+
+class Formulas(Protocol):
+    """What an analysis holds of its formulas; ``onnxcost.symbolic`` builds them
+    (``SymbolicCosts``), so this layer names only what it reads."""
+
+    @property
+    def symbols(self) -> tuple[str, ...]: ...
+
+    @property
+    def totals(self) -> Mapping[str, Any]: ...
+
+    def at(self, **values: int) -> Any: ...
+
+    def node_formulas(self, index: int) -> dict[str, str | None]: ...
+
+    def describe(self) -> list[str]: ...
+
 
 SCHEMA = "onnxcost.analysis/1"
 _NO_COST = Cost()
@@ -97,7 +114,7 @@ class Analysis:
     """The prepared model analysed, when ``analyze`` was given one (``compare`` reads its
     graph); None when it was given a path, bytes or a ModelProto, whose preparation the
     analysis consumed."""
-    symbolic: SymbolicCosts | None = None
+    symbolic: Formulas | None = None
     """With ``analyze(..., symbolic=True)``: formulas in the free symbolic dims (formulas.py)."""
     by_dtype: tuple[DtypeSummary, ...] = ()
     """Costs by the element types the arithmetic runs in (``arithmetic``), most MACs first."""
@@ -112,11 +129,11 @@ class Analysis:
         return () if self.symbolic is None else self.symbolic.symbols
 
     @property
-    def formulas(self) -> dict[str, Formula | None]:
+    def formulas(self) -> dict[str, Any]:
         """Formulas of the totals: macs, flops, bytes_read, bytes_written, params, param_bytes."""
         return {} if self.symbolic is None else dict(self.symbolic.totals)
 
-    def at(self, **values: int) -> FormulaTotals:
+    def at(self, **values: int) -> Any:
         """The totals at a point, from the formulas: ``a.at(batch=8, seq=1024)``."""
         if self.symbolic is None:
             raise UsageError("at() needs the formulas: analyze(..., symbolic=True)")
@@ -133,9 +150,7 @@ class Analysis:
 
     def _repr_html_(self) -> str:
         """Jupyter: the totals and a chart of FLOPs by op type (needs onnxcost[html])."""
-        from onnxcost.report.html import analysis_snippet
-
-        return analysis_snippet(self)
+        return _display.html(self)
 
     @property
     def counted_nodes(self) -> tuple[NodeRecord, ...]:
@@ -162,11 +177,8 @@ class Analysis:
         """The ``nodes`` of the JSON: the records, each with its formulas when symbolic."""
         if self.symbolic is None:
             return self.nodes
-        from onnxcost.formulas import node_formulas_dict
-
         return tuple(
-            NodeWithFormulas(n, node_formulas_dict(self.symbolic, k))
-            for k, n in enumerate(self.nodes)
+            NodeWithFormulas(n, self.symbolic.node_formulas(k)) for k, n in enumerate(self.nodes)
         )
 
     JSON_LAYOUT: ClassVar[Layout] = (
@@ -193,8 +205,6 @@ class Analysis:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The JSON text of ``to_dict``; a name that is not UTF-8 is written escaped (``\\xff``)."""
-        from onnxcost.report.safe_text import to_json
-
         return to_json(self.to_dict(), indent=indent)
 
     def to_dataframe(self) -> Any:
@@ -685,58 +695,26 @@ def _check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
         )
 
 
-def analyze(
+def count(
     model: ModelSource | PreparedModel,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
-    symbolic: bool = False,
     registry: Registry = REGISTRY,
-    ort_peak: bool = False,
     allow_reshape: bool = False,
 ) -> Analysis:
-    """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
+    """The analysis of ``model`` at one point: what ``onnxcost.analyze`` gives without its
+    formulas (``symbolic``) and without onnxruntime's order (``ort_peak``), which the layers
+    above this one add (``onnxcost.api``). The arguments are ``analyze``'s."""
+    check_convention(convention)
+    return _analyze(model, input_shapes, dims, convention, registry, allow_reshape)
 
-    ``model``: a path, the bytes of a model, an ``onnx.ModelProto`` (never modified), the
-    name of a built-in model (``onnxcost zoo list``), or a ``PreparedModel``
-    (``onnxcost.prepare``: prepare once, analyse as often as needed; it is not modified).
-    ``input_shapes`` fixes input shapes, ``dims`` sets symbolic dims by name; unset symbolic
-    dims become 1 with a warning. ``symbolic``: also give every cost as an exact formula in the
-    unset symbolic dims (``Analysis.formulas``, ``Analysis.at``; see onnxcost/formulas.py),
-    the counts at 1. ``registry``: the cost formulas, by default the built-in ones; for one
-    run with one op's formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
-    ``ort_peak``: also the peak activation memory under onnxruntime's own execution order
-    (``totals.peak_activation_bytes_ort``, ``peak_activation_ort``; needs onnxruntime).
-    An ``input_shapes`` entry that changes a dim the model fixes raises ShapeError unless
-    ``allow_reshape``; shapes that make a node's input shapes disagree raise ShapeError.
-    """
+
+def check_convention(convention: str) -> None:
+    """Raise UsageError unless ``convention`` is one of ``CONVENTIONS``."""
     if convention not in CONVENTIONS:
         raise UsageError(f"convention must be one of {', '.join(CONVENTIONS)}, not {convention!r}")
-    if symbolic:
-        if registry is not REGISTRY:
-            raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
-        from onnxcost.formulas import symbolic_analysis
-
-        result = symbolic_analysis(
-            model,
-            input_shapes=input_shapes,
-            dims=dims,
-            convention=convention,
-            allow_reshape=allow_reshape,
-        )
-    else:
-        result = _analyze(model, input_shapes, dims, convention, registry, allow_reshape)
-    if not ort_peak:
-        return result
-    from onnxcost.bench.ort_order import OrtPeakLimitError, ort_peak_activation  # needs onnxruntime
-
-    try:
-        peak = ort_peak_activation(model, input_shapes, dims)
-    except OrtPeakLimitError as e:  # bounded: the analysis carries on without it
-        return replace(result, warnings=(*result.warnings, str(e)))
-    totals = replace(result.totals, peak_activation_bytes_ort=peak.bytes)
-    return replace(result, totals=totals, peak_activation_ort=peak)
 
 
 def _analyze(
@@ -964,4 +942,4 @@ def _by_op_type(
     return tuple(rows)
 
 
-__all__ = ["CONVENTIONS", "SCHEMA", "Analysis", "analyze"]
+__all__ = ["CONVENTIONS", "SCHEMA", "Analysis", "count"]

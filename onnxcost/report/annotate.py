@@ -19,14 +19,15 @@ from typing import Any, BinaryIO
 import onnx
 from onnx import helper
 
-from onnxcost import wire
-from onnxcost.analyze import Analysis, analyze
+from onnxcost.analysis.records import Convention
+from onnxcost.analysis.walk import Analysis
+from onnxcost.api import analyze
 from onnxcost.errors import OutputError
-from onnxcost.graph import build
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load import wire
+from onnxcost.load.graph import build
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.prepare import prepare
-from onnxcost.records import Convention
-from onnxcost.shapes import infer
+from onnxcost.shapes.infer import infer
 
 PREFIX = "onnxcost."
 
@@ -111,7 +112,7 @@ def write(model: onnx.ModelProto, source: ModelSource, out: Path) -> None:
     """Save ``model`` to ``out`` (already checked with ``outputs.check_output``) through a
     temporary file renamed into place. External data stays where it is, named relative to the
     model's folder: ``out`` must then be in the folder of ``source``."""
-    from onnxcost.outputs import replacing
+    from onnxcost.load.outputs import replacing
 
     external = any(
         e.key == "location" and not e.value.startswith(VIRTUAL_LOCATION_PREFIX)

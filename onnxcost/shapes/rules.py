@@ -2,7 +2,7 @@
 
 ONNX has no schema for onnxruntime's com.microsoft ops (the quantizer's QLinearAdd, QGemm,
 QAttention, ...), and some schemas type only part of the outputs (Dropout's mask before
-opset 10). Shape inference (``onnxcost.shapes``, which may not import the cost formulas) asks a rule here only for what ONNX's own
+opset 10). Shape inference (``onnxcost.shapes.infer``, which may not import the cost formulas) asks a rule here only for what ONNX's own
 inference left out; every rule is tested against the shapes onnxruntime outputs.
 
 A rule takes the node, its opset and the types of its inputs (None where omitted or
@@ -18,7 +18,7 @@ from typing import Any
 import onnx
 from onnx import TensorProto, helper
 
-from onnxcost.tensors import Shape, TensorInfo, UnknownShapeError
+from onnxcost.load.tensors import Shape, TensorInfo, UnknownShapeError
 
 MS = "com.microsoft"
 

@@ -1,10 +1,19 @@
-"""Human units for tables: counts in K/M/G/T (powers of 1000), bytes in KiB/MiB/GiB (powers of 1024)."""
+"""Human units for tables and messages: counts in K/M/G/T (powers of 1000), bytes in
+KiB/MiB/GiB (powers of 1024), shapes as 1x3x224x224. Imports nothing of onnxcost: every layer
+may say a size."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from onnxcost.tensors import shape_text
+
+def shape_text(s: Sequence[int | str | None] | None) -> str:
+    """(1, 3, 224, 224) -> '1x3x224x224'; unknown rank -> '?'; scalar -> 'scalar'."""
+    if s is None:
+        return "?"
+    if len(s) == 0:
+        return "scalar"
+    return "x".join("?" if d is None else str(d) for d in s)
 
 
 def count(n: int | float) -> str:
@@ -37,7 +46,7 @@ def percent(part: int | float, whole: int | float) -> str:
     return f"{100.0 * part / whole:.2f}%" if whole else "-"
 
 
-shape = shape_text  # '1x3x224x224': defined beside TensorInfo, where compare's findings reach it
+shape = shape_text
 
 
 def shapes(ss: Sequence[Sequence[int | str | None] | None]) -> str:

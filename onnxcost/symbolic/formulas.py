@@ -57,17 +57,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import onnx
 
+from onnxcost.analysis.records import Layout, to_jsonable
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.graph import build
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load.graph import build
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load.tensors import name_text
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import Layout, to_jsonable
-from onnxcost.shapes import dim_param
-from onnxcost.tensors import name_text
+from onnxcost.shapes.infer import dim_param
 
 if TYPE_CHECKING:
-    from onnxcost.analyze import Analysis
-    from onnxcost.records import Convention
+    from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.walk import Analysis
 
 TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
 """The totals that get formulas."""
@@ -288,6 +288,10 @@ class SymbolicCosts:
         found = {k: (None if f is None else f.evaluate(values)) for k, f in self.totals.items()}
         return FormulaTotals(**found)
 
+    def node_formulas(self, index: int) -> dict[str, str | None]:
+        """The JSON ``formulas`` of node ``index``."""
+        return _strings(self.nodes[index])
+
     def describe(self) -> list[str]:
         """A heading, then ``MACs = 52,753,152·batch·seq + 3,072·batch·seq²`` per total."""
         syms = self.symbols
@@ -328,11 +332,6 @@ class FormulaTotals:
 
 def _strings(formulas: Mapping[str, Formula | None]) -> dict[str, str | None]:
     return {k: (None if f is None else f.python()) for k, f in formulas.items()}
-
-
-def node_formulas_dict(costs: SymbolicCosts, index: int) -> dict[str, str | None]:
-    """The JSON ``formulas`` of node ``index``."""
-    return _strings(costs.nodes[index])
 
 
 # --- the model's symbols ----------------------------------------------------------------------
@@ -917,13 +916,13 @@ def symbolic_analysis(
 ) -> Analysis:
     """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
     formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
-    from onnxcost.analyze import analyze
+    from onnxcost.analysis.walk import count
 
     dims = dict(dims or {})
     source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
     symbols = model_symbols(source.proto, input_shapes or {}, dims)
     at_one = with_derived(source.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
-    base = analyze(
+    base = count(
         source,
         input_shapes=input_shapes,
         dims=at_one,
@@ -990,7 +989,7 @@ def _search(
     reduce: bool,
 ) -> SymbolicCosts:
     """``symbolic_costs``, one try."""
-    from onnxcost.analyze import costs_at
+    from onnxcost.analysis.walk import costs_at
 
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import onnx
 
 from onnxcost.errors import GraphError
-from onnxcost.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes, name_text
+from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes, name_text
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -4,7 +4,7 @@ For a prompt of N tokens, M generated tokens and batch B:
 
 - prefill: the analysis at past = 0, seq = N (it yields the first new token);
 - one decode step: seq = 1 at past = P, as an exact formula in batch and the past length
-  (``onnxcost.formulas``); the first step is at P = N, the last at P = N + M - 2;
+  (``onnxcost.symbolic.formulas``); the first step is at P = N, the last at P = N + M - 2;
 - generation = prefill(N) + the M - 1 decode steps at P = N, N + 1, ..., N + M - 2;
 - KV cache per token = the bytes of every past input for one position of one sequence
   (layers x 2 x kv_heads x head_dim x bytes per element), and at N + M tokens that times
@@ -29,19 +29,25 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import onnx
 
+from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.formulas import Formula, model_symbols, sum_over, symbolic_costs, with_derived
-from onnxcost.graph import as_text
-from onnxcost.model import ModelSource
+from onnxcost.load.graph import as_text
+from onnxcost.load.model import ModelSource
+from onnxcost.load.tensors import name_text, tensor_bytes
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.records import Const, Group, Layout, When, to_jsonable
-from onnxcost.shapes import dim_param
-from onnxcost.tensors import name_text, tensor_bytes
+from onnxcost.shapes.infer import dim_param
+from onnxcost.symbolic.formulas import (
+    Formula,
+    model_symbols,
+    sum_over,
+    symbolic_costs,
+    with_derived,
+)
 
 if TYPE_CHECKING:
-    from onnxcost.analyze import Analysis
+    from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.walk import Analysis
     from onnxcost.bench.roofline import Ceilings
-    from onnxcost.records import Convention
 
 SCHEMA = "onnxcost.llm/1"
 _FLAGS = "--batch-dim, --seq-dim and --past-dim"
@@ -318,7 +324,7 @@ class LlmReport:
     roofline: Roofline | None
     warnings: tuple[str, ...] = ()
     bench: Any = None
-    """``onnxcost.bench.llm_loop.LoopTiming`` with --bench."""
+    """``onnxcost.llm.loop.LoopTiming`` with --bench."""
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -433,9 +439,9 @@ def llm_report(
 
     ``model``: a path, bytes, a ModelProto, a built-in model's name (built with ``params``),
     or a model already prepared (``prepare(name, weights=True, params=...)`` to run the same
-    model in ``onnxcost.bench.llm_loop.run_llm_loop`` afterwards). ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
+    model in ``onnxcost.llm.loop.run_llm_loop`` afterwards). ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
     cached calibration for the weights' dtype, 'float32' or 'float16') and its source."""
-    from onnxcost.analyze import analyze
+    from onnxcost.api import analyze
 
     for flag, value in (("--prompt", prompt), ("--generate", generate), ("--batch", batch)):
         if not 1 <= value <= MAX_TOKENS:

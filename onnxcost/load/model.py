@@ -3,7 +3,7 @@
 External data is checked (exists, large enough, inside the model's folder) but not read:
 sizes come from each initializer's ``dims``, so a model with many GB of weights
 loads as fast as its graph. Weights stored inline in a large model file are not read either:
-the file is memory-mapped and parsed without them (``onnxcost.wire``).
+the file is memory-mapped and parsed without them (``onnxcost.load.wire``).
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ import mmap
 import os
 import re
 import stat
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 from google.protobuf.message import DecodeError
 
-from onnxcost import wire
 from onnxcost.errors import ModelLoadError
+from onnxcost.load import wire
 
 ModelSource = str | os.PathLike[str] | bytes | onnx.ModelProto
 
@@ -77,7 +76,7 @@ graph's external initializers has no other external tensors to look for."""
 _DECIMAL = re.compile(r"[0-9]+")
 
 
-def _external_tensors(model: onnx.ModelProto, data: bytes | None = None) -> list[onnx.TensorProto]:
+def external_tensors(model: onnx.ModelProto, data: bytes | None = None) -> list[onnx.TensorProto]:
     """Initializers and Constant-node tensors, of the main graph and of every subgraph
     (If/Loop/Scan bodies), that keep their data in external files.
 
@@ -88,7 +87,7 @@ def _external_tensors(model: onnx.ModelProto, data: bytes | None = None) -> list
     tensors = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
     if data is not None and data.count(_LOCATION_KEY) <= len(tensors):
         return tensors
-    from onnxcost.graph import iter_graphs
+    from onnxcost.load.graph import iter_graphs
 
     tensors = []
     for _scope, graph in iter_graphs(model.graph):
@@ -169,7 +168,7 @@ def _check_external(
     sizes: dict[Path, int] = {}
     targets: dict[str, Path] = {}  # location -> its checked file: most tensors share one
     root = base.resolve() if base is not None else None
-    for tensor in _external_tensors(model, data):
+    for tensor in external_tensors(model, data):
         info = _external_info(tensor, what)
         location = info.get("location", "")
         if location.startswith(VIRTUAL_LOCATION_PREFIX):
@@ -250,29 +249,6 @@ def _strip(data: wire.Buffer) -> bytes | None:
         return None
 
 
-def build_builtin(
-    name: str, *, weights: bool, params: Mapping[str, str | int] | None = None
-) -> onnx.ModelProto | None:
-    """The built-in model ``name`` (a path that exists always wins), or None if there is none.
-
-    Built without weights, its external-data locations are marked virtual: nothing to check.
-    ``params``: builder parameters (``zoo.build``'s), e.g. ``{"kv_cache": "true"}``.
-    """
-    if os.sep in name or name.endswith(".onnx"):
-        return None
-    from onnxcost import zoo
-
-    if name not in zoo.MODELS:
-        return None
-    proto = zoo.build(name, weights=weights, params=params)
-    if not weights:
-        for tensor in _external_tensors(proto):
-            for entry in tensor.external_data:
-                if entry.key == "location" and not entry.value.startswith(VIRTUAL_LOCATION_PREFIX):
-                    entry.value = VIRTUAL_LOCATION_PREFIX + entry.value
-    return proto
-
-
 def _exists(path: Path) -> bool:
     """Whether ``path`` exists; ModelLoadError where the system cannot even look it up (a
     name or path longer than it allows, a loop of symbolic links)."""
@@ -297,7 +273,7 @@ def load_model(source: ModelSource, *, weights: bool = False) -> LoadedModel:
     Unless ``weights`` (needed only to run the model), a file or bytes of at least
     ``LAZY_MIN_BYTES`` is parsed without its large inline weights: each becomes an external
     reference to the virtual location ``onnxcost-virtual:inline`` (dims, type and name
-    kept; ``onnxcost.wire``), and a file is read through a memory map, so their bytes are
+    kept; ``onnxcost.load.wire``), and a file is read through a memory map, so their bytes are
     never read. Raises ModelLoadError with a one-line message that says what to do.
     """
     if isinstance(source, onnx.ModelProto):
@@ -317,9 +293,6 @@ def load_model(source: ModelSource, *, weights: bool = False) -> LoadedModel:
     path = Path(os.fspath(source))
     what = str(path)
     if not _exists(path):
-        builtin = build_builtin(str(source), weights=False)
-        if builtin is not None:
-            return LoadedModel(builtin, None, 0)
         raise ModelLoadError(
             f"{what}: no such file; check the path (or name a built-in model: onnxcost zoo list)"
         )

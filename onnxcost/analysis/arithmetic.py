@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 import onnx
 from onnx import TensorProto
 
+from onnxcost.analysis.records import DtypeSummary, NodeRecord, summed
 from onnxcost.costs._registry import OpSpec
-from onnxcost.records import DtypeSummary, NodeRecord, summed
-from onnxcost.tensors import TensorInfo, dtype_name
+from onnxcost.load.tensors import TensorInfo, dtype_name
 
 DEQUANTIZE = frozenset({"DequantizeLinear"})
 _PACKED_WEIGHT = {"MatMulNBits": 1, "MatMulBnb4": 1, "GatherBlockQuantized": 0}

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from onnxcost import __version__
+from onnxcost._version import __version__
 from onnxcost.errors import OnnxcostError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from onnxcost.analyze import Analysis
+    from onnxcost.analysis.walk import Analysis
     from onnxcost.bench.result import BenchResult
     from onnxcost.bench.roofline import Ceilings
     from onnxcost.compare import BenchSettings
@@ -276,7 +276,7 @@ def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
 def parse_shape_flags(
     input_shape: Sequence[str] | None, dim: Sequence[str] | None
 ) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-    from onnxcost.shapes import parse_dim, parse_input_shape
+    from onnxcost.shapes.infer import parse_dim, parse_input_shape
 
     shapes = dict(parse_input_shape(s) for s in input_shape or ())
     dims = dict(parse_dim(d) for d in dim or ())
@@ -291,7 +291,7 @@ def checked_output(
     Called before any work, so that a refused path costs nothing."""
     if output is None:
         return None
-    from onnxcost.outputs import check_output
+    from onnxcost.load.outputs import check_output
 
     return check_output(output, inputs=inputs, force=force, flag=flag)
 
@@ -314,7 +314,7 @@ def emit(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()  # a closed pipe fails here, inside run_guarded, not at exit
         return
-    from onnxcost.outputs import write_atomic
+    from onnxcost.load.outputs import write_atomic
 
     write_atomic(output, text)
     typer.echo(f"wrote {output}", err=True)
@@ -457,7 +457,7 @@ def analyze(
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
 
     def go() -> None:
-        from onnxcost.analyze import analyze as run
+        from onnxcost.api import analyze as run
         from onnxcost.report.select import op_type_miss, select
 
         out = checked_output(output, [model], force)
@@ -496,7 +496,7 @@ def analyze(
 
             emit_page(lambda: analysis_html(result, cut), out)
         elif format is ReportFormat.json:
-            from onnxcost.report.safe_text import to_json
+            from onnxcost.analysis.records import to_json
 
             data = result.to_dict()
             if cut != result.nodes:
@@ -551,8 +551,8 @@ def annotate(
     """Write a copy of MODEL with inferred shapes in value_info and costs in metadata_props."""
 
     def go() -> None:
-        from onnxcost.annotate import annotated, write
-        from onnxcost.outputs import check_output
+        from onnxcost.load.outputs import check_output
+        from onnxcost.report.annotate import annotated, write
 
         target = check_output(out, inputs=[model], force=force, writes_model=True, flag="OUT")
         shapes, dims = parse_shape_flags(input_shape, dim)
@@ -575,7 +575,7 @@ def ops(
     wide: WideOpt = False,
 ) -> None:
     """List every operator with a cost formula, and those known to have none."""
-    from onnxcost.opsinfo import known_unsupported, supported
+    from onnxcost.costs.catalog import known_unsupported, supported
 
     rows = supported(domain)
     missing = known_unsupported(domain)
@@ -810,7 +810,7 @@ def llm_cmd(
     """A decoder with a KV cache: weights, cache, prefill, decode steps, generation, roofline."""
 
     def go() -> None:
-        from onnxcost.llm import llm_report
+        from onnxcost.llm.cost import llm_report
         from onnxcost.prepare import prepare
 
         out = checked_output(output, [model], force)
@@ -835,9 +835,9 @@ def llm_cmd(
         if bench:
             import dataclasses
 
-            from onnxcost.bench.llm_loop import run_llm_loop
             from onnxcost.bench.providers import resolve_provider
             from onnxcost.bench.session import SessionConfig
+            from onnxcost.llm.loop import run_llm_loop
 
             timing = run_llm_loop(
                 prepared,
@@ -1015,7 +1015,7 @@ def compare_cmd(
             allow_reshape=allow_reshape,
         )
         if format is CompareFormat.json:
-            from onnxcost.report.safe_text import to_json
+            from onnxcost.analysis.records import to_json
 
             emit(to_json(result.to_dict()) + "\n", out)
         elif format is CompareFormat.html:
@@ -1090,8 +1090,8 @@ def check_cmd(
     """
 
     def go() -> tuple[str, tuple[str, ...]]:
-        from onnxcost import budget as b
-        from onnxcost.analyze import analyze as run
+        from onnxcost.analysis import budget as b
+        from onnxcost.api import analyze as run
 
         budgets = []
         for key, text, parse, flag in (
@@ -1331,7 +1331,7 @@ def bench(
         netron = format is ReportFormat.netron
         static = None
         if netron:
-            from onnxcost.analyze import analyze as run_analysis
+            from onnxcost.api import analyze as run_analysis
             from onnxcost.prepare import prepare
 
             # Loaded once: run, analysed, and its node names as the file has them kept for Netron.
@@ -1379,7 +1379,7 @@ def bench(
             assert static is not None
             emit_netron(prepared, static, out, bench=result)
         elif format is ReportFormat.json:
-            from onnxcost.report.safe_text import to_json
+            from onnxcost.analysis.records import to_json
 
             emit(to_json(result.to_dict()) + "\n", out)
         elif format is ReportFormat.csv:

@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from onnxcost import wire
 from onnxcost.errors import OutputError
+from onnxcost.load import wire
 
 _LOCATION_ENTRY = b"\x0a\x08location\x12"
 """How ``onnx.save`` serializes an external-data reference's location: key 'location', then
@@ -71,7 +71,7 @@ class _TooLongError(Exception):
 
 
 class _Walk:
-    """A payload-free walk of a serialized ModelProto (``onnxcost.wire``'s reader): only keys
+    """A payload-free walk of a serialized ModelProto (``onnxcost.load.wire``'s reader): only keys
     and lengths are read, so the pages of inline weights are never touched."""
 
     def __init__(self, buf: wire.Buffer) -> None:

@@ -25,10 +25,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxcost.errors import ShapeError, UsageError
-from onnxcost.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
-from onnxcost.model import VIRTUAL_LOCATION_PREFIX
-from onnxcost.shape_rules import has_rule, rule_outputs
-from onnxcost.tensors import SUBGRAPH_OPS, Shape, TensorInfo, name_text, shape_text
+from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
+from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo, name_text
+from onnxcost.shapes.rules import has_rule, rule_outputs
+from onnxcost.units import shape_text
 
 _STRIP_BYTES = 4096
 """Embedded initializers above this size are detached before inference (only dims matter)."""

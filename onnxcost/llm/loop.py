@@ -17,13 +17,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from onnxcost.analysis.records import NOT_IN_JSON, TensorRecord, to_jsonable
 from onnxcost.bench._ort import ort_error_types, run_error
 from onnxcost.bench.session import SessionConfig, open_session, prepare_model
 from onnxcost.errors import BenchError
-from onnxcost.llm import CacheLayout, present_for
-from onnxcost.model import ModelSource
+from onnxcost.llm.cost import CacheLayout, present_for
+from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
-from onnxcost.records import NOT_IN_JSON, TensorRecord, to_jsonable
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ are properties."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -285,3 +286,26 @@ def _attribute(record: Any, path: str) -> Any:
             return None
         record = getattr(record, name)
     return record
+
+
+def to_json(data: Any, indent: int | None = 2) -> str:
+    """``json.dumps(data)``; ``bytes`` (names that are not UTF-8) become text like ``\\xff``."""
+    try:
+        return json.dumps(data, indent=indent)
+    except TypeError:
+        return json.dumps(_decoded(data), indent=indent)
+
+
+def jsonable(data: Any) -> Any:
+    """``data`` with every ``bytes`` (a name that is not UTF-8) decoded to escaped text."""
+    return _decoded(data)
+
+
+def _decoded(data: Any) -> Any:
+    if isinstance(data, bytes | bytearray):
+        return bytes(data).decode("utf-8", "backslashreplace")
+    if isinstance(data, dict):
+        return {_decoded(k): _decoded(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_decoded(v) for v in data]
+    return data

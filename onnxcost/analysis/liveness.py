@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 
-from onnxcost.records import LiveTensor, PeakActivation
-from onnxcost.tensors import TensorInfo, name_text
+from onnxcost.analysis.records import LiveTensor, PeakActivation
+from onnxcost.load.tensors import TensorInfo, name_text
 
 TOP_LIVE = 10
 """How many of the tensors live at the peak a PeakActivation lists (the largest)."""

@@ -13,12 +13,12 @@ from onnxcost._version import __version__
 from onnxcost.errors import OnnxcostError
 
 if TYPE_CHECKING:
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
     from onnxcost.api import analyze
 
 __all__ = ["Analysis", "OnnxcostError", "__version__", "analyze"]
 
-_LAZY = {"Analysis": "onnxcost.analysis.walk", "analyze": "onnxcost.api"}
+_LAZY = {"Analysis": "onnxcost.analysis.result", "analyze": "onnxcost.api"}
 
 
 def __getattr__(name: str) -> Any:

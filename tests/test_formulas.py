@@ -18,7 +18,7 @@ from onnxcost.cli.app import app
 from onnxcost.costs.attention import rotated_elements
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.prepare import prepare
-from onnxcost.symbolic import formulas
+from onnxcost.symbolic import formulas, reduced, search
 from onnxcost.symbolic.formulas import Formula
 
 runner = CliRunner()
@@ -217,15 +217,15 @@ def test_a_reduced_model_that_misses_is_dropped(
     # more MAC on its first node, as a wrong merge would give) is found out by the checks at
     # the reported point, and the search is made on the whole model alone.
     path = _small_kv_decoder(tmp_path)
-    sample = formulas._Reduced.sample
+    sample = reduced._Reduced.sample
 
-    def off_by_one(self: formulas._Reduced, a: onnxcost.Analysis) -> formulas._Sample:
+    def off_by_one(self: reduced._Reduced, a: onnxcost.Analysis) -> reduced._Sample:
         found = sample(self, a)
         values = list(found.values)
         values[len(formulas.TOTAL_KEYS)] += 1
-        return formulas._Sample(values, found.unknown)
+        return reduced._Sample(values, found.unknown)
 
-    monkeypatch.setattr(formulas._Reduced, "sample", off_by_one)
+    monkeypatch.setattr(reduced._Reduced, "sample", off_by_one)
     dropped = _searched(path)
     monkeypatch.undo()
     whole = _searched(path, reduce=False)
@@ -245,16 +245,16 @@ def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
     # whole one, and must give the same costs. Here the kinds never prove them, and the
     # reduced model is off by one at the points with a 0.
     path = _small_kv_decoder(tmp_path)
-    reduced_at = formulas._Sampler._reduced_at
+    reduced_at = search._Sampler._reduced_at
 
-    def wrong_at_zero(self: formulas._Sampler, point: tuple[int, ...]) -> formulas._Sample | None:
+    def wrong_at_zero(self: search._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
         found = reduced_at(self, point)
         if found is None or 0 not in point:
             return found
-        return formulas._Sample([v + 1 for v in found.values], found.unknown)
+        return reduced._Sample([v + 1 for v in found.values], found.unknown)
 
-    monkeypatch.setattr(formulas._Reduced, "agrees", lambda self, kinds: False)
-    monkeypatch.setattr(formulas._Sampler, "_reduced_at", wrong_at_zero)
+    monkeypatch.setattr(reduced._Reduced, "agrees", lambda self, kinds: False)
+    monkeypatch.setattr(search._Sampler, "_reduced_at", wrong_at_zero)
     dropped = _searched(path)
     monkeypatch.undo()
     whole = _searched(path, reduce=False)
@@ -271,16 +271,16 @@ def test_a_point_the_reduced_model_cannot_analyse_runs_on_the_whole_model(
     # analysing would have been a miss, and the search made on the whole model.)
     path = _small_kv_decoder(tmp_path)
     usual = _searched(path)
-    reduced_at = formulas._Sampler._reduced_at
+    reduced_at = search._Sampler._reduced_at
 
-    def fails_there(self: formulas._Sampler, point: tuple[int, ...]) -> formulas._Sample | None:
+    def fails_there(self: search._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
         return None if point == (3, 3, 4) else reduced_at(self, point)
 
-    monkeypatch.setattr(formulas._Sampler, "_reduced_at", fails_there)
+    monkeypatch.setattr(search._Sampler, "_reduced_at", fails_there)
     found = _searched(path)
     assert found.analyses == usual.analyses + 1
     assert (found.totals, found.nodes) == (usual.totals, usual.nodes)
-    monkeypatch.setattr(formulas._Reduced, "agrees", lambda self, kinds: False)
+    monkeypatch.setattr(reduced._Reduced, "agrees", lambda self, kinds: False)
     dropped = _searched(path)
     assert dropped.reduced_analyses == 0
     assert (dropped.totals, dropped.nodes) == (usual.totals, usual.nodes)
@@ -290,10 +290,10 @@ def test_nodes_of_one_class_that_cost_differently_are_found() -> None:
     # The whole model's costs are read per class only where every node of a class costs
     # the same: here nodes 0 and 1 (q and present_k) are put in one class, and do not.
     a = onnxcost.analyze(parse(KV_ATTENTION), dims={"batch": 2, "seq": 3, "past_seq": 5})
-    one_class = formulas._Units((0, 0, 1, 2, 3, 4), (0, 2, 3, 4, 5), (2, 1, 1, 1, 1))
-    with pytest.raises(formulas._ReducedMissError):
-        formulas._vector(a, one_class)
-    every_node = formulas._vector(a, formulas._Units.nodes(6))
+    one_class = reduced._Units((0, 0, 1, 2, 3, 4), (0, 2, 3, 4, 5), (2, 1, 1, 1, 1))
+    with pytest.raises(reduced._ReducedMissError):
+        reduced._vector(a, one_class)
+    every_node = reduced._vector(a, reduced._Units.nodes(6))
     # q = MatMul [2,3,8] x [8,8]: 2*3*8*8 = 384 MACs, node 0's first cost after the totals
     assert every_node.values[len(formulas.TOTAL_KEYS)] == 384
 
@@ -303,7 +303,7 @@ def test_the_check_point_gives_each_symbol_its_own_value() -> None:
     # class. Each symbol lies past the grid, base + max_degree + 1 at least: with bases
     # 2, 3, 4 and degree 3, at least 6, 7, 8.
     for seed in range(200):
-        point = formulas._check_point(random.Random(seed), (2, 3, 4), 3)
+        point = search._check_point(random.Random(seed), (2, 3, 4), 3)
         assert len(set(point)) == 3, (seed, point)
         assert all(v >= b + 3 + 2 for v, b in zip(point, (2, 3, 4), strict=True)), point
 

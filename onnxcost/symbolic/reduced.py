@@ -1,0 +1,180 @@
+"""The model reduced to one node per class of alike nodes (``_Reduced``), and the samples
+(cost vectors over the totals and the nodes, or the classes) the search reads from an analysis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import onnx
+
+from onnxcost.errors import OnnxcostError
+from onnxcost.load.graph import build
+from onnxcost.load.tensors import name_text
+from onnxcost.prepare import PreparedModel
+
+if TYPE_CHECKING:
+    from onnxcost.analysis.walk import Analysis
+
+
+@dataclass(frozen=True, slots=True)
+class _Sample:
+    values: list[int]
+    """TOTAL_KEYS, then NODE_KEYS of each unit (``_Units``)."""
+    unknown: frozenset[int]
+    """Indices of the units with status unknown_shape."""
+
+
+@dataclass(frozen=True)
+class _Units:
+    """What the samples hold NODE_KEYS for: every node, or, with the reduced model, every
+    class of alike nodes (each node's formulas are then its class's)."""
+
+    of_node: tuple[int, ...]
+    """Node -> its unit."""
+    first: tuple[int, ...]
+    """Unit -> its first node."""
+    sizes: tuple[int, ...]
+    """Unit -> how many nodes it stands for."""
+
+    @classmethod
+    def nodes(cls, n: int) -> _Units:
+        return cls(tuple(range(n)), tuple(range(n)), (1,) * n)
+
+    def members(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.sizes]
+        for node, unit in enumerate(self.of_node):
+            out[unit].append(node)
+        return out
+
+
+class _ReducedMissError(Exception):
+    """The reduced model, or the classes it stands for, missed the whole model's costs at a
+    point where the whole model was analysed."""
+
+
+def _vector(a: Analysis, units: _Units) -> _Sample:
+    """The sample of a whole model's analysis. Raises _ReducedMissError where two nodes of
+    one unit cost differently."""
+    t = a.totals
+    values = [t.macs, t.flops, t.bytes_read, t.bytes_written, t.params, t.param_bytes]
+    costs = [(n.macs, n.flops, n.bytes_read, n.bytes_written) for n in a.nodes]
+    for node in units.first:
+        values += costs[node]
+    if len(units.first) < len(costs) and any(
+        cost != costs[units.first[unit]] for cost, unit in zip(costs, units.of_node, strict=True)
+    ):
+        raise _ReducedMissError("nodes of one class cost differently")
+    unknown = frozenset(
+        units.of_node[k] for k, n in enumerate(a.nodes) if n.status == "unknown_shape"
+    )
+    return _Sample(values, unknown)
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """The model cut down to one node per class, where a class is the nodes with the same op,
+    attributes, and input and output types and values (``ShapeResult.kinds``) at two points
+    that differ in every symbol (every symbol at 1, and the random point). Such nodes are
+    taken to stay alike at every point: a 32-layer decoder's layers become one, and each
+    point costs the analysis of ~100 nodes rather than of thousands. The sampler checks it
+    wherever the whole model is analysed."""
+
+    model: PreparedModel
+    units: _Units
+    """The classes: the reduced model's node j is the whole model's node ``units.first[j]``."""
+    params: tuple[int, int]
+    """The totals' params and param bytes, the same at every point (see ``_reduce``)."""
+
+    def sample(self, a: Analysis) -> _Sample:
+        """The whole model's costs from the reduced model's analysis."""
+        per_class = [(r.macs, r.flops, r.bytes_read, r.bytes_written) for r in a.nodes]
+        totals = [0, 0, 0, 0]
+        values: list[int] = []
+        for costs, size in zip(per_class, self.units.sizes, strict=True):
+            values += costs
+            for key, value in enumerate(costs):
+                totals[key] += size * value
+        unknown = frozenset(c for c, r in enumerate(a.nodes) if r.status == "unknown_shape")
+        return _Sample([*totals, *self.params, *values], unknown)
+
+    def agrees(self, kinds: Sequence[int]) -> bool:
+        """Whether every node has its class's first node's kind (``ShapeResult.kinds``) at a
+        point: then every node costs as that node does, and the reduced model's costs are
+        the whole model's there, node for node."""
+        first = self.units.first
+        return len(kinds) == len(self.units.of_node) and all(
+            kind >= 0 and kind == kinds[first[unit]]
+            for kind, unit in zip(kinds, self.units.of_node, strict=True)
+        )
+
+
+def _reduce(
+    prepared: PreparedModel,
+    analyses: Sequence[Analysis],
+    params: tuple[int, int],
+    min_saving: float = 0.5,
+) -> _Reduced | None:
+    """The reduced model from the whole model's analyses at two or more points, or None where
+    it would not pay (fewer than ``min_saving`` of the nodes merged) or cannot be built: a
+    model with If/Loop/Scan bodies (no kinds), or params that differ between the points (a
+    weight generated at a symbolic size: the reduced model reads fewer weights, so its
+    params are not the whole model's, and they are taken from these analyses)."""
+    view = prepared.view
+    n = len(view.order)
+    if any(len(a._kinds) != n or len(a.nodes) != n for a in analyses):
+        return None
+    first_params = [r.params for r in analyses[0].nodes]
+    for a in analyses:
+        if (a.totals.params, a.totals.param_bytes) != params or [
+            r.params for r in a.nodes
+        ] != first_params:
+            return None
+    classes: dict[tuple[int, ...], int] = {}
+    of_node: list[int] = []
+    sizes: list[int] = []
+    first: list[int] = []
+    renamed: dict[str, str] = {}
+    """A merged node's output -> the same output of its class's first node."""
+    for k in range(n):
+        kinds = tuple(a._kinds[k] for a in analyses)
+        key = kinds if min(kinds) >= 0 else (-1 - k,)  # -1: this node shares with none
+        c = classes.setdefault(key, len(classes))
+        if c == len(sizes):
+            sizes.append(0)
+            first.append(k)
+        else:
+            kept = view.outputs[first[c]]
+            renamed.update((o, r) for o, r in zip(view.outputs[k], kept, strict=True) if o)
+        sizes[c] += 1
+        of_node.append(c)
+    if len(sizes) > (1 - min_saving) * n:
+        return None
+    whole = prepared.proto.graph
+    proto = onnx.ModelProto(
+        ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
+    )  # the fields an analysis reads; functions are inlined already
+    graph = proto.graph
+    graph.name = name_text(whole.name)  # protobuf hands out bytes for non-UTF-8; text here
+    graph.input.extend(whole.input)
+    read: set[str] = set()
+    for k in first:
+        node = graph.node.add()
+        node.CopyFrom(view.order[k])
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+        read.update(node.input)
+    outputs = [o for o in whole.output if o.name not in renamed]
+    read.update(o.name for o in outputs)
+    graph.initializer.extend(t for t in whole.initializer if t.name in read)
+    graph.output.extend(outputs)
+    graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
+    try:
+        view = build(graph, name_unnamed=False)
+    except OnnxcostError:
+        return None  # a graph the whole model's index took but this one does not: go without
+    model = replace(prepared, proto=proto, view=view)
+    return _Reduced(model, _Units(tuple(of_node), tuple(first), tuple(sizes)), params)

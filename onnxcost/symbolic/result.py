@@ -1,0 +1,97 @@
+"""What the symbolic pass gives: ``SymbolicCosts`` (the formulas of the totals and of every
+node) and ``FormulaTotals`` (the totals at a point); the keys that get formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from onnxcost.analysis.records import Layout, to_jsonable
+from onnxcost.symbolic.poly import Formula
+
+TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
+"""The totals that get formulas."""
+NODE_KEYS = ("macs", "flops", "bytes_read", "bytes_written")
+"""The per-node costs that get formulas."""
+
+_LABELS = {
+    "macs": "MACs",
+    "flops": "FLOPs",
+    "bytes_read": "bytes read",
+    "bytes_written": "bytes written",
+    "params": "params",
+    "param_bytes": "param bytes",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolicCosts:
+    """Formulas for the totals and for every node of an analysis (None: no exact formula)."""
+
+    symbols: tuple[str, ...]
+    totals: dict[str, Formula | None]
+    """Keys ``TOTAL_KEYS``."""
+    nodes: tuple[dict[str, Formula | None], ...]
+    """One per record of ``Analysis.nodes``, in the same order; keys ``NODE_KEYS``."""
+    zero_allowed: dict[str, bool]
+    """Per symbol, whether the model analyses at 0 (every node keeps its shapes)."""
+    analyses: int
+    """Concrete analyses of the whole model run to find and check the formulas."""
+    warnings: tuple[str, ...] = ()
+    reduced_analyses: int = 0
+    """Analyses of the model reduced to one node per class (``_Reduced``), which found the
+    polynomials at the other points; 0 where no reduced model was used."""
+    reduced_nodes: int = 0
+    """The reduced model's nodes (0: none used)."""
+
+    def at(self, **values: int) -> FormulaTotals:
+        """The totals at a point: every symbol bound to an integer >= 0."""
+        found = {k: (None if f is None else f.evaluate(values)) for k, f in self.totals.items()}
+        return FormulaTotals(**found)
+
+    def node_formulas(self, index: int) -> dict[str, str | None]:
+        """The JSON ``formulas`` of node ``index``."""
+        return _strings(self.nodes[index])
+
+    def describe(self) -> list[str]:
+        """A heading, then ``MACs = 52,753,152·batch·seq + 3,072·batch·seq²`` per total."""
+        syms = self.symbols
+        lines = [
+            f"Formulas in {', '.join(syms)} (exact; the counts are at "
+            f"{', '.join(f'{s}=1' for s in syms)})"
+            if syms
+            else "Formulas: the model has no free symbolic dim; every cost is a constant"
+        ]
+        for key, f in self.totals.items():
+            text = "none (see warnings)" if f is None else f.pretty()
+            lines.append(f"{_LABELS[key]} = {text}")
+        return lines
+
+    JSON_LAYOUT: ClassVar[Layout] = ("symbols", ("formulas", "total_texts"))
+    """Merged into ``onnxcost.analysis/1`` by ``analyze(..., symbolic=True)``."""
+
+    @property
+    def total_texts(self) -> dict[str, str | None]:
+        """The totals' formulas as Python expressions (None: no exact formula)."""
+        return _strings(self.totals)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaTotals:
+    """Totals evaluated from the formulas at one point (None where a total has none)."""
+
+    macs: int | None
+    flops: int | None
+    bytes_read: int | None
+    bytes_written: int | None
+    params: int | None
+    param_bytes: int | None
+
+
+def _strings(formulas: Mapping[str, Formula | None]) -> dict[str, str | None]:
+    return {k: (None if f is None else f.python()) for k, f in formulas.items()}

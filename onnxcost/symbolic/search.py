@@ -1,0 +1,547 @@
+"""Costs as exact formulas in the model's symbolic dims (``onnxcost analyze --symbolic``).
+
+Every cost the analysis counts is, for a fixed graph, a function of the input dims. Where it
+is a polynomial (almost everywhere: products of dims, summed), it is recovered exactly by
+interpolating the concrete analysis:
+
+1. Degree: along each symbol x_i, with the others at a base point, the analysis is run at
+   x_i = a_i, a_i + 1, ... until the k-th forward difference of every cost is 0 (k at most
+   ``max_degree`` + 1); the highest non-zero difference is the cost's degree d_i in x_i.
+2. Interpolation: on the grid a_i .. a_i + d_i of every symbol (the points already run are
+   reused), the tensor-product forward differences D^J f(a) give
+   f(x) = sum_J D^J f(a) * prod_i C(x_i - a_i, j_i) (Newton's forward formula), which is
+   expanded into monomials with exact integer arithmetic.
+3. Verification: every formula is checked against the analysis at ``verify`` random points
+   beyond the grid, at every symbol = 1 (the analysis reported, where a dim of 1 may
+   broadcast) and, for each symbol, at 0 with the others at the base point. A cost that does
+   not match (a Loop whose trip count depends on a symbol in a non-polynomial way, a clamped
+   Slice, a data-dependent shape, a Squeeze that drops a dim of 1) has no formula (None) and
+   a warning names the node.
+
+The point at 0 lies on the line symbol i is probed on: where the model analyses there and
+every cost is on the polynomial through the points so far, it confirms the degree in place of
+the next point along the line (a count such as n - 1, 0 and not -1 at 0, needs that point).
+
+Where the formulas are checked (every symbol at 1, the random point, the points at 0), the
+whole model is analysed. At the other points, on a model whose nodes are mostly alike, the
+reduced model is (``_Reduced``): one node per class of nodes with the same op, attributes,
+and input and output types and values at every symbol = 1 and at the random point. Each
+layer of a decoder is like every other, so a point costs the analysis of about one layer's
+nodes (88 for GPT-2 small, of 2,030). Where the whole model is analysed, the reduced model
+must agree with it: every node has its class's kind there, or the reduced model, run there
+too, gives the same costs; where it does not, the search is made again on the whole model.
+
+For GPT-2 in (batch, seq) of degrees (1, 2), from the base point (2, 3): the whole model at
+(1, 1) (the analysis reported), the random point, (0, 3) and (2, 0) = 4 analyses; the
+reduced model at (1, 1) (once, to check how it is wired), at (2, 3) and (3, 3) along batch,
+where (0, 3), on the line through 2 and 3, confirms degree 1 in place of batch 4, at (2, 4),
+(2, 5), (2, 6) along seq (its 0 breaks the model's shapes, which is found so, and where
+the shapes break the kinds prove nothing: it is run at (2, 0) to compare), and at (3, 4)
+and (3, 5) on the grid = 9. Every analysis but the reported one is ``analyze.costs_at``:
+the same walk, without the summaries.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+
+from onnxcost.errors import OnnxcostError, ShapeError
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.symbolic.dims import model_symbols, with_derived
+from onnxcost.symbolic.poly import (
+    Formula,
+    _binomial_rows,
+    _differences,
+    _evaluate_all,
+    _formula,
+    _newton_at,
+)
+from onnxcost.symbolic.reduced import (
+    _reduce,
+    _Reduced,
+    _ReducedMissError,
+    _Sample,
+    _Units,
+    _vector,
+)
+from onnxcost.symbolic.result import (
+    NODE_KEYS,
+    TOTAL_KEYS,
+    SymbolicCosts,
+)
+
+if TYPE_CHECKING:
+    from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.walk import Analysis
+
+
+MAX_GRID = 1024
+"""The most points of the interpolation grid (the product of degree + 1 over the symbols):
+10 symbols of degree 1 in 2 s on a toy model. The points grow as 2**symbols; past this the
+search is refused, not run for minutes (GPT-2 in batch and seq takes 6)."""
+_FIRST_BASE = 2
+"""The base point gives symbol i the value 2 + i: past the special case 1 (broadcasting),
+distinct per symbol."""
+
+
+def _light(prepared: PreparedModel) -> PreparedModel:
+    """The prepared model, its large inline weights made to point at no data: each analysis
+    copies the model, and sizes are all it reads of a weight."""
+    heavy = [
+        t
+        for t in prepared.proto.graph.initializer
+        if t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) > 1 << 16
+    ]
+    if not heavy:
+        return prepared
+    light = prepared.working_copy()
+    for t in light.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) <= 1 << 16:
+            continue  # small tensors may be folded as shapes: keep them
+        for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
+            t.ClearField(name)
+        t.data_location = onnx.TensorProto.EXTERNAL
+        del t.external_data[:]
+        entry = t.external_data.add()
+        entry.key, entry.value = "location", VIRTUAL_LOCATION_PREFIX + "formulas"
+    return replace(prepared, proto=light)
+
+
+@dataclass
+class _Sampler:
+    """The costs at each point: from the whole model's analysis (``run``), or, once
+    ``reduced`` is set, from the reduced model's (``run_reduced``), except at the points the
+    formulas are checked at (``whole``). There the whole model is analysed, and the reduced
+    model must agree with it: every node has its class's kind (``_Reduced.agrees``), or the
+    reduced model, run there too, gives the same costs; else _ReducedMissError."""
+
+    run: Callable[[dict[str, int]], Analysis]
+    run_reduced: Callable[[PreparedModel, dict[str, int]], Analysis]
+    symbols: tuple[str, ...]
+    names: tuple[str, ...]
+    units: _Units
+    samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
+    whole_points: set[tuple[int, ...]] = field(default_factory=set)
+    """The points ``samples`` holds the whole model's costs at."""
+    reduced: _Reduced | None = None
+    reduced_samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
+    why_not: dict[tuple[int, ...], str] = field(default_factory=dict)
+    """Why the whole model does not analyse at a point, where it does not."""
+
+    def __call__(self, point: tuple[int, ...]) -> _Sample | None:
+        """The costs at ``point``; None where the model does not analyse there."""
+        if point not in self.samples:
+            if self.reduced is None:
+                return self.whole(point)
+            sample = self._reduced_at(point)
+            if sample is None:
+                return self.whole(point)  # the whole model must not analyse there either
+            self.samples[point] = sample
+        return self.samples[point]
+
+    def whole(self, point: tuple[int, ...], analysis: Analysis | None = None) -> _Sample | None:
+        """The whole model's costs at ``point`` (its ``analysis`` there, when run already)."""
+        if point in self.whole_points:
+            return self.samples[point]
+        self.whole_points.add(point)
+        a = analysis or self.analysis(point)
+        sample = None
+        if a is not None and tuple(n.name for n in a.nodes) == self.names:
+            sample = _vector(a, self.units)  # else another walk (a different If branch)
+        unproven = self.reduced is not None and (a is None or not self.reduced.agrees(a._kinds))
+        if unproven and self._reduced_at(point) != sample:
+            raise _ReducedMissError(point)
+        self.samples[point] = sample
+        return sample
+
+    def analysis(self, point: tuple[int, ...]) -> Analysis | None:
+        """The whole model's analysis at ``point`` (None where it does not analyse)."""
+        try:
+            return self.run(self._values(point))
+        except OnnxcostError as e:
+            self.why_not[point] = e.node if isinstance(e, ShapeError) and e.node else str(e)
+            return None
+
+    def use_reduced(
+        self,
+        source: PreparedModel,
+        reported: tuple[tuple[int, ...], Analysis],
+        points: Sequence[tuple[int, ...]],
+    ) -> None:
+        """Analyse the whole model at ``points`` and, where its analyses there and the
+        ``reported`` one (every symbol at 1) make a reduced model that pays (``_reduce``),
+        with the same params at every node, use it from now on. Its wiring is checked once,
+        at the reported point."""
+        at_one, base = reported
+        analyses = {p: self.analysis(p) for p in points}
+        found = [a for a in analyses.values() if a is not None]
+        params = [r.params for r in base.nodes]
+        if len(found) == len(points) and all([r.params for r in a.nodes] == params for a in found):
+            totals = (base.totals.params, base.totals.param_bytes)
+            reduced = _reduce(source, [base, *found], totals)
+            if reduced is not None:
+                self.reduced, self.units = reduced, reduced.units
+        for p, a in analyses.items():
+            if a is None:
+                self.whole_points.add(p)
+                self.samples[p] = None
+            else:
+                self.whole(p, a)
+        self.whole(at_one, base)
+        if self.reduced is not None and self._reduced_at(at_one) != self.samples[at_one]:
+            raise _ReducedMissError(at_one)
+
+    def _values(self, point: tuple[int, ...]) -> dict[str, int]:
+        return dict(zip(self.symbols, point, strict=True))
+
+    def _reduced_at(self, point: tuple[int, ...]) -> _Sample | None:
+        assert self.reduced is not None
+        if point not in self.reduced_samples:
+            try:
+                found = self.reduced.sample(
+                    self.run_reduced(self.reduced.model, self._values(point))
+                )
+            except OnnxcostError:
+                found = None
+            self.reduced_samples[point] = found
+        return self.reduced_samples[point]
+
+    def need(self, point: tuple[int, ...], *, whole: bool = False) -> list[int]:
+        sample = self.whole(point) if whole else self(point)
+        if sample is None:
+            at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
+            why = f" ({self.why_not[point]})" if point in self.why_not else ""
+            raise ShapeError(
+                f"--symbolic: the model does not analyse at {at}{why}; a dim its exporter "
+                f"fixed may still be named as a symbol: fix the symbols that break it with "
+                f"--dim SYMBOL=N"
+            )
+        return sample.values
+
+
+# --- interpolation on the grid --------------------------------------------------------------------
+
+
+class _Columns:
+    """The distinct costs on the grid: many nodes cost the same at every point (every zero-cost
+    node, every layer's twin), so each distinct column is interpolated once."""
+
+    def __init__(self, rows: Sequence[Sequence[int]]) -> None:
+        index: dict[tuple[int, ...], int] = {}
+        self.of = [index.setdefault(col, len(index)) for col in zip(*rows, strict=True)]
+        """Cost -> its distinct column."""
+        self.columns = list(index)
+
+
+def _interpolate(
+    sampler: _Sampler, base: tuple[int, ...], degrees: tuple[int, ...]
+) -> tuple[np.ndarray, int, _Columns]:
+    """Monomial coefficients of every distinct cost on the grid base_i .. base_i + degrees_i.
+
+    Returns (coefficients with shape (d_1+1, ..., d_k+1, distinct costs), their common
+    denominator, the distinct costs)."""
+    shape = tuple(d + 1 for d in degrees)
+    offsets = list(np.ndindex(*shape))
+    rows = [sampler.need(tuple(b + o for b, o in zip(base, off, strict=True))) for off in offsets]
+    columns = _Columns(rows)
+    grid = np.array([list(c) for c in columns.columns], dtype=object).T
+    grid = grid.reshape((*shape, len(columns.columns)))
+    for axis, d in enumerate(degrees):  # forward differences along each axis, in place
+        for level in range(1, d + 1):
+            for m in range(d, level - 1, -1):
+                hi = tuple(m if a == axis else slice(None) for a in range(grid.ndim))
+                lo = tuple(m - 1 if a == axis else slice(None) for a in range(grid.ndim))
+                grid[hi] = grid[hi] - grid[lo]
+    denominator = 1
+    for axis, d in enumerate(degrees):  # Newton basis -> monomials, one axis at a time
+        binomials = _binomial_rows(base[axis], d)
+        grid = np.moveaxis(np.tensordot(binomials.T, np.moveaxis(grid, axis, 0), axes=1), 0, axis)
+        denominator *= math.factorial(d)
+    return grid, denominator, columns
+
+
+# --- the search -----------------------------------------------------------------------------------
+
+
+def _search(
+    model: ModelSource | PreparedModel,
+    base: Analysis,
+    input_shapes: dict[str, Sequence[int]],
+    dims: dict[str, int],
+    convention: Convention,
+    max_degree: int,
+    verify: int,
+    seed: int,
+    allow_reshape: bool,
+    *,
+    reduce: bool,
+) -> SymbolicCosts:
+    """``symbolic_costs``, one try."""
+    from onnxcost.analysis.walk import costs_at
+
+    source = _light(prepare(model))
+    symbols = model_symbols(source.proto, input_shapes, dims)
+
+    def run_on(prepared: PreparedModel, values: dict[str, int]) -> Analysis:
+        point = with_derived(source.proto, input_shapes, {**dims, **values})
+        return costs_at(
+            prepared,
+            input_shapes=input_shapes,
+            dims=point,
+            convention=convention,
+            allow_reshape=allow_reshape,
+        )
+
+    names = tuple(n.name for n in base.nodes)
+
+    sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
+    ones = (1,) * len(symbols)
+    k = len(symbols)
+    start = tuple(_FIRST_BASE + i for i in range(k))
+    rng = random.Random(seed)
+    # The checks lie beyond every point the degrees and the grid can reach (base + degree
+    # + 1 at most); the first one, with the reported point, also sorts the nodes into
+    # classes. Its symbols take distinct values, so that no two of them coincide there
+    # (nodes alike only because batch = past there would make a class that fails later).
+    checks = [_check_point(rng, start, max_degree) for _ in range(verify if k else 0)]
+    if reduce and checks:
+        sampler.use_reduced(source, (ones, base), checks[:1])
+    else:
+        sampler.whole(ones, base)
+    units = sampler.units
+    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(units.sizes)
+    bad = np.zeros(n_costs, dtype=bool)
+    """Costs with no formula: too high a degree, or failed verification."""
+    reasons: dict[int, str] = {}
+    degrees: list[int] = []
+
+    def zero(i: int) -> tuple[int, ...]:
+        """Symbol i at 0, the others at the base point: on the line symbol i is probed on."""
+        return tuple(0 if j == i else v for j, v in enumerate(start))
+
+    def allowed(sample: _Sample | None) -> bool:
+        """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
+        base_sample = sampler(start)
+        return (
+            sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
+        )
+
+    for i, sym in enumerate(symbols):
+        rows: list[list[int]] = []
+        degree = 0
+        for m in range(max_degree + 2):
+            # The point at 0, run anyway to check the formulas there, confirms the degree
+            # as a next point along the line would, where every cost is on the polynomial
+            # through the points so far (not where a count stops at 0: max(0, n - 1)).
+            if m >= 2:
+                at_zero = sampler.whole(zero(i))
+                if (
+                    at_zero is not None
+                    and allowed(at_zero)
+                    and _newton_at(_differences(rows), -start[i]) == at_zero.values
+                ):
+                    break
+            point = tuple(v + (m if j == i else 0) for j, v in enumerate(start))
+            rows.append(sampler.need(point))
+            if m < 2:
+                continue
+            diffs = _differences(rows)
+            if not any(diffs[-1]):
+                break
+        else:
+            over = np.array([v != 0 for v in diffs[-1]], dtype=bool)
+            for q in np.flatnonzero(over & ~bad):
+                reasons[int(q)] = f"not a polynomial of degree <= {max_degree} in {sym}"
+            bad |= over
+        diffs = _differences(rows)
+        for j in range(len(diffs) - 1, 0, -1):
+            nonzero = np.array([v != 0 for v in diffs[j]], dtype=bool) & ~bad
+            if nonzero.any():
+                degree = j
+                break
+        degrees.append(min(degree, max_degree))
+        _check_grid(symbols, degrees)  # refused as soon as it is too big, not at the end
+    coefficients, denominator, columns = _interpolate(sampler, start, tuple(degrees))
+    fitted = (coefficients, denominator, columns)
+    for point in checks:
+        _verify(sampler, point, fitted, bad, reasons, "")
+    at_ones = ", ".join(f"{s}=1" for s in symbols)
+    _verify(sampler, ones, fitted, bad, reasons, f" at {at_ones}")
+    zero_allowed: dict[str, bool] = {}
+    warnings: list[str] = []
+    clamp = np.zeros(n_costs, dtype=bool)
+    """Node costs that are max(0, polynomial): negative at a 0 where the analysis gives 0."""
+    zeros: list[tuple[int, ...]] = []
+    for i, sym in enumerate(symbols):
+        point = zero(i)
+        zero_allowed[sym] = allowed(sampler.whole(point))
+        if zero_allowed[sym]:
+            zeros.append(point)
+            _verify(sampler, point, fitted, bad, reasons, f" at {sym}=0", clamp)
+        else:
+            warnings.append(
+                f"{sym}=0 is not a valid point of this model (shapes break there); the "
+                f"formulas hold for {sym} >= 1"
+            )
+
+    made: dict[tuple[int, bool], Formula] = {}
+
+    def formula(q: int) -> Formula | None:
+        if bad[q]:
+            return None
+        key = (columns.of[q], bool(clamp[q]))
+        if key not in made:
+            made[key] = _formula(symbols, coefficients[..., key[0]], denominator, key[1])
+        return made[key]
+
+    offset = len(TOTAL_KEYS)
+    totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
+    for t, key in enumerate(TOTAL_KEYS[: len(NODE_KEYS)]):
+        units_of_key = range(offset + t, n_costs, len(NODE_KEYS))
+        if totals[key] is None and reasons.get(t, "").endswith("=0") and clamp[units_of_key].any():
+            totals[key] = _with_clamped_parts(
+                sampler,
+                zeros,
+                t,
+                [q for q in units_of_key if clamp[q] and not bad[q]],
+                formula,
+                fitted,
+            )
+            if totals[key] is not None:
+                del reasons[t]
+    per_unit = [
+        {key: formula(offset + len(NODE_KEYS) * u + q) for q, key in enumerate(NODE_KEYS)}
+        for u in range(len(units.sizes))
+    ]
+    warnings += _bad_warnings(reasons, names, units)
+    return SymbolicCosts(
+        symbols=symbols,
+        totals=totals,
+        nodes=tuple(per_unit[u] for u in units.of_node),
+        zero_allowed=zero_allowed,
+        analyses=len(sampler.whole_points),
+        reduced_analyses=len(sampler.reduced_samples),
+        reduced_nodes=len(units.sizes) if sampler.reduced is not None else 0,
+        warnings=tuple(warnings),
+    )
+
+
+def _check_grid(symbols: Sequence[str], degrees: Sequence[int]) -> None:
+    """ShapeError where the grid of the degrees found so far has more than MAX_GRID points."""
+    grid = math.prod(d + 1 for d in degrees)
+    if grid > MAX_GRID:
+        varying = [f"{s} ({d})" for s, d in zip(symbols, degrees, strict=False) if d]
+        more = ", ..." if len(varying) > 8 or len(degrees) < len(symbols) else ""
+        raise ShapeError(
+            f"--symbolic: the model has {len(symbols)} free symbols (the costs' degree in each: "
+            f"{', '.join(varying[:8])}{more}), whose interpolation grid takes {grid:,} "
+            f"analyses or more, over the limit of {MAX_GRID:,}; fix all but a few of them "
+            f"with --dim SYMBOL=N"
+        )
+
+
+def _check_point(rng: random.Random, start: tuple[int, ...], max_degree: int) -> tuple[int, ...]:
+    """A random point past the grid (each symbol at its base + ``max_degree`` + 1 to 9 more),
+    its symbols at distinct values."""
+    lowest = [b + max_degree + 1 for b in start]
+    taken: set[int] = set()
+    point = []
+    for low in lowest:
+        value = low + rng.randint(1, 9)
+        while value in taken:
+            value += 1
+        taken.add(value)
+        point.append(value)
+    return tuple(point)
+
+
+def _verify(
+    sampler: _Sampler,
+    point: tuple[int, ...],
+    fitted: tuple[np.ndarray, int, _Columns],
+    bad: np.ndarray,
+    reasons: dict[int, str],
+    where: str,
+    clamp: np.ndarray | None = None,
+) -> None:
+    """Mark the costs whose formula misses the analysis at ``point``; with ``clamp`` (a point
+    with a 0), a node cost the analysis gives as 0 where its polynomial is negative is
+    max(0, polynomial) instead."""
+    coefficients, denominator, columns = fitted
+    actual = sampler.need(point, whole=True)
+    predicted = _evaluate_all(coefficients, denominator, point)
+    for q, (c, want) in enumerate(zip(columns.of, actual, strict=True)):
+        got = predicted[c]
+        if clamp is not None and clamp[q]:
+            got = max(0, got)
+        if got == want or bad[q]:
+            continue
+        if clamp is not None and want == 0 and got < 0 and q >= len(TOTAL_KEYS):
+            clamp[q] = True
+            continue
+        bad[q] = True
+        reasons[q] = "piecewise or not a polynomial" + where
+
+
+def _with_clamped_parts(
+    sampler: _Sampler,
+    zeros: Sequence[tuple[int, ...]],
+    total: int,
+    clamped: Sequence[int],
+    formula: Callable[[int], Formula | None],
+    fitted: tuple[np.ndarray, int, _Columns],
+) -> Formula | None:
+    """Total ``total`` as (its polynomial less the clamped nodes') + each clamped node's
+    max(0, polynomial), if that matches the analysis at every point with a 0. ``clamped``:
+    columns of units, each as many nodes as the unit stands for."""
+    coefficients, denominator, columns = fitted
+    base = coefficients[..., columns.of[total]].copy()
+    groups: dict[int, list[int]] = {}
+    for q in clamped:
+        groups.setdefault(columns.of[q], []).append(q)
+    sizes = sampler.units.sizes
+    parts: list[tuple[int, Formula]] = []
+    for c, members in groups.items():
+        count = sum(sizes[(q - len(TOTAL_KEYS)) // len(NODE_KEYS)] for q in members)
+        base = base - count * coefficients[..., c]
+        part = formula(members[0])
+        if part is None:
+            return None
+        parts.append((count, part))
+    whole = replace(_formula(sampler.symbols, base, denominator), parts=tuple(parts))
+    for point in zeros:
+        values = dict(zip(sampler.symbols, point, strict=True))
+        if whole.evaluate(values) != sampler.need(point, whole=True)[total]:
+            return None
+    return whole
+
+
+def _bad_warnings(reasons: Mapping[int, str], names: Sequence[str], units: _Units) -> list[str]:
+    """One warning per reason, naming the nodes (the first five) and which of their costs."""
+    members = units.members()
+    by_node: list[tuple[int, int, str]] = []
+    """(node, key, reason) of every node cost without a formula: each unit's, for its nodes."""
+    by_reason: dict[str, dict[str, list[str]]] = {}
+    for q, reason in sorted(reasons.items()):
+        if q < len(TOTAL_KEYS):
+            by_reason.setdefault(reason, {}).setdefault("(totals)", []).append(TOTAL_KEYS[q])
+        else:
+            unit, index = divmod(q - len(TOTAL_KEYS), len(NODE_KEYS))
+            by_node += [(node, index, reason) for node in members[unit]]
+    for node, index, reason in sorted(by_node):
+        by_reason.setdefault(reason, {}).setdefault(names[node], []).append(NODE_KEYS[index])
+    out = []
+    for reason, owners in by_reason.items():
+        listed = [f"{o!r} ({', '.join(keys)})" for o, keys in owners.items()]
+        more = f" and {len(listed) - 5} more" if len(listed) > 5 else ""
+        out.append(f"no exact formula ({reason}) for node {', '.join(listed[:5])}{more}: null")
+    return out

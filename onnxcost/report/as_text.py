@@ -6,7 +6,6 @@ Markdown cells escaped, control characters written as escapes in both.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 
 from onnxcost import units
@@ -17,47 +16,81 @@ from onnxcost.report.columns import (
     Column,
     dtype_columns,
     op_type_columns,
+    table,
     with_cumulative,
 )
-from onnxcost.report.safe_text import csv_writer, md, md_code
-from onnxcost.report.tree import TREE_HEADERS, tree_table
+from onnxcost.report.safe_text import md, md_code
+from onnxcost.report.tables import Column as TableColumn
+from onnxcost.report.tables import Table
+from onnxcost.report.tree import tree_view
+from onnxcost.report.writers.csv import to_csv as csv_text
+from onnxcost.report.writers.markdown import to_markdown as md_lines
+
+CSV_HEADERS = (
+    "name",
+    "op_type",
+    "domain",
+    "status",
+    "input_shapes",
+    "output_shapes",
+    "params",
+    "macs",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "graph",
+)
+
+
+def csv_table(nodes: Sequence[NodeRecord]) -> Table:
+    """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
+    rows = tuple(
+        (
+            n.name,
+            n.op_type,
+            n.domain,
+            n.status,
+            ";".join(units.shape(s) for s in n.input_shapes),
+            ";".join(units.shape(s) for s in n.output_shapes),
+            n.params,
+            n.macs,
+            n.flops,
+            n.bytes_read,
+            n.bytes_written,
+            n.graph,
+        )
+        for n in nodes
+    )
+    return Table("nodes", tuple(map(TableColumn, CSV_HEADERS)), rows)
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:
     """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
-    buf = io.StringIO()
-    w = csv_writer(buf)
-    w.writerow(
-        [
-            "name",
-            "op_type",
-            "domain",
-            "status",
-            "input_shapes",
-            "output_shapes",
-            "params",
-            "macs",
-            "flops",
-            "bytes_read",
-            "bytes_written",
-            "graph",
-        ]
-    )
-    for n in nodes:
-        w.writerow([
-            n.name, n.op_type, n.domain, n.status,
-            ";".join(units.shape(s) for s in n.input_shapes),
-            ";".join(units.shape(s) for s in n.output_shapes),
-            n.params, n.macs, n.flops, n.bytes_read, n.bytes_written, n.graph,
-        ])  # fmt: skip
-    return buf.getvalue()
+    return csv_text(csv_table(nodes))
 
 
 def _md_table(columns: Sequence[Column], rows: Sequence[object]) -> list[str]:
-    lines = ["| " + " | ".join(c.header for c in columns) + " |"]
-    lines.append("|" + "|".join("---:" if c.numeric else "---" for c in columns) + "|")
-    lines += ["| " + " | ".join(md(c.human(r)) for c in columns) + " |" for r in rows]
-    return lines
+    return md_lines(table("", columns, rows))
+
+
+def _totals_table(a: Analysis) -> Table:
+    t = a.totals
+    rows: list[tuple[str, str]] = [
+        ("MACs", f"{t.macs:,}"),
+        (f"FLOPs ({a.convention})", f"{t.flops:,}"),
+        ("params", f"{t.params:,}"),
+        ("BatchNorm statistics", f"{t.stat_params:,}"),
+        ("quantization params", f"{t.quant_params:,}"),
+        ("param bytes", f"{t.param_bytes:,}"),
+        ("bytes read", f"{t.bytes_read:,}"),
+        ("bytes written", f"{t.bytes_written:,}"),
+        ("peak activation bytes", f"{t.peak_activation_bytes:,}"),
+    ]
+    if t.peak_activation_bytes_ort is not None:
+        rows.append(
+            ("peak activation bytes, onnxruntime's order", f"{t.peak_activation_bytes_ort:,}")
+        )
+    return Table("Totals", (TableColumn("total"), TableColumn("value", True)), tuple(rows))
 
 
 def to_markdown(
@@ -65,35 +98,15 @@ def to_markdown(
 ) -> str:
     t = a.totals
     out = [f"# {md(a.model.path or a.model.graph_name or 'model')}", ""]
-    out += [
-        "| total | value |",
-        "|---|---:|",
-        f"| MACs | {t.macs:,} |",
-        f"| FLOPs ({a.convention}) | {t.flops:,} |",
-        f"| params | {t.params:,} |",
-        f"| BatchNorm statistics | {t.stat_params:,} |",
-        f"| quantization params | {t.quant_params:,} |",
-        f"| param bytes | {t.param_bytes:,} |",
-        f"| bytes read | {t.bytes_read:,} |",
-        f"| bytes written | {t.bytes_written:,} |",
-        f"| peak activation bytes | {t.peak_activation_bytes:,} |",
-        *(
-            []
-            if t.peak_activation_bytes_ort is None
-            else [
-                f"| peak activation bytes, onnxruntime's order | {t.peak_activation_bytes_ort:,} |"
-            ]
-        ),
-        "",
-    ]
+    out += [*md_lines(_totals_table(a)), ""]
+    live_columns = (TableColumn("tensor"), TableColumn("written by"), TableColumn("bytes", True))
     for title, peak in (("", a.peak_activation), (", onnxruntime's order", a.peak_activation_ort)):
         if peak is not None and peak.live:
+            live = tuple((x.tensor, x.producer, f"{x.bytes:,}") for x in peak.live)
             out += [
                 f"Live at the peak{title} (at {md(peak.node)}, {peak.live_count} tensors):",
                 "",
-                "| tensor | written by | bytes |",
-                "|---|---|---:|",
-                *(f"| {md(x.tensor)} | {md(x.producer)} | {x.bytes:,} |" for x in peak.live),
+                *md_lines(Table("Live at the peak", live_columns, live)),
                 "",
             ]
     formulas = [] if a.symbolic is None else a.symbolic.describe()
@@ -110,13 +123,8 @@ def to_markdown(
         out += ["", "## By arithmetic type", "", *_md_table(dtype_columns(t.macs), a.by_dtype)]
     if tree or depth is not None:
         title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
-        out += ["", f"## {title}", ""]
-        out += ["| " + " | ".join(TREE_HEADERS) + " |", "|---|" + "---:|" * (len(TREE_HEADERS) - 1)]
         # Indentation that Markdown keeps: two no-break spaces per level.
-        out += [
-            "| " + " | ".join(md(c) for c in row) + " |"
-            for row in tree_table(a, depth, "\u00a0\u00a0")
-        ]
+        out += ["", *md_lines(tree_view(a, depth, title, "\u00a0\u00a0"), level=2)]
     else:
         out += ["", "## Nodes", "", *_md_table(NODE_COLUMNS, nodes)]
     if a.warnings:

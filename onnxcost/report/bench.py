@@ -8,13 +8,11 @@ cumulative share, times called; then what the analyzer counted and what that ach
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from onnxcost import units
@@ -24,9 +22,11 @@ from onnxcost.bench.result import BenchResult, ProfileResult
 from onnxcost.bench.roofline import ModelRoofline
 from onnxcost.bench.sweep import MaxBatch
 from onnxcost.bench.timing import THROUGHPUT_METHOD
-from onnxcost.report.fit import drop_order, fitted
-from onnxcost.report.safe_text import csv_writer, hanging, md, plain
-from onnxcost.report.safe_text import text as _text
+from onnxcost.report.safe_text import hanging, md, plain
+from onnxcost.report.tables import Cell, Column, Table, drop_order
+from onnxcost.report.writers.csv import to_csv as csv_text
+from onnxcost.report.writers.markdown import to_markdown as md_lines
+from onnxcost.report.writers.rich import to_rich
 
 CsvTable = Literal["auto", "summary", "nodes", "op_types", "sweep"]
 
@@ -64,30 +64,23 @@ def _spread(n: NodeProfile) -> str:
     return f"{s.p10_us / 1e3:.3f}-{s.p90_us / 1e3:.3f}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Col:
-    header: str
-    value: Callable[[NodeProfile, float], str]
-    """Cell text from the row and the cumulative share up to and including it."""
-    numeric: bool = True
-
-
-_NODE_COLS: tuple[_Col, ...] = (
-    _Col("node", lambda n, _c: n.name, numeric=False),
-    _Col("op type", lambda n, _c: n.op_type, numeric=False),
-    _Col("kernel", lambda n, _c: "+".join(dict.fromkeys(n.kernel_op_types)), numeric=False),
-    _Col("mapping", lambda n, _c: n.mapping, numeric=False),
-    _Col("on", lambda n, _c: n.provider.replace("ExecutionProvider", ""), numeric=False),
-    _Col("calls", lambda n, _c: str(n.calls)),
-    _Col("median ms", lambda n, _c: _ms(n.median_us / 1e3)),
-    _Col("p10-p90 ms", lambda n, _c: _spread(n)),
-    _Col("%", lambda n, _c: _pct(n.share)),
-    _Col("cdf %", lambda _n, c: _pct(c)),
-    _Col("GFLOP/s", lambda n, _c: _rate(n.gflops_per_s)),
-    _Col("GB/s", lambda n, _c: _rate(n.gbytes_per_s)),
-    _Col("bound", lambda n, _c: n.bound or "-", numeric=False),
-    _Col("eff.", lambda n, _c: _efficiency(n.efficiency)),
-    _Col("output", lambda n, _c: units.shapes(n.output_shapes) or "-", numeric=False),
+_NODE_COLS: tuple[tuple[str, bool, Callable[[NodeProfile, float], str]], ...] = (
+    # (header, numeric, cell text from the row and the cumulative share up to and including it)
+    ("node", False, lambda n, _c: n.name),
+    ("op type", False, lambda n, _c: n.op_type),
+    ("kernel", False, lambda n, _c: "+".join(dict.fromkeys(n.kernel_op_types))),
+    ("mapping", False, lambda n, _c: n.mapping),
+    ("on", False, lambda n, _c: n.provider.replace("ExecutionProvider", "")),
+    ("calls", True, lambda n, _c: str(n.calls)),
+    ("median ms", True, lambda n, _c: _ms(n.median_us / 1e3)),
+    ("p10-p90 ms", True, lambda n, _c: _spread(n)),
+    ("%", True, lambda n, _c: _pct(n.share)),
+    ("cdf %", True, lambda _n, c: _pct(c)),
+    ("GFLOP/s", True, lambda n, _c: _rate(n.gflops_per_s)),
+    ("GB/s", True, lambda n, _c: _rate(n.gbytes_per_s)),
+    ("bound", False, lambda n, _c: n.bound or "-"),
+    ("eff.", True, lambda n, _c: _efficiency(n.efficiency)),
+    ("output", False, lambda n, _c: units.shapes(n.output_shapes) or "-"),
 )
 
 
@@ -192,7 +185,7 @@ def _ceilings_source(rf: ModelRoofline) -> str:
     return f"ceilings measured now ({when}){where}"
 
 
-def _memory_grid(use: MemoryUse) -> _Grid:
+def _memory_grid(use: MemoryUse) -> Table:
     """Estimate vs measured memory, with the ratio measured / estimate."""
     weights, activations = use.weights_estimate_bytes, use.activations_estimate_bytes
     figures = [
@@ -208,7 +201,7 @@ def _memory_grid(use: MemoryUse) -> _Grid:
         for label, estimate, measured in figures
     ]
     rows.append(["arena plan", "-", "not exposed", "-"])
-    return _Grid(
+    return _grid(
         "Memory: estimate vs measured",
         ("", "estimate", "measured", "ratio"),
         (False, True, True, True),
@@ -236,46 +229,50 @@ def _div(a: int | None, b: int) -> float | None:
     return a / b if a is not None and b > 0 else None
 
 
-def _kv_table(title: str, rows: Sequence[tuple[str, str]], width: int | None = None) -> Table:
-    """Label and value, one line each (``report.fit``): the label kept whole, the value
-    trimmed at its end where the width is short (--wide keeps it whole)."""
-    t = fitted(
-        _text(title),
-        ("key", "value"),
-        (False, False),
-        [[plain(k), plain(v)] for k, v in rows],
-        width,
-        trim=[1],
-        tail=[1],
+def _kv_table(title: str, rows: Sequence[tuple[str, str]]) -> Table:
+    """Label and value, one line each: the label kept whole (bold), the value trimmed at its
+    end where the terminal is narrow (--wide keeps it whole)."""
+    return Table(
+        title,
+        (Column("key", style="bold"), Column("value", cut="end")),
+        tuple(rows),
         show_header=False,
     )
-    t.columns[0].style = "bold"
-    return t
 
 
-@dataclass(frozen=True, slots=True)
-class _Grid:
-    """One table, format-free: both the rich and the markdown renderer draw it."""
-
-    title: str
-    headers: tuple[str, ...]
-    numeric: tuple[bool, ...]
-    rows: list[list[str]]
+# Columns a narrow terminal keeps: what names a row, and its time.
+_KEPT = ("node", "op type", "median ms", "%", "batch", "ok", "metric")
 
 
-def _node_grid(prof: ProfileResult, top: int | None) -> tuple[_Grid, int]:
+def _grid(
+    title: str,
+    headers: tuple[str, ...],
+    numeric: tuple[bool, ...],
+    rows: Sequence[Sequence[Cell]],
+) -> Table:
+    """A table whose rightmost columns a narrow terminal drops first (all but ``_KEPT``),
+    then cuts its text columns in the middle."""
+    return Table(
+        title,
+        tuple(Column(h, n, "" if n else "middle") for h, n in zip(headers, numeric, strict=True)),
+        tuple(tuple(row) for row in rows),
+        drop=drop_order(headers, _KEPT),
+    )
+
+
+def _node_grid(prof: ProfileResult, top: int | None) -> tuple[Table, int]:
     nodes, more = _by_time(prof.nodes, top)
-    grid = _Grid(
+    grid = _grid(
         f"Per node (separate profiled session, median of {prof.runs} runs, slowest first)",
-        tuple(c.header for c in _NODE_COLS),
-        tuple(c.numeric for c in _NODE_COLS),
-        [[c.value(n, cdf) for c in _NODE_COLS] for n, cdf in nodes],
+        tuple(h for h, _n, _v in _NODE_COLS),
+        tuple(n for _h, n, _v in _NODE_COLS),
+        [[value(n, cdf) for _h, _n, value in _NODE_COLS] for n, cdf in nodes],
     )
     return grid, more
 
 
-def _op_grid(prof: ProfileResult) -> _Grid:
-    return _Grid(
+def _op_grid(prof: ProfileResult) -> Table:
+    return _grid(
         "By kernel op type",
         ("op type", "count", "median ms", "%", "cdf %", "times called"),
         (False, True, True, True, True, True),
@@ -293,8 +290,8 @@ def _op_grid(prof: ProfileResult) -> _Grid:
     )
 
 
-def _sweep_grid(result: BenchResult) -> _Grid:
-    return _Grid(
+def _sweep_grid(result: BenchResult) -> Table:
+    return _grid(
         "Batch sweep",
         ("batch", "runs", "median ms", "p90 ms", "throughput /s"),
         (True,) * 5,
@@ -311,8 +308,8 @@ def _sweep_grid(result: BenchResult) -> _Grid:
     )
 
 
-def _probe_grid(mb: MaxBatch) -> _Grid:
-    return _Grid(
+def _probe_grid(mb: MaxBatch) -> Table:
+    return _grid(
         "Max batch search (each probe in its own process)",
         ("batch", "ok", "median ms", "throughput /s", "detail"),
         (True, False, True, True, False),
@@ -371,39 +368,19 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + "."
 
 
-# Columns a narrow terminal keeps: what names a row, and its time.
-_KEPT = ("node", "op type", "median ms", "%", "batch", "ok", "metric")
+def _rich(grid: Table, width: int | None = None) -> RichTable:
+    # Bench's titles have been drawn unstyled (not bold) in a colour terminal; kept as they were.
+    return to_rich(grid, width, title_style="")
 
 
-def _rich(grid: _Grid, width: int | None = None) -> Table:
-    """The grid fitted to ``width`` (``report.fit``): rightmost columns dropped first."""
-    return fitted(
-        _text(grid.title),
-        grid.headers,
-        grid.numeric,
-        [[plain(cell) for cell in row] for row in grid.rows],
-        width,
-        drop=drop_order(grid.headers, _KEPT),
-        trim=[i for i, n in enumerate(grid.numeric) if not n],
-    )
-
-
-def _md(grid: _Grid) -> list[str]:
-    out = [
-        "",
-        f"### {md(grid.title)}",
-        "",
-        "| " + " | ".join(map(md, grid.headers)) + " |",
-        "|" + "|".join("---:" if n else "---" for n in grid.numeric) + "|",
-    ]
-    out.extend("| " + " | ".join(map(md, row)) + " |" for row in grid.rows)
-    return out
+def _md(grid: Table) -> list[str]:
+    return ["", *md_lines(grid, level=3)]
 
 
 def render_table(result: BenchResult, console: Console, *, top: int | None = 20) -> None:
     """The whole result on ``console``; node rows cut to the ``top`` slowest (None: all)."""
-    console.print(_kv_table("Benchmark", _summary_rows(result), console.width))
-    console.print(_kv_table("Timing", _latency_rows(result), console.width))
+    console.print(_rich(_kv_table("Benchmark", _summary_rows(result)), console.width))
+    console.print(_rich(_kv_table("Timing", _latency_rows(result)), console.width))
     if result.memory.use is not None:
         console.print(_rich(_memory_grid(result.memory.use), console.width))
         console.print(hanging("  ", MEMORY_NOTE))
@@ -437,7 +414,7 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
 
 def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
     """The result as GitHub markdown: summary, timing, per node, per op type, sweep, max batch."""
-    summary = _Grid(
+    summary = _grid(
         "Summary",
         ("", ""),
         (False, False),
@@ -483,128 +460,136 @@ def to_csv(result: BenchResult, table: CsvTable = "auto") -> str:
     """
     if table == "auto":
         table = "nodes" if result.profile is not None else "summary"
-    buf = io.StringIO()
-    w = csv_writer(buf)
+    if table in ("nodes", "op_types") and result.profile is None:
+        return ""
+    return csv_text(csv_table(result, table))
+
+
+_CSV_NODE_HEADERS = (
+    "name",
+    "op_type",
+    "kernels",
+    "kernel_op_types",
+    "mapping",
+    "provider",
+    "calls",
+    "mean_us",
+    "share",
+    "macs",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "gflops_per_s",
+    "gbytes_per_s",
+    "bound",
+    "floor_us",
+    "efficiency",
+    "median_us",
+    "p10_us",
+    "p90_us",
+    "efficiency_suspect",
+)
+_CSV_OP_HEADERS = (
+    "op_type",
+    "count",
+    "calls",
+    "mean_us",
+    "share",
+    "cumulative_share",
+    "median_us",
+)
+_CSV_RUN_HEADERS = (
+    "model",
+    "provider",
+    "batch",
+    "runs",
+    "min_ms",
+    "mean_ms",
+    "median_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+    "std_ms",
+    "throughput_per_s",
+)
+
+
+def csv_table(result: BenchResult, table: CsvTable) -> Table:
+    """The machine table ``to_csv`` writes: exact figures, one row per node, op type or run."""
+    prof = result.profile
+    rows: list[tuple[Cell, ...]]
     if table == "nodes":
-        if result.profile is None:
-            return ""
-        w.writerow(
-            [
-                "name",
-                "op_type",
-                "kernels",
-                "kernel_op_types",
-                "mapping",
-                "provider",
-                "calls",
-                "mean_us",
-                "share",
-                "macs",
-                "flops",
-                "bytes_read",
-                "bytes_written",
-                "gflops_per_s",
-                "gbytes_per_s",
-                "bound",
-                "floor_us",
-                "efficiency",
-                "median_us",
-                "p10_us",
-                "p90_us",
-                "efficiency_suspect",
-            ]
-        )
-        for n in result.profile.nodes:
-            w.writerow(
-                [
-                    n.name,
-                    n.op_type,
-                    "+".join(n.kernels),
-                    "+".join(n.kernel_op_types),
-                    n.mapping,
-                    n.provider,
-                    n.calls,
-                    f"{n.mean_us:.3f}",
-                    f"{n.share:.6f}",
-                    n.macs,
-                    n.flops,
-                    n.bytes_read,
-                    n.bytes_written,
-                    _opt(n.gflops_per_s),
-                    _opt(n.gbytes_per_s),
-                    n.bound or "",
-                    _opt(n.floor_us),
-                    _opt(n.efficiency),
-                    f"{n.median_us:.3f}",
-                    f"{n.spread.p10_us:.3f}",
-                    f"{n.spread.p90_us:.3f}",
-                    "true" if n.efficiency_suspect else "false",
-                ]
+        rows = [
+            (
+                n.name,
+                n.op_type,
+                "+".join(n.kernels),
+                "+".join(n.kernel_op_types),
+                n.mapping,
+                n.provider,
+                n.calls,
+                f"{n.mean_us:.3f}",
+                f"{n.share:.6f}",
+                n.macs,
+                n.flops,
+                n.bytes_read,
+                n.bytes_written,
+                _opt(n.gflops_per_s),
+                _opt(n.gbytes_per_s),
+                n.bound or "",
+                _opt(n.floor_us),
+                _opt(n.efficiency),
+                f"{n.median_us:.3f}",
+                f"{n.spread.p10_us:.3f}",
+                f"{n.spread.p90_us:.3f}",
+                "true" if n.efficiency_suspect else "false",
             )
-    elif table == "op_types":
-        if result.profile is None:
-            return ""
-        w.writerow(
-            ["op_type", "count", "calls", "mean_us", "share", "cumulative_share", "median_us"]
-        )
-        for o in result.profile.by_op_type:
-            w.writerow(
-                [
-                    o.op_type,
-                    o.count,
-                    o.calls,
-                    f"{o.mean_us:.3f}",
-                    f"{o.share:.6f}",
-                    f"{o.cumulative_share:.6f}",
-                    f"{o.median_us:.3f}",
-                ]
+            for n in (prof.nodes if prof is not None else ())
+        ]
+        return Table("nodes", tuple(map(Column, _CSV_NODE_HEADERS)), tuple(rows))
+    if table == "op_types":
+        rows = [
+            (
+                o.op_type,
+                o.count,
+                o.calls,
+                f"{o.mean_us:.3f}",
+                f"{o.share:.6f}",
+                f"{o.cumulative_share:.6f}",
+                f"{o.median_us:.3f}",
             )
-    else:
-        w.writerow(
-            [
-                "model",
-                "provider",
-                "batch",
-                "runs",
-                "min_ms",
-                "mean_ms",
-                "median_ms",
-                "p90_ms",
-                "p95_ms",
-                "p99_ms",
-                "max_ms",
-                "std_ms",
-                "throughput_per_s",
-            ]
+            for o in (prof.by_op_type if prof is not None else ())
+        ]
+        return Table("op_types", tuple(map(Column, _CSV_OP_HEADERS)), tuple(rows))
+    runs = [(result.batch, result.runs, result.latency, result.throughput_per_s)]
+    runs += [(p.batch, p.runs, p.latency, p.throughput_per_s) for p in result.sweep]
+    if table == "sweep":
+        runs = runs[1:]
+    rows = [
+        (
+            result.model,
+            result.provider,
+            batch,
+            n,
+            *(
+                f"{v:.4f}"
+                for v in (
+                    lat.min_ms,
+                    lat.mean_ms,
+                    lat.median_ms,
+                    lat.p90_ms,
+                    lat.p95_ms,
+                    lat.p99_ms,
+                    lat.max_ms,
+                    lat.std_ms,
+                )
+            ),
+            f"{tput:.2f}",
         )
-        rows = [(result.batch, result.runs, result.latency, result.throughput_per_s)]
-        rows += [(p.batch, p.runs, p.latency, p.throughput_per_s) for p in result.sweep]
-        if table == "sweep":
-            rows = rows[1:]
-        for batch, runs, lat, tput in rows:
-            w.writerow(
-                [
-                    result.model,
-                    result.provider,
-                    batch,
-                    runs,
-                    *(
-                        f"{v:.4f}"
-                        for v in (
-                            lat.min_ms,
-                            lat.mean_ms,
-                            lat.median_ms,
-                            lat.p90_ms,
-                            lat.p95_ms,
-                            lat.p99_ms,
-                            lat.max_ms,
-                            lat.std_ms,
-                        )
-                    ),
-                    f"{tput:.2f}",
-                ]
-            )
-    return buf.getvalue()
+        for batch, n, lat, tput in runs
+    ]
+    return Table(table, tuple(map(Column, _CSV_RUN_HEADERS)), tuple(rows))
 
 
 def _listed(names: Sequence[str], limit: int = 10) -> str:

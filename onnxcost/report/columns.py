@@ -1,4 +1,8 @@
-"""Column definitions shared by the table, markdown and CSV renderers of an analysis."""
+"""The analysis view's columns: how each cell of its tables is read from a record.
+
+``table`` turns columns and records into a ``report.tables.Table`` that every writer draws
+(the terminal in ``report.table``, Markdown in ``report.as_text``).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord, OpTypeSummary, ScopeSummary
+from onnxcost.report import tables
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,37 @@ SCOPE_COLUMNS: Sequence[Column] = (
 )
 
 
+# Which columns go first when a table is too wide, and which text may be cut in the middle.
+DROP_FIRST = (
+    "in shapes", "cum. %", "written", "read", "status", "out shapes", "params", "count",
+    "nodes", "FLOPs %", "MACs %",
+)  # fmt: skip
+TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes", "arithmetic in")
+
+
+def table(
+    title: str,
+    columns: Sequence[Column],
+    rows: Sequence[object],
+    extra: Sequence[tuple[str, list[str]]] = (),
+) -> tables.Table:
+    """Rows of ``columns`` (human units), and ``extra`` columns of ready text (numeric)."""
+    headers = [c.header for c in columns] + [h for h, _v in extra]
+    trimmed = tables.by_header(headers, TRIMMED)
+    cols = [(c.header, c.numeric) for c in columns] + [(h, True) for h, _v in extra]
+    return tables.Table(
+        title,
+        tuple(
+            tables.Column(h, n, "middle" if i in trimmed else "") for i, (h, n) in enumerate(cols)
+        ),
+        tuple(
+            (*(c.human(r) for c in columns), *(values[i] for _h, values in extra))
+            for i, r in enumerate(rows)
+        ),
+        drop=tables.by_header(headers, DROP_FIRST),
+    )
+
+
 def with_cumulative(
     rows: Sequence[OpTypeSummary], total_flops: int
 ) -> list[tuple[OpTypeSummary, float]]:
@@ -107,5 +143,6 @@ __all__ = [
     "NodeRecord",
     "ScopeSummary",
     "op_type_columns",
+    "table",
     "with_cumulative",
 ]

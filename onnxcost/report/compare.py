@@ -1,31 +1,36 @@
-"""Terminal (rich) and Markdown reports of a comparison; both draw the same sections.
+"""Terminal (rich) and Markdown reports of a comparison; both draw the same tables.
 
-Sections hold ``plain`` text (model strings with control characters escaped); the terminal
-draws it as rich ``Text`` (never markup), Markdown escapes it with ``safe_text.md``.
+The sections are ``report.tables.Table`` values of ``plain`` text (model strings with control
+characters escaped); the writers draw them: rich ``Text`` (never markup), Markdown escaped
+with ``safe_text.md``, and the HTML page's ``section`` macro.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.console import Console
 from rich.text import Text
 
 from onnxcost import units
 from onnxcost.compare import AlignedPair, Comparison, ComputeNode, MetricRow
-from onnxcost.report.fit import drop_order, fitted, wrap_items
+from onnxcost.report.fit import wrap_items
 from onnxcost.report.safe_text import hanging, md, plain, text
+from onnxcost.report.tables import Table, columns, drop_order
+from onnxcost.report.writers.markdown import to_markdown as md_lines
+from onnxcost.report.writers.rich import to_rich
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
-    """One table: a title, headers, which columns are numeric (right-aligned), rows of text."""
-
-    title: str
-    headers: tuple[str, ...]
-    numeric: tuple[bool, ...]
-    rows: tuple[tuple[str, ...], ...]
+def _section(
+    title: str,
+    headers: tuple[str, ...],
+    numeric: tuple[bool, ...],
+    rows: tuple[tuple[str, ...], ...],
+) -> Table:
+    """One table: a narrow terminal drops the rightmost columns first, never what names a
+    row (a node column or the MACs), then cuts the text columns in the middle."""
+    keep = [h for h in headers if h.endswith("node (op)") or h.startswith("MACs (")]
+    return Table(title, columns(headers, numeric), rows, drop=drop_order(headers, keep))
 
 
 def _value(v: float | None, kind: str) -> str:
@@ -76,7 +81,7 @@ def _model_items(c: Comparison) -> list[tuple[str, list[str]]]:
     return out
 
 
-def totals_section(c: Comparison) -> Section:
+def totals_section(c: Comparison) -> Table:
     labels = c.labels
     headers = ["metric", labels[0]]
     for lab in labels[1:]:
@@ -84,7 +89,7 @@ def totals_section(c: Comparison) -> Section:
     rows = []
     for r in c.totals:
         rows.append(_totals_row(r))
-    return Section(
+    return _section(
         "Totals",
         tuple(headers),
         (False, *([True] * (len(headers) - 1))),
@@ -99,7 +104,7 @@ def _totals_row(r: MetricRow) -> tuple[str, ...]:
     return tuple(cells)
 
 
-def op_type_section(c: Comparison) -> Section:
+def op_type_section(c: Comparison) -> Table:
     labels = c.labels
     headers = ["op type"]
     headers += [f"{lab} count" for lab in labels]
@@ -116,7 +121,7 @@ def op_type_section(c: Comparison) -> Section:
                 *(units.count(v) if v else "-" for v in r.flops),
             )
         )
-    return Section(
+    return _section(
         "By op type (as written in the files)",
         tuple(headers),
         (False, *([True] * (len(headers) - 1))),
@@ -162,7 +167,7 @@ def _pair_row(k: int, p: AlignedPair) -> tuple[str, ...]:
     return (str(k), _node_cell(p.a), _node_cell(p.b), macs, shapes, "; ".join(p.differences) or "-")
 
 
-def alignment_sections(c: Comparison) -> list[Section]:
+def alignment_sections(c: Comparison) -> list[Table]:
     out = []
     for al in c.alignments:
         a, b = al.baseline, al.candidate
@@ -189,11 +194,11 @@ def alignment_sections(c: Comparison) -> list[Section]:
             + (f", {merged} merged" if merged else "")
             + f", {al.count('only_a')} only in {a}, {al.count('only_b')} only in {b}"
         )
-        out.append(Section(title, headers, numeric, tuple(rows)))
+        out.append(_section(title, headers, numeric, tuple(rows)))
     return out
 
 
-def only_in_section(c: Comparison) -> Section | None:
+def only_in_section(c: Comparison) -> Table | None:
     if not c.only_in:
         return None
     rows = []
@@ -213,7 +218,7 @@ def only_in_section(c: Comparison) -> Section | None:
                 names,
             )
         )
-    return Section(
+    return _section(
         "Other op types whose counts differ",
         ("models", "op type", "nodes", "likely role", "names (when on one side only)"),
         (False, False, False, False, False),
@@ -221,7 +226,7 @@ def only_in_section(c: Comparison) -> Section | None:
     )
 
 
-def time_section(c: Comparison) -> Section | None:
+def time_section(c: Comparison) -> Table | None:
     if not c.time_by_op_type:
         return None
     labels = c.labels
@@ -235,7 +240,7 @@ def time_section(c: Comparison) -> Section | None:
             cells += ["-" if n is None else str(n), "-" if t is None else f"{t:,.1f} us"]
         rows.append(tuple(cells))
     provider = next((m.bench.provider for m in c.models if m.bench is not None), "")
-    return Section(
+    return _section(
         f"Measured time by op type as onnxruntime ran it ({provider}, mean per run)",
         tuple(headers),
         (False, *([True] * (len(headers) - 1))),
@@ -243,7 +248,7 @@ def time_section(c: Comparison) -> Section | None:
     )
 
 
-def sections(c: Comparison) -> list[Section]:
+def sections(c: Comparison) -> list[Table]:
     out = [totals_section(c), op_type_section(c)]
     time = time_section(c)
     if time is not None:
@@ -275,19 +280,7 @@ def render(c: Comparison, console: Console) -> None:
         for line in wrap_items(lead, items, console.width, sep=" | ", indent=len(lead) + 2):
             console.print(Text(line), no_wrap=True, overflow="ellipsis")
     for s in sections(c):
-        # A narrow console drops the rightmost columns first, never what names a row.
-        keep = [h for h in s.headers if h.endswith("node (op)") or h.startswith("MACs (")]
-        console.print(
-            fitted(
-                text(s.title, style="bold"),
-                s.headers,
-                s.numeric,
-                [[plain(cell) for cell in row] for row in s.rows],
-                console.width,
-                drop=drop_order(s.headers, keep),
-                trim=[i for i, n in enumerate(s.numeric) if not n],
-            )
-        )
+        console.print(to_rich(s, console.width))
     console.print(Text("Findings", style="bold"))
     for f in c.findings:
         console.print(hanging("  - ", f))
@@ -300,10 +293,7 @@ def to_markdown(c: Comparison) -> str:
     out = [f"# {md(lines[0])}", ""]
     out += [f"- {md(line.strip())}" for line in lines[1:]]
     for s in sections(c):
-        out += ["", f"## {md(s.title)}", ""]
-        out.append("| " + " | ".join(md(h) for h in s.headers) + " |")
-        out.append("|" + "|".join("---:" if n else "---" for n in s.numeric) + "|")
-        out += ["| " + " | ".join(md(cell) for cell in row) + " |" for row in s.rows]
+        out += ["", *md_lines(s, level=2)]
     out += ["", "## Findings", ""] + [f"- {md(f)}" for f in c.findings]
     warnings = warning_lines(c)
     if warnings:
@@ -311,4 +301,4 @@ def to_markdown(c: Comparison) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["Section", "render", "sections", "to_markdown"]
+__all__ = ["render", "sections", "to_markdown"]

@@ -238,10 +238,11 @@ def fitted(
     trim: Sequence[int] = (),
     tail: Sequence[int] = (),
     show_header: bool = True,
+    styles: Sequence[str] = (),
 ) -> Table:
     """A rich table of ``rows`` (plain strings, never markup) laid out by ``layout``; every
     cell on one line. Columns in ``tail`` (also listed in ``trim``) are prose, cut at their end
-    (``tail_trim``) rather than in the middle."""
+    (``tail_trim``) rather than in the middle; ``styles``, a rich style per column."""
     lay = layout(headers, rows, width, drop=drop, trim=trim)
     t = Table(
         title=title,
@@ -256,6 +257,7 @@ def fitted(
             justify="right" if numeric[i] else "left",
             no_wrap=True,
             overflow="ellipsis",
+            style=(styles[i] or None) if styles else None,
         )
     # Column by column: a trimmed name column keeps different names apart (distinct_trims).
     cells = {i: _cut([row[i] for row in rows], lay.limits.get(i), i in tail) for i in lay.shown}
@@ -272,17 +274,10 @@ def _cut(column: list[str], limit: int | None, at_end: bool) -> list[str]:
     return distinct_trims(column, limit)
 
 
-def drop_order(headers: Sequence[str], keep: Sequence[str]) -> list[int]:
-    """Every column not named in ``keep`` (nor the first), rightmost first: tables list their
-    most telling figures first."""
-    return [i for i in reversed(range(len(headers))) if i and headers[i] not in keep]
-
-
 __all__ = [
     "ELLIPSIS",
     "Layout",
     "distinct_trims",
-    "drop_order",
     "fitted",
     "layout",
     "middle_trim",

@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING
 
 from onnxcost import units
 from onnxcost.llm.cost import LlmReport, PhaseCost
-from onnxcost.report.safe_text import hanging, md, text
+from onnxcost.report.safe_text import hanging, md
+from onnxcost.report.tables import Column, Table
+from onnxcost.report.writers.markdown import to_markdown as md_lines
+from onnxcost.report.writers.rich import to_grid
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -88,23 +91,23 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
     return out
 
 
+def table(r: LlmReport, *, indent: bool = True) -> Table:
+    """The figures as a table (``rows``); without ``indent`` a label loses its leading
+    spaces and an empty one is a space (a Markdown cell that is not empty)."""
+    cells = tuple(rows(r)) if indent else tuple((k.strip() or " ", v) for k, v in rows(r))
+    return Table("", (Column("figure", style="bold"), Column("value", cut="end")), cells)
+
+
 def render(r: LlmReport, console: Console) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    t = Table.grid(padding=(0, 2))
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column(overflow="fold")
-    for label, value in rows(r):
-        t.add_row(text(label), text(value))
-    console.print(t)
+    console.print(to_grid(table(r)))
     for w in r.warnings:
         console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
 
 def to_markdown(r: LlmReport) -> str:
-    out = [f"# onnxcost llm: {md(r.model)}", "", "| figure | value |", "|---|---|"]
-    out += [f"| {md(label.strip()) or ' '} | {md(value)} |" for label, value in rows(r)]
+    out = [f"# onnxcost llm: {md(r.model)}", "", *md_lines(table(r, indent=False))]
     if r.warnings:
         out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in r.warnings]
     return "\n".join(out) + "\n"

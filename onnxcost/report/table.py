@@ -17,17 +17,12 @@ from onnxcost.report.columns import (
     Column,
     dtype_columns,
     op_type_columns,
+    table,
     with_cumulative,
 )
-from onnxcost.report.fit import MIN_TRIM, fitted, middle_trim, wrap_items
+from onnxcost.report.fit import MIN_TRIM, middle_trim, wrap_items
 from onnxcost.report.safe_text import hanging, plain, text
-
-# Which columns go first when a table is too wide, and which text may be cut in the middle.
-DROP_FIRST = (
-    "in shapes", "cum. %", "written", "read", "status", "out shapes", "params", "count",
-    "nodes", "FLOPs %", "MACs %",
-)  # fmt: skip
-TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes", "arithmetic in")
+from onnxcost.report.writers.rich import to_rich
 
 
 def _table(
@@ -39,21 +34,7 @@ def _table(
     width: int | None = None,
 ) -> Table:
     """Rows of ``columns`` (and ``extra`` columns of ready text) fitted to ``width``."""
-    headers = [c.header for c in columns] + [h for h, _v in extra]
-    numeric = [c.numeric for c in columns] + [True for _e in extra]
-    cells = [
-        [plain(c.human(r)) for c in columns] + [values[i] for _h, values in extra]
-        for i, r in enumerate(rows)
-    ]
-    return fitted(
-        title,
-        headers,
-        numeric,
-        cells,
-        width,
-        drop=[headers.index(h) for h in DROP_FIRST if h in headers],
-        trim=[headers.index(h) for h in TRIMMED if h in headers],
-    )
+    return to_rich(table(title, columns, rows, extra), width)
 
 
 def _lines(console: Console, lead: str, items: Sequence[str], style: str = "", **kw: Any) -> None:
@@ -230,20 +211,11 @@ def render_by_op_type(a: Analysis, console: Console) -> None:
 
 def render_tree(a: Analysis, console: Console, depth: int | None) -> None:
     """torchinfo's and fvcore's max_depth view: indented scopes with subtotals and share."""
-    from onnxcost.report.tree import TREE_HEADERS, tree_table  # only with --tree or --depth
+    from onnxcost.report.tree import tree_view  # only with --tree or --depth
 
     title = "Scope tree" + (f" (depth {depth})" if depth is not None else "")
-    console.print(
-        fitted(
-            title + ": N x adds up N blocks; the rows below it are one block's",
-            TREE_HEADERS,
-            [False, *([True] * (len(TREE_HEADERS) - 1))],
-            tree_table(a, depth),
-            console.width,
-            drop=[7, 6, 1, 2],
-            trim=[0],
-        )
-    )
+    note = ": N x adds up N blocks; the rows below it are one block's"
+    console.print(to_rich(tree_view(a, depth, title + note), console.width))
 
 
 _KEY_NAMES = {"flops": "FLOPs", "macs": "MACs", "bytes": "bytes", "params": "parameters"}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
 from onnxcost.report.safe_text import plain
+from onnxcost.report.tables import Column, Table
 
 if TYPE_CHECKING:
     from onnxcost.analysis.walk import Analysis
@@ -292,6 +293,14 @@ def tree_table(a: Analysis, depth: int | None, indent: str = "  ") -> list[list[
     ]
 
 
+def tree_view(a: Analysis, depth: int | None, title: str, indent: str = "  ") -> Table:
+    """The scope tree as a table: a narrow terminal drops written, read, nodes and params
+    (in that order), then cuts the scope labels in the middle."""
+    cols = (Column(TREE_HEADERS[0], cut="middle"), *(Column(h, True) for h in TREE_HEADERS[1:]))
+    rows = tuple(tuple(row) for row in tree_table(a, depth, indent))
+    return Table(title, cols, rows, drop=(7, 6, 1, 2))
+
+
 __all__ = [
     "MAX_DEPTH",
     "OTHER",
@@ -304,4 +313,5 @@ __all__ = [
     "scope_tree",
     "tree_rows",
     "tree_table",
+    "tree_view",
 ]

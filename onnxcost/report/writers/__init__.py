@@ -1,0 +1,1 @@
+"""Writers: each takes a ``report.tables.Table`` and returns it in one format."""

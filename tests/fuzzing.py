@@ -1490,6 +1490,13 @@ class Pool:
                     code = slot.process.exitcode
                     outcome = Outcome("died", f"worker died (exit {code})", case.label)
                     self._replace(slot)
+                else:
+                    if outcome.kind == "crash" and (
+                        outcome.signature.startswith(("MemoryError", "harness:"))
+                    ):
+                        # Its address space may stay taken (glibc keeps freed arenas): every
+                        # later case there would fail in the harness. A fresh worker instead.
+                        self._replace(slot)
                 slot.case = None
                 done.append((case, outcome))
             elif now - slot.started > self.timeout_s:

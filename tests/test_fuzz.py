@@ -8,6 +8,7 @@ last long run). The harness tests at the end show the pool does catch each kind 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,6 +154,31 @@ def test_harness_bounds_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = _one(_case())
     assert outcome.kind == "crash"
     assert outcome.signature.startswith("MemoryError")
+
+
+def test_harness_replaces_a_worker_left_out_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The case takes the worker's whole address space and keeps it (mapped, never touched:
+    # no real memory), as a case that ends in MemoryError may. Before, every later case in
+    # that worker failed in the harness itself ('harness: OSError ... Cannot allocate memory').
+    import mmap
+
+    real = onnxcost.analyze
+    kept: list[mmap.mmap] = []
+
+    def hog_on_marker(source: str, **kwargs: object) -> onnxcost.Analysis:
+        if Path(source).read_bytes() == b"hog":
+            for size in (64 * 2**20, 2**20, 2**16):  # down to the last 64 KiB
+                with contextlib.suppress(OSError, MemoryError):
+                    while True:
+                        kept.append(mmap.mmap(-1, size))
+            raise MemoryError("address space kept")
+        return real(source)
+
+    monkeypatch.setattr(onnxcost, "analyze", hog_on_marker)
+    with fuzzing.Pool(workers=1, timeout_s=20.0) as p:
+        first = fuzzing.run_all([fuzzing.Case("marker", b"hog")], p)[0][1]
+        assert first.signature.startswith("MemoryError")
+        assert [o.kind for _, o in fuzzing.run_all([_case(), _case()], p)] == ["ok", "ok"]
 
 
 def test_hostile_model_paths_end(tmp_path: Path) -> None:

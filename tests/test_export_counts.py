@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
-from onnxcost.shapes.infer import _FOLD_MAX_ELEMENTS, KnownValues, _fold_value
+from onnxcost.shapes.folding import _FOLD_MAX_ELEMENTS, KnownValues, _fold_value
 
 # --- Pad through Transpose ------------------------------------------------------------------
 

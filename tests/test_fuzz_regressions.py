@@ -27,7 +27,7 @@ from onnxcost.analysis.records import NodeRecord
 from onnxcost.cli.app import app
 from onnxcost.errors import GraphError
 from onnxcost.load import graph
-from onnxcost.shapes import infer as shapes
+from onnxcost.shapes import folding as shapes
 
 INT64, FLOAT, BOOL = TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL
 

@@ -16,7 +16,7 @@ from onnxcost.errors import ModelLoadError
 from onnxcost.load import model, wire
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, load_model
 from onnxcost.load.wire import _encode_varint as _varint
-from onnxcost.shapes import infer as shapes
+from onnxcost.shapes import folding as shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 INLINE = VIRTUAL_LOCATION_PREFIX + "inline"

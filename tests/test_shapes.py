@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 from onnxcost_testing import analyze_text, parse
 
 from onnxcost.errors import ShapeError, UsageError
-from onnxcost.shapes.infer import parse_dim, parse_input_shape
+from onnxcost.shapes.flags import parse_dim, parse_input_shape
 
 MLP = """
 <ir_version: 8, opset_import: ["" : 17]>
@@ -151,7 +151,7 @@ def test_constant_values_read_like_numpy_helper(dtype: type, elem: int) -> None:
     # The fast reader must agree with onnx's own, for raw bytes and for typed fields.
     from onnx import numpy_helper
 
-    from onnxcost.shapes.infer import _tensor_to_array
+    from onnxcost.shapes.folding import _tensor_to_array
 
     data = np.array([[3, 0, 1], [2, 5, 4]]).astype(dtype)
     raw = numpy_helper.from_array(data, "raw")
@@ -165,7 +165,7 @@ def test_constant_values_read_like_numpy_helper(dtype: type, elem: int) -> None:
 
 
 def test_constant_whose_data_does_not_fill_its_dims_is_unknown() -> None:
-    from onnxcost.shapes.infer import _tensor_to_array
+    from onnxcost.shapes.folding import _tensor_to_array
 
     short = TensorProto(name="short", data_type=TensorProto.INT64, dims=[4])
     short.int64_data.extend([1, 2, 3])  # 3 values for 4 elements
@@ -173,7 +173,7 @@ def test_constant_whose_data_does_not_fill_its_dims_is_unknown() -> None:
 
 
 def test_repeated_constants_share_one_read_only_array() -> None:
-    from onnxcost.shapes.infer import _known_values
+    from onnxcost.shapes.folding import _known_values
 
     m = parse("""
 <ir_version: 8, opset_import: ["" : 17]>

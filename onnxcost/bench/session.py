@@ -33,7 +33,7 @@ from onnxcost.errors import ModelLoadError, ProviderError, UsageError
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
 from onnxcost.load.tensors import dtype_name
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.shapes.infer import shape_of
+from onnxcost.shapes.overrides import shape_of
 
 OptLevel = Literal["disable", "basic", "extended", "all"]
 OPT_LEVELS: tuple[OptLevel, ...] = ("disable", "basic", "extended", "all")

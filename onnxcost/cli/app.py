@@ -276,7 +276,7 @@ def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
 def parse_shape_flags(
     input_shape: Sequence[str] | None, dim: Sequence[str] | None
 ) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
-    from onnxcost.shapes.infer import parse_dim, parse_input_shape
+    from onnxcost.shapes.flags import parse_dim, parse_input_shape
 
     shapes = dict(parse_input_shape(s) for s in input_shape or ())
     dims = dict(parse_dim(d) for d in dim or ())

@@ -18,7 +18,7 @@ from onnxcost.analysis.walk import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
 from onnxcost.load.tensors import name_text
 from onnxcost.prepare import PreparedModel
-from onnxcost.shapes.infer import dim_param
+from onnxcost.shapes.overrides import dim_param
 
 # Op family of every compute op; nodes of other types with MACs > 0 form a family of their own.
 _FAMILIES: Mapping[str, tuple[str, ...]] = {

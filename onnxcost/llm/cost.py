@@ -35,7 +35,7 @@ from onnxcost.load.graph import as_text
 from onnxcost.load.model import ModelSource
 from onnxcost.load.tensors import name_text, tensor_bytes
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.shapes.infer import dim_param
+from onnxcost.shapes.overrides import dim_param
 from onnxcost.symbolic.formulas import (
     Formula,
     model_symbols,

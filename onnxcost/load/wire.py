@@ -34,12 +34,12 @@ SMALL_BYTES = 4096
 
 FOLD_MAX_ELEMENTS = 1 << 16
 """Integer, bool and float tensors up to this many elements keep their data: shape folding
-(``onnxcost.shapes.infer``) may read them."""
+(``onnxcost.shapes.folding``) may read them."""
 
 FOLDABLE_TYPES = frozenset(
     {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.FLOAT}
 )
-"""The element types shape folding reads (``onnxcost.shapes.infer._VALUE_DTYPES``)."""
+"""The element types shape folding reads (``onnxcost.shapes.folding._VALUE_DTYPES``)."""
 
 
 _MAX_BYTES_PER_ELEMENT = 11

@@ -13,7 +13,7 @@ import onnx
 
 from onnxcost.errors import ShapeError
 from onnxcost.load.tensors import name_text
-from onnxcost.shapes.infer import dim_param
+from onnxcost.shapes.overrides import dim_param
 
 
 def model_symbols(

@@ -1,0 +1,197 @@
+"""Input shapes and dims applied to the model's inputs, and the shapes the model itself declares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import onnx
+
+from onnxcost.errors import ShapeError
+from onnxcost.load.graph import iter_graphs
+from onnxcost.load.tensors import Shape, TensorInfo, name_text
+from onnxcost.shapes.flags import _check_dim_value
+
+
+def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
+    """(elem_type, shape) of a tensor type; shape None when the rank is unknown."""
+    if not t.HasField("tensor_type"):
+        return 0, None
+    tt = t.tensor_type
+    if not tt.HasField("shape"):
+        return tt.elem_type, None
+    dims: list[int | str | None] = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(d.dim_value)
+        elif d.HasField("dim_param"):
+            dims.append(dim_param(d))
+        else:
+            dims.append(None)
+    return tt.elem_type, tuple(dims)
+
+
+def dim_param(d: onnx.TensorShapeProto.Dimension) -> str:
+    """A dim's symbol as text: protobuf hands out one that is not UTF-8 as bytes (shown \\xff)."""
+    name: str | bytes = d.dim_param
+    return name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else name
+
+
+def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
+    shape = vi.type.tensor_type.shape
+    shape.ClearField("dim")
+    for d in dims:
+        shape.dim.add().dim_value = d
+
+
+def _apply_overrides(
+    graph: onnx.GraphProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+    warnings: list[str],
+    allow_reshape: bool = False,
+) -> dict[str, int]:
+    """Fix every input dim; returns the value each symbolic dim name was given.
+
+    An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
+    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value. A symbol
+    an ``input_shapes`` entry sets (``input_ids=2x16`` on [batch, seq]) is given that value as
+    ``--dim`` would give it, where no ``--dim`` names it and no other entry gives it another:
+    the model's declared shapes in those symbols then resolve alike, whichever flag said it."""
+    for name, shape in input_shapes.items():
+        for v in shape:
+            _check_dim_value(v, f"--input-shape {name_text(name)}=...")
+    for sym, v in dims.items():
+        _check_dim_value(v, f"--dim {sym}=...")
+    init_names = {t.name for t in graph.initializer}
+    inputs = [vi for vi in graph.input if vi.name not in init_names]
+    names = [vi.name for vi in inputs]
+    for name in input_shapes:
+        if name not in names:
+            raise ShapeError(
+                f"--input-shape names {name!r}, but the model's inputs are: {', '.join(names) or '(none)'}"
+            )
+    symbols = {
+        dim_param(d)
+        for vi in inputs
+        for d in vi.type.tensor_type.shape.dim
+        if d.HasField("dim_param")
+    }
+    for sym in dims:
+        if sym not in symbols:
+            raise ShapeError(
+                f"--dim {sym}=... matches no symbolic dim of the inputs; the model's symbols are: "
+                f"{', '.join(sorted(symbols)) or '(none: every dim is fixed; use --input-shape)'}"
+            )
+    defaulted: dict[str, list[str]] = {}
+    applied: dict[str, int] = {}
+    stated: dict[str, set[int]] = {}
+    """Symbol -> the values ``input_shapes`` entries give it."""
+    for vi in inputs:
+        if not vi.type.HasField("tensor_type"):
+            continue
+        tt = vi.type.tensor_type
+        name = name_text(vi.name)  # bytes where it is not UTF-8: messages and sorting need text
+        if vi.name in input_shapes:
+            new = list(input_shapes[vi.name])
+            if tt.HasField("shape") and len(tt.shape.dim) != len(new):
+                raise ShapeError(
+                    f"--input-shape {name}=... gives {len(new)} dims but input {name!r} has rank "
+                    f"{len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
+                )
+            if tt.HasField("shape") and not allow_reshape:
+                _check_fixed_dims(name, tt.shape, new)
+            if tt.HasField("shape"):
+                for d, v in zip(tt.shape.dim, new, strict=True):
+                    if d.HasField("dim_param"):
+                        stated.setdefault(dim_param(d), set()).add(v)
+            _set_dims(vi, new)
+            continue
+        if not tt.HasField("shape"):
+            raise ShapeError(
+                f"input {name!r} has no shape in the model; pass --input-shape {name}=D1xD2x..."
+            )
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                continue
+            sym = dim_param(d) if d.HasField("dim_param") else ""
+            if sym and sym in dims:
+                d.dim_value = dims[sym]
+            else:
+                d.dim_value = 1
+                defaulted.setdefault(sym or f"{name}[{i}]", []).append(name)
+            if sym:
+                applied[sym] = d.dim_value
+    for sym, values in stated.items():
+        if sym not in dims and len(values) == 1:
+            if sym in defaulted:
+                # Another input also has this symbol, unset: it defaulted to 1 above, so the
+                # symbol means two values; the declared shapes in it stay unresolved.
+                continue
+            applied[sym] = values.pop()
+    for sym, users in defaulted.items():
+        where = ", ".join(dict.fromkeys(users))
+        if sym.endswith("]"):
+            warnings.append(
+                f"dim {sym} of input '{where}' is unknown; using 1 (set it with --input-shape {where}=...)"
+            )
+        else:
+            warnings.append(
+                f"symbolic dim {sym!r} (input {where}) is unset; using 1 (set it with --dim {sym}=N)"
+            )
+    return applied
+
+
+def _check_fixed_dims(name: str, declared: onnx.TensorShapeProto, new: Sequence[int]) -> None:
+    """Raise if ``new`` changes a dim that ``declared`` fixes (a dim_value > 0)."""
+    changed = [
+        (i, d.dim_value, v)
+        for i, (d, v) in enumerate(zip(declared.dim, new, strict=True))
+        if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != v
+    ]
+    if not changed:
+        return
+    listed = "; ".join(f"dim {i}: model {m}, yours {v}" for i, m, v in changed)
+    fitting = list(new)
+    for i, m, _v in changed:
+        fitting[i] = m
+    raise ShapeError(
+        f"--input-shape {name}={'x'.join(map(str, new))} changes dims that the model fixes for "
+        f"input {name!r} ({_fmt_dims(declared)}): {listed}; pass --input-shape "
+        f"{name}={'x'.join(map(str, fitting))}, or add --allow-reshape to insist"
+    )
+
+
+def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
+    return "x".join(
+        str(d.dim_value) if d.HasField("dim_value") else (dim_param(d) or "?") for d in shape.dim
+    )
+
+
+def _declared(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
+    """Shapes the model itself declares (value_info, outputs), before inference replaces them."""
+    out: dict[str, tuple[int, Shape | None]] = {}
+    for _scope, g in iter_graphs(graph):
+        out.update(_declared_in(g))
+    return out
+
+
+def _declared_in(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
+    """What ``_declared`` gives for one graph, its subgraphs left out."""
+    return {vi.name: shape_of(vi.type) for vi in (*graph.value_info, *graph.output)}
+
+
+def _use_declared(
+    types: dict[str, TensorInfo],
+    declared: Mapping[str, tuple[int, Shape | None]],
+    symbols: Mapping[str, int],
+) -> None:
+    """Where inference knows nothing (ops onnx has no schema for: com.microsoft, custom), take the
+    model's own declared shape, its symbolic dims given the values the inputs were given."""
+    for name, (elem, shape) in declared.items():
+        old = types.get(name)
+        if shape is None or (old is not None and old.is_concrete):
+            continue
+        dims = tuple(symbols.get(d, d) if isinstance(d, str) else d for d in shape)
+        info = TensorInfo(name, elem or (old.elem_type if old is not None else 0), dims)
+        if info.is_concrete:
+            types[name] = info

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnxcost_testing import analyze_text, parse
 
+import onnxcost
 from onnxcost.errors import ShapeError, UsageError
 from onnxcost.shapes.flags import parse_dim, parse_input_shape
+from onnxcost.shapes.folding import _fold_node, _known_values
 
 MLP = """
 <ir_version: 8, opset_import: ["" : 17]>
@@ -93,6 +96,51 @@ g (float[batch,seq,16] x, float[1,1,16] z) => (float[batch,seq,16] y) <int64[3] 
     assert [n.status for n in a.nodes if n.op_type in ("Expand", "Add")] == ["zero", "ok"]
     assert a.nodes[-1].flops == 384
     assert a.nodes[-2].output_shapes == ((2, 12, 16),)
+
+
+def _split_shape_model() -> onnx.ModelProto:
+    """x [batch, 3, 4] -> Reshape(x, Concat(batch, 3*4)): the target built from Shape(x) split
+    in three (Split(1, 1, 1)), as onnxruntime's opt_level 2 writes a Llama's attention."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Split", ["s", "sizes"], ["a", "b", "c"], axis=0),
+        helper.make_node("Squeeze", ["a", "axis0"], ["a0"]),
+        helper.make_node("Squeeze", ["b", "axis0"], ["b0"]),
+        helper.make_node("Squeeze", ["c", "axis0"], ["c0"]),
+        helper.make_node("Mul", ["b0", "c0"], ["bc"]),
+        helper.make_node("Unsqueeze", ["a0", "axis0"], ["a1"]),
+        helper.make_node("Unsqueeze", ["bc", "axis0"], ["bc1"]),
+        helper.make_node("Concat", ["a1", "bc1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            helper.make_tensor("sizes", TensorProto.INT64, [3], [1, 1, 1]),
+            helper.make_tensor("axis0", TensorProto.INT64, [1], [0]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_multi_output_split_in_a_shape_subgraph_folds_every_output() -> None:
+    # Shape(x) = [2, 3, 4] at batch 2; Split(1, 1, 1) gives [2], [3], [4]; the target is
+    # [2, 3 x 4] = [2, 12], as onnx's reference evaluator reshapes x. Only the first output
+    # was folded: b0 and c0 stayed unknown, and so did the Reshape.
+    a = onnxcost.analyze(_split_shape_model(), dims={"batch": 2})
+    shapes = {n.op_type: n.output_shapes for n in a.nodes}
+    assert shapes["Split"] == ((1,), (1,), (1,))
+    assert shapes["Reshape"] == ((2, 12),)
+    assert [n.status for n in a.nodes if n.op_type == "Reshape"] == ["zero"]
+    # The fold itself (also the whole-graph route's): every output gets its value.
+    model = _split_shape_model()
+    values = _known_values(model.graph)
+    values["s"] = np.array([2, 3, 4], dtype=np.int64)
+    _fold_node(model.graph.node[1], {}, values, 18)
+    assert [values["a"].tolist(), values["b"].tolist(), values["c"].tolist()] == [[2], [3], [4]]
 
 
 def test_causal_mask_keeps_attention_shapes() -> None:

@@ -229,14 +229,15 @@ def _pad_size(node: onnx.NodeProto, x: list[np.ndarray | None]) -> int | None:
 
 def _reference_fold(
     node: onnx.NodeProto, x: list[np.ndarray | None], opset: int | None
-) -> np.ndarray:
-    """The first output of ``node`` by onnx's reference implementation (``_REFERENCE_FOLDS``)."""
+) -> tuple[np.ndarray, ...]:
+    """Every output of ``node`` by onnx's reference implementation (``_REFERENCE_FOLDS``):
+    a Split gives one value per output."""
     from onnx.reference.ops import load_op  # imports every reference op: only when needed
 
     op = load_op("", node.op_type, opset)(
         node, {"log": lambda *_a: None, "opsets": {"": opset}, "verbose": 0, "new_ops": None}
     )
-    return np.asarray(op.run(*x)[0])
+    return tuple(np.asarray(v) for v in op.run(*x))
 
 
 def _broadcast_numel(shapes: Sequence[tuple[int, ...]]) -> int | None:
@@ -412,47 +413,49 @@ def _fold_node(
     values: KnownValues,
     opset: int | None = None,
 ) -> None:
-    """Evaluate ``node`` with numpy if it computes a small value from known values."""
+    """Evaluate ``node`` with numpy if it computes small values from known values."""
     if node.op_type not in _FOLDS or not node.output or node.output[0] in values:
         return
-    result = _fold_value(node, types, values, opset)
-    if result is not None:
-        values[node.output[0]] = result
+    for name, value in zip(node.output, _fold_values(node, types, values, opset), strict=False):
+        if name and value is not None:
+            values[name] = value
 
 
-def _fold_value(
+def _fold_values(
     node: onnx.NodeProto,
     types: Mapping[str, TensorInfo],
     values: KnownValues,
     opset: int | None = None,
-) -> np.ndarray | None:
-    """The value of ``node``'s first output, if it is a small one computed from known values."""
+) -> tuple[np.ndarray | None, ...]:
+    """The values of ``node``'s outputs, in order, each None unless it is a small one
+    computed from known values; () when none is."""
     op_type = node.op_type
     if op_type not in _FOLDS or node.domain not in ("", "ai.onnx"):
-        return None
-    result: np.ndarray | None = None
+        return ()
+    results: tuple[np.ndarray | None, ...]
     if op_type == "Shape":
         try:
-            result = _shape_value(node, types)
+            results = (_shape_value(node, types),)
         except (TypeError, ValueError, OverflowError):  # start or end not an int
-            return None
+            return ()
     elif op_type == "Size":
         info = types.get(node.input[0]) if node.input else None
-        result = (
-            np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None
+        results = (
+            np.array(info.numel, dtype=np.int64) if info is not None and info.is_concrete else None,
         )
     else:
         args = [values.get(i) if i else None for i in node.input]
         if any(a is None for a, name in zip(args, node.input, strict=True) if name):
-            return None
+            return ()
         try:
             size = _fold_size(node, args)
             if size is None or size > _FOLD_MAX_ELEMENTS:
-                return None  # never materialise what the limit would then throw away
+                return ()  # never materialise what the limit would then throw away
             fast = _FOLD.get(op_type)
-            result = np.asarray(fast(node, args)) if fast else _reference_fold(node, args, opset)
+            results = (
+                (np.asarray(fast(node, args)),) if fast else _reference_fold(node, args, opset)
+            )
         except Exception:  # a value we cannot evaluate stays unknown
-            return None
-    if result is None or result.size > _FOLD_MAX_ELEMENTS:
-        return None
-    return result
+            return ()
+    results = tuple(r if r is not None and r.size <= _FOLD_MAX_ELEMENTS else None for r in results)
+    return results if any(r is not None for r in results) else ()

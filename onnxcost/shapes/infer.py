@@ -38,7 +38,7 @@ from onnxcost.shapes.folding import (
     KnownValues,
     _attribute_key,
     _fold_node,
-    _fold_value,
+    _fold_values,
     _known_values,
 )
 from onnxcost.shapes.overrides import (
@@ -380,11 +380,12 @@ def _apply_inferred(
 
 @dataclass(frozen=True, slots=True)
 class _Seen:
-    """What every node of one signature gets: its outputs' types, and its folded value."""
+    """What every node of one signature gets: its outputs' types, and its folded values."""
 
     outputs: tuple[tuple[int, TensorInfo], ...]
     """(output index, type) of each output inference typed, its name left empty."""
-    value: np.ndarray | None
+    values: tuple[np.ndarray | None, ...]
+    """Per output, its folded value (None where unknown); () where none is known."""
     kind: int
     """The signature's number (the position of its first node): ``ShapeResult.kinds``."""
     complete: bool
@@ -399,13 +400,12 @@ class _Seen:
             for index, elem, shape in _inferred(node, signature, run) or ()
             if shape is not None or elem
         )
-        value = (
-            _fold_value(node, run.types, run.values, run.opsets.get("")) if node.output else None
-        )
-        if value is not None:
-            value.flags.writeable = False  # shared by every node of this signature
+        values = _fold_values(node, run.types, run.values, run.opsets.get(""))
+        for value in values:
+            if value is not None:
+                value.flags.writeable = False  # shared by every node of this signature
         complete = len(outputs) == sum(1 for o in node.output if o)
-        return cls(outputs, value, kind, complete)
+        return cls(outputs, values, kind, complete)
 
 
 def _per_node(
@@ -480,8 +480,9 @@ def _per_node(
                     kind = -1
                 else:
                     types[name] = template.renamed(name)
-            if found.value is not None and outs[0] not in folded and outs[0] not in sources:
-                folded[outs[0]] = found.value
+            for name, value in zip(outs, found.values, strict=False):
+                if value is not None and name and name not in folded and name not in sources:
+                    folded[name] = value
         if not declared_names.isdisjoint(outs):
             for o in outs:
                 if o in declared:

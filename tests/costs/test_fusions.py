@@ -431,12 +431,6 @@ def test_bert_with_multi_head_attention(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch, transformers and onnxruntime")
-@pytest.mark.xfail(
-    reason="opt_level 2 turns the attention's shape Gathers into one multi-output Split, which "
-    "the shape folder folds wrong (shapes.py: a Shape -> Split -> Squeeze -> Concat -> Reshape "
-    "chain gives a wrong target shape), so 12 nodes are unknown_shape",
-    strict=True,
-)
 def test_llama_at_opt_level_2_keeps_its_macs(tmp_path: Path) -> None:
     # opt_level 2 also fuses SiLU into QuickGelu (alpha 1: 5 FLOPs per element, as Sigmoid + Mul)
     _compare_fresh("llama", tmp_path, opt_level=2)

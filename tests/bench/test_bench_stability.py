@@ -244,7 +244,7 @@ def test_compare_bench_throughput_moves_with_the_median(cbr_path: str) -> None:
 def test_cli_defaults_match_the_library() -> None:
     from onnxcost.bench.run import PROFILE_RUNS
     from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S
-    from onnxcost.cli import app as cli
+    from onnxcost.cli import bench as cli
 
     assert cli.BENCH_PROFILE_RUNS == PROFILE_RUNS
     assert cli.BENCH_TIMEOUT_S == DEFAULT_TIMEOUT_S

@@ -139,7 +139,7 @@ def test_bench_page_has_latency_time_cost_and_roofline() -> None:
 def test_a_page_is_never_written_onto_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from onnxcost.cli.app import emit_page
+    from onnxcost.cli.render import emit_page
     from onnxcost.errors import UsageError
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)

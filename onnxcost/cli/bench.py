@@ -1,0 +1,281 @@
+"""``onnxcost bench``: latency, throughput and per-node time with onnxruntime.
+
+No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
+start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
+"""
+
+import enum
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from onnxcost.cli.guard import run_guarded
+from onnxcost.cli.options import (
+    AllowReshapeOpt,
+    DebugOpt,
+    DimOpt,
+    ForceOpt,
+    InputShapeOpt,
+    OutputOpt,
+    ReportFormat,
+    ReportFormatOpt,
+    WideOpt,
+    checked_output,
+    parse_shape_flags,
+)
+from onnxcost.cli.render import emit, emit_netron, emit_page, render_rich
+from onnxcost.errors import UsageError
+
+BENCH_PROFILE_RUNS = 50
+"""``onnxcost.bench.run.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
+keeps the two equal)."""
+BENCH_TIMEOUT_S = 600.0
+"""``onnxcost.bench.watchdog.DEFAULT_TIMEOUT_S`` (likewise)."""
+
+
+class OptLevel(str, enum.Enum):
+    disable = "disable"
+    basic = "basic"
+    extended = "extended"
+    all = "all"
+
+
+def _progress_callback(quiet: bool) -> tuple[Callable[[object], None] | None, Callable[[], None]]:
+    """A rich progress bar on stderr (only on a terminal, never with --quiet) and its closer."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    bar.start()
+    tasks: dict[str, object] = {}
+
+    def update(event: object) -> None:
+        phase, done, total, message = (
+            getattr(event, "phase", ""),
+            getattr(event, "done", 0),
+            getattr(event, "total", None),
+            getattr(event, "message", ""),
+        )
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(message or phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total, description=message or phase)  # type: ignore[arg-type]
+
+    return update, bar.stop
+
+
+def bench(
+    model: Annotated[
+        str, typer.Argument(help="An .onnx file or a built-in model name (default: resnet18).")
+    ] = "resnet18",
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider",
+            "-e",  # -p is --param everywhere; -e as onnxruntime_perf_test's execution provider
+            help="Execution provider: CPUExecutionProvider, CUDAExecutionProvider, ...",
+        ),
+    ] = "CPUExecutionProvider",
+    provider_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provider-option", help="Provider option KEY=VALUE (repeatable).", show_default=False
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            help="Intra-op threads (default: onnxruntime's; at most 4 x the logical CPUs).", min=1
+        ),
+    ] = None,
+    inter_threads: Annotated[
+        int | None, typer.Option("--inter-threads", help="Inter-op threads.", min=1)
+    ] = None,
+    opt_level: Annotated[
+        OptLevel, typer.Option("--opt-level", help="Graph optimization level.")
+    ] = OptLevel.all,
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
+    inputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--inputs",
+            help="Real input data: an .npz with one array per input name.",
+            show_default=False,
+        ),
+    ] = None,
+    warmup: Annotated[int, typer.Option(help="Warm-up runs (at least 0.2 s of them).", min=0)] = 10,
+    runs: Annotated[
+        int, typer.Option(help="Timed runs (at least --min-seconds of them).", min=1)
+    ] = 100,
+    min_seconds: Annotated[
+        float, typer.Option("--min-seconds", help="Minimum time of the timed loop.", min=0)
+    ] = 1.0,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile", help="Per-node and per-op-type time, joined to the static costs."
+        ),
+    ] = False,
+    profile_runs: Annotated[
+        int,
+        typer.Option(
+            "--profile-runs",
+            help="Profiled runs: node times are medians over them (with --profile).",
+            min=1,
+        ),
+    ] = BENCH_PROFILE_RUNS,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Write a cleaned Chrome trace (Perfetto) of the profiled runs.",
+            show_default=False,
+        ),
+    ] = None,
+    include_copies: Annotated[
+        bool, typer.Option("--include-copies", help="Time host<->device copies too (CUDA).")
+    ] = False,
+    cuda_graph: Annotated[
+        bool, typer.Option("--cuda-graph", help="Capture a CUDA graph (static shapes only).")
+    ] = False,
+    batch: Annotated[
+        str | None,
+        typer.Option(
+            "--batch", help="Batch sweep: comma-separated sizes, e.g. 1,2,4,8.", show_default=False
+        ),
+    ] = None,
+    max_batch: Annotated[
+        int | None,
+        typer.Option(
+            "--max-batch",
+            help="Find the largest batch that fits, up to N (probes in subprocesses).",
+            min=1,
+        ),
+    ] = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Peak FLOP/s and bandwidth of this provider for the roofline (cached once measured).",
+        ),
+    ] = False,
+    recalibrate: Annotated[
+        bool,
+        typer.Option(
+            "--recalibrate", help="Measure the ceilings again instead of reading the cache."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds one run may take before it is stopped (0: no limit).",
+            min=0,
+        ),
+    ] = BENCH_TIMEOUT_S,
+    format: ReportFormatOpt = ReportFormat.table,
+    output: OutputOpt = None,
+    top: Annotated[
+        int, typer.Option(help="Nodes shown in the profile table (0: all).", min=0)
+    ] = 20,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    force: ForceOpt = False,
+    wide: WideOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Measure latency, throughput and (with --profile) per-node time with onnxruntime."""
+
+    def go() -> None:
+        from onnxcost.bench import run_bench
+
+        out = checked_output(output, [model], force)
+        trace_out = checked_output(trace, [model], force, flag="--trace")
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        batches = None
+        if batch:
+            try:
+                batches = [int(b) for b in batch.split(",") if b.strip()]
+            except ValueError:
+                raise UsageError(
+                    f"--batch {batch!r} is not a comma-separated list of sizes, e.g. 1,2,4,8"
+                ) from None
+        netron = format is ReportFormat.netron
+        static = None
+        if netron:
+            from onnxcost.api import analyze as run_analysis
+            from onnxcost.prepare import prepare
+
+            # Loaded once: run, analysed, and its node names as the file has them kept for Netron.
+            prepared = prepare(model, weights=True, keep_source=True)
+            static = run_analysis(
+                prepared, input_shapes=shapes, dims=dims, allow_reshape=allow_reshape
+            )
+        callback, close = _progress_callback(quiet)
+        try:
+            result = run_bench(
+                prepared if netron else model,
+                allow_reshape=allow_reshape,
+                provider=provider,
+                provider_options=provider_option or None,
+                threads=threads,
+                inter_threads=inter_threads,
+                opt_level=opt_level.value,
+                input_shapes=shapes,
+                dims=dims,
+                inputs_file=inputs,
+                warmup=warmup,
+                runs=runs,
+                min_seconds=min_seconds,
+                profile=profile,
+                trace_out=trace_out,
+                include_copies=include_copies,
+                cuda_graph=cuda_graph,
+                batches=batches,
+                max_batch=max_batch,
+                calibrate=calibrate,
+                recalibrate=recalibrate,
+                profile_runs=profile_runs,
+                timeout_s=timeout,
+                ort_log=debug,
+                analysis=static if inputs is None else None,  # an .npz may set other shapes
+                progress=callback,
+            )
+        finally:
+            close()
+        if format is ReportFormat.html:
+            from onnxcost.report.html import bench_html
+
+            emit_page(lambda: bench_html(result), out)
+        elif netron:
+            assert static is not None
+            emit_netron(prepared, static, out, bench=result)
+        elif format is ReportFormat.json:
+            from onnxcost.analysis.records import to_json
+
+            emit(to_json(result.to_dict()) + "\n", out)
+        elif format is ReportFormat.csv:
+            from onnxcost.report.bench import to_csv
+
+            emit(to_csv(result), out)
+        elif format is ReportFormat.markdown:
+            from onnxcost.report.bench import to_markdown
+
+            emit(to_markdown(result, top=top or None), out)
+        else:
+            from onnxcost.report.bench import render_table
+
+            render_rich(lambda c: render_table(result, c, top=top or None), out, wide=wide)
+
+    run_guarded(debug, go)

@@ -1,0 +1,169 @@
+"""``onnxcost compare``: models side by side; and the bench flags it shares with check.
+
+No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
+start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
+"""
+
+import enum
+import math
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from onnxcost.cli.guard import run_guarded
+from onnxcost.cli.options import (
+    AllowReshapeOpt,
+    ConventionFlag,
+    ConventionOpt,
+    DebugOpt,
+    DimOpt,
+    ForceOpt,
+    GateBenchOpt,
+    GateProviderOpt,
+    GateRunsOpt,
+    GateThreadsOpt,
+    GateWarmupOpt,
+    InputShapeOpt,
+    OutputOpt,
+    WideOpt,
+    checked_output,
+    parse_shape_flags,
+)
+from onnxcost.cli.render import emit, emit_page, render_rich
+from onnxcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from onnxcost.compare import BenchSettings
+
+
+class CompareFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+def bench_settings(
+    bench: bool,
+    provider: str | None,
+    runs: int | None,
+    warmup: int | None,
+    threads: int | None,
+) -> "BenchSettings | None":
+    """The bench settings, or None without --bench (bench flags alone are a usage error)."""
+    from onnxcost.compare import BenchSettings
+
+    given = [
+        flag
+        for flag, value in (
+            ("--provider", provider),
+            ("--runs", runs),
+            ("--warmup", warmup),
+            ("--threads", threads),
+        )
+        if value is not None
+    ]
+    if not bench:
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --bench; add --bench")
+        return None
+    return BenchSettings(
+        provider=provider or "cpu",
+        runs=100 if runs is None else runs,
+        warmup=10 if warmup is None else warmup,
+        threads=threads,
+    )
+
+
+def compare_cmd(
+    models: Annotated[
+        list[str],
+        typer.Argument(
+            help="Two or more .onnx files or built-in model names; the first is the baseline.",
+            show_default=False,
+        ),
+    ],
+    input_shape: InputShapeOpt = None,
+    dim: DimOpt = None,
+    allow_reshape: AllowReshapeOpt = False,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            "-l",
+            help="Name the models in the report, one per model in order (default A, B, C...).",
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        CompareFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = CompareFormat.table,
+    output: OutputOpt = None,
+    fail_if_worse: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-if-worse",
+            metavar="PCT",
+            help="Exit 1 if a later model's MACs, FLOPs, params, peak activation (or latency "
+            "with --bench) exceed the first model's by more than PCT percent.",
+            show_default=False,
+        ),
+    ] = None,
+    bench: GateBenchOpt = False,
+    provider: GateProviderOpt = None,
+    runs: GateRunsOpt = None,
+    warmup: GateWarmupOpt = None,
+    threads: GateThreadsOpt = None,
+    force: ForceOpt = False,
+    wide: WideOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare models side by side: totals, op types, aligned layers, and what differs, in words."""
+
+    def go() -> tuple[str, ...]:
+        from onnxcost.compare import compare as run
+
+        out = checked_output(output, models, force)
+        if len(models) < 2:
+            raise UsageError("compare needs at least two models: onnxcost compare A.onnx B.onnx")
+        if fail_if_worse is not None and not 0 <= fail_if_worse < math.inf:
+            raise UsageError(
+                f"--fail-if-worse must be a finite percentage of 0 or more, not {fail_if_worse:g}"
+            )
+        settings = bench_settings(bench, provider, runs, warmup, threads)
+        shapes, dims = parse_shape_flags(input_shape, dim)
+        result = run(
+            models,
+            input_shapes=shapes,
+            dims=dims,
+            convention=convention.value,
+            labels=label or None,
+            bench=settings,
+            allow_reshape=allow_reshape,
+        )
+        if format is CompareFormat.json:
+            from onnxcost.analysis.records import to_json
+
+            emit(to_json(result.to_dict()) + "\n", out)
+        elif format is CompareFormat.html:
+            from onnxcost.report.html import compare_html
+
+            emit_page(lambda: compare_html(result), out)
+        elif format is CompareFormat.markdown:
+            from onnxcost.report.compare import to_markdown
+
+            emit(to_markdown(result), out)
+        else:
+            from onnxcost.report.compare import render
+
+            render_rich(lambda c: render(result, c), out, wide=wide)
+        return () if fail_if_worse is None else result.worse_than(fail_if_worse)
+
+    worse = run_guarded(debug, go)
+    if worse:
+        from onnxcost.report.safe_text import plain
+
+        for line in worse:
+            typer.echo(f"onnxcost: worse: {plain(line)}", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,196 @@
+"""``onnxcost llm``: a decoder's generation, prefill and decode steps, and its roofline.
+
+No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
+start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
+"""
+
+import enum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from onnxcost.cli.guard import run_guarded
+from onnxcost.cli.options import (
+    ConventionFlag,
+    ConventionOpt,
+    DebugOpt,
+    DimOpt,
+    ForceOpt,
+    GateThreadsOpt,
+    ModelArg,
+    OutputOpt,
+    checked_output,
+    parse_params,
+    parse_shape_flags,
+)
+from onnxcost.cli.render import emit, emit_page, render_rich
+from onnxcost.errors import OnnxcostError, UsageError
+
+if TYPE_CHECKING:
+    from onnxcost.bench.roofline import Ceilings
+
+
+class LlmFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+def llm_cmd(
+    model: ModelArg,
+    prompt: Annotated[int, typer.Option("--prompt", help="Prompt length N in tokens.", min=1)],
+    generate: Annotated[
+        int,
+        typer.Option(
+            "--generate", help="Tokens M to generate (the first from the prefill).", min=1
+        ),
+    ],
+    batch: Annotated[int, typer.Option("--batch", help="Sequences generated at once.", min=1)] = 1,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="Built-in model parameter KEY=VALUE, e.g. kv_cache=true (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    dim: DimOpt = None,
+    batch_dim: Annotated[
+        str | None, typer.Option("--batch-dim", help="The batch dim's symbol.", show_default=False)
+    ] = None,
+    seq_dim: Annotated[
+        str | None,
+        typer.Option("--seq-dim", help="The new tokens' dim symbol.", show_default=False),
+    ] = None,
+    past_dim: Annotated[
+        str | None,
+        typer.Option("--past-dim", help="The cache length's dim symbol.", show_default=False),
+    ] = None,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
+    peak_tflops: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-tflops", help="Compute ceiling in TFLOP/s (with --bandwidth-gbs).", min=0
+        ),
+    ] = None,
+    bandwidth_gbs: Annotated[
+        float | None,
+        typer.Option("--bandwidth-gbs", help="Memory bandwidth ceiling in GB/s.", min=0),
+    ] = None,
+    bench: Annotated[
+        bool, typer.Option("--bench", help="Also run the generation loop in onnxruntime.")
+    ] = False,
+    provider: Annotated[
+        str,
+        typer.Option(
+            "--provider", "-e", help="Execution provider for --bench and the cached calibration."
+        ),
+    ] = "cpu",
+    threads: GateThreadsOpt = None,
+    format: Annotated[LlmFormat, typer.Option("--format", "-f", help="Output format.")] = (
+        LlmFormat.table
+    ),
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """A decoder with a KV cache: weights, cache, prefill, decode steps, generation, roofline."""
+
+    def go() -> None:
+        from onnxcost.llm.cost import llm_report
+        from onnxcost.prepare import prepare
+
+        out = checked_output(output, [model], force)
+        params = parse_params(param)
+        _shapes, dims = parse_shape_flags(None, dim)
+        ceilings = _llm_ceilings(peak_tflops, bandwidth_gbs)
+        # One model, loaded or built once, analysed and (with --bench) run.
+        prepared = prepare(model, weights=bench, params=params)
+        report = llm_report(
+            prepared,
+            prompt=prompt,
+            generate=generate,
+            batch=batch,
+            dims=dims,
+            batch_dim=batch_dim,
+            seq_dim=seq_dim,
+            past_dim=past_dim,
+            convention=convention.value,
+            ceilings=ceilings,
+            calibrated=lambda dtype: _cached_ceilings(provider, threads, dtype),
+        )
+        if bench:
+            import dataclasses
+
+            from onnxcost.bench.providers import resolve_provider
+            from onnxcost.bench.session import SessionConfig
+            from onnxcost.llm.loop import run_llm_loop
+
+            timing = run_llm_loop(
+                prepared,
+                report.layout,
+                prompt=prompt,
+                generate=generate,
+                batch=batch,
+                config=SessionConfig(resolve_provider(provider), intra_op_threads=threads),
+            )
+            report = dataclasses.replace(report, bench=timing)
+        if format is LlmFormat.json:
+            import json
+
+            emit(json.dumps(report.to_dict(), indent=2) + "\n", out)
+        elif format is LlmFormat.html:
+            from onnxcost.report.html import llm_html
+
+            emit_page(lambda: llm_html(report), out)
+        elif format is LlmFormat.markdown:
+            from onnxcost.report.llm import to_markdown
+
+            emit(to_markdown(report), out)
+        else:
+            from onnxcost.report.llm import render
+
+            render_rich(lambda c: render(report, c), out)
+
+    run_guarded(debug, go)
+
+
+def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> "Ceilings | None":
+    """The roofline ceiling from --peak-tflops and --bandwidth-gbs (both or neither)."""
+    if (peak_tflops is None) != (bandwidth_gbs is None):
+        raise UsageError("pass both --peak-tflops and --bandwidth-gbs, or neither")
+    if peak_tflops is None or bandwidth_gbs is None:
+        return None
+    # Ceilings of 1e3 to 1e21 FLOP/s and bytes/s (llm.CEILING_RANGE) keep every ratio and
+    # time finite. NaN fails every comparison.
+    for flag, value, low, high in (
+        ("--peak-tflops", peak_tflops, 1e-9, 1e9),
+        ("--bandwidth-gbs", bandwidth_gbs, 1e-6, 1e12),
+    ):
+        if not low <= value <= high:
+            raise UsageError(
+                f"{flag} {value!r} is out of range; pass a number from {low:g} to {high:g}"
+            )
+    from onnxcost.bench.roofline import Ceilings
+
+    return Ceilings(peak_tflops * 1e12, bandwidth_gbs * 1e9, "flags", "flags")
+
+
+def _cached_ceilings(
+    provider: str, threads: int | None, dtype: str
+) -> "tuple[Ceilings, str] | None":
+    """This provider's cached ``bench --calibrate`` figures for ``dtype``, if any."""
+    try:
+        from onnxcost.bench.providers import resolve_provider
+        from onnxcost.bench.roofline import cached_ceilings
+        from onnxcost.bench.session import SessionConfig
+
+        config = SessionConfig(resolve_provider(provider), intra_op_threads=threads)
+        hit = cached_ceilings(config, dtype)
+    except (OnnxcostError, OSError):
+        return None
+    if hit is None:
+        return None
+    return hit, f"calibration of {hit.provider} on {hit.device}, {hit.measured_at}"

@@ -1,0 +1,185 @@
+"""Options shared by several commands, defined once, and the parsers of their values.
+
+No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
+start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
+"""
+
+import enum
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from onnxcost.errors import UsageError
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+class ReportFormat(str, enum.Enum):
+    """Formats of analyze and bench: the common ones plus a self-contained HTML page."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    html = "html"
+    netron = "netron"
+
+
+class SortBy(str, enum.Enum):
+    order = "order"
+    macs = "macs"
+    flops = "flops"
+    bytes = "bytes"
+    params = "params"
+
+
+class ConventionOpt(str, enum.Enum):
+    onnxcost = "onnxcost"
+    torch = "torch"
+    fvcore = "fvcore"
+
+
+# Options shared by several commands, defined once.
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="An .onnx file, or a built-in model name (onnxcost zoo list).", show_default=False
+    ),
+]
+InputShapeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--input-shape",
+        "-s",
+        metavar="NAME=DIMS",
+        help="Fix an input's shape: NAME=1x3x224x224 (repeatable).",
+        show_default=False,
+    ),
+]
+DimOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dim",
+        "-d",
+        metavar="SYMBOL=N",
+        help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable).",
+        show_default=False,
+    ),
+]
+AllowReshapeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-reshape",
+        help="Let --input-shape change dims the model fixes (else that is an error).",
+    ),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+ReportFormatOpt = Annotated[
+    ReportFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format; html: one self-contained page (pip install 'onnxcost\\[html]'); "
+        "netron: metrics for Netron to show beside the model (a .json file).",
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="Write the report to FILE instead of stdout.", show_default=False
+    ),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Let --output replace an existing *.onnx file that is not a model. Input models "
+        "and other models are never replaced.",
+    ),
+]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Keep every table column, however wide (by default tables fit the terminal, "
+        "or COLUMNS, or 120 when piped, by dropping the least telling columns).",
+    ),
+]
+
+ConventionFlag = Annotated[
+    ConventionOpt,
+    typer.Option(
+        help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
+    ),
+]
+
+
+# Bench flags of compare and check (the same settings for every model measured).
+GateBenchOpt = Annotated[
+    bool, typer.Option("--bench", help="Also measure latency with onnxruntime (see --provider).")
+]
+GateProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        "-e",
+        help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
+        show_default=False,
+    ),
+]
+GateRunsOpt = Annotated[
+    int | None,
+    typer.Option(help="Timed runs per model for --bench (default 100).", show_default=False),
+]
+GateWarmupOpt = Annotated[
+    int | None,
+    typer.Option(help="Warm-up runs per model for --bench (default 10).", show_default=False),
+]
+GateThreadsOpt = Annotated[
+    int | None,
+    typer.Option(help="Intra-op threads for --bench (default: onnxruntime's).", show_default=False),
+]
+
+
+def parse_shape_flags(
+    input_shape: Sequence[str] | None, dim: Sequence[str] | None
+) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+    from onnxcost.shapes.flags import parse_dim, parse_input_shape
+
+    shapes = dict(parse_input_shape(s) for s in input_shape or ())
+    dims = dict(parse_dim(d) for d in dim or ())
+    return shapes, dims
+
+
+def checked_output(
+    output: Path | None, inputs: Sequence[str], force: bool, flag: str = "--output"
+) -> Path | None:
+    """``output`` once it is known not to be an input model, its data, or another model.
+
+    Called before any work, so that a refused path costs nothing."""
+    if output is None:
+        return None
+    from onnxcost.load.outputs import check_output
+
+    return check_output(output, inputs=inputs, force=force, flag=flag)
+
+
+def parse_params(param: Sequence[str] | None) -> dict[str, str | int]:
+    """``--param KEY=VALUE`` flags of a built-in model's builder (numbers become ints)."""
+    params: dict[str, str | int] = {}
+    for p in param or ():
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {p!r} is not KEY=VALUE, e.g. --param layers=2")
+        number = re.fullmatch(r"-?[0-9]{1,30}", value.strip())  # not isdigit: '²'
+        params[key.strip()] = int(value) if number else value.strip()
+    return params

@@ -1,0 +1,107 @@
+"""``onnxcost zoo list`` and ``zoo save``: the built-in models.
+
+No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
+start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from onnxcost.cli.guard import run_guarded
+from onnxcost.cli.options import DebugOpt, Format, FormatOpt, WideOpt, parse_params
+from onnxcost.cli.render import print_fitted
+
+zoo_app = typer.Typer(
+    help="Built-in reference models, written directly as ONNX.", no_args_is_help=True
+)
+
+
+@zoo_app.command("list")
+def zoo_list(format: FormatOpt = Format.table, wide: WideOpt = False) -> None:
+    """The built-in models: name, what it is, inputs, parameters."""
+    from onnxcost import zoo
+
+    if format is Format.json:
+        import json
+
+        typer.echo(
+            json.dumps(
+                [
+                    {"name": m.name, "summary": m.summary, "inputs": m.inputs, "params": m.params}
+                    for m in zoo.MODELS.values()
+                ],
+                indent=2,
+            )
+        )
+        return
+    from onnxcost.report.fit import fitted
+
+    # The name is what `zoo save` and `analyze` take: kept whole. A narrow terminal drops the
+    # inputs, then trims the description and the parameters at their ends.
+    print_fitted(
+        lambda width: fitted(
+            None,
+            ("name", "model", "inputs", "parameters (--param)"),
+            (False,) * 4,
+            [
+                [m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items())]
+                for m in zoo.MODELS.values()
+            ],
+            width,
+            drop=[2],
+            trim=[3, 1, 2],
+            tail=[1, 2, 3],
+        ),
+        wide,
+    )
+
+
+@zoo_app.command("save")
+def zoo_save(
+    name: Annotated[str, typer.Argument(help="A built-in model (onnxcost zoo list).")],
+    file: Annotated[Path, typer.Argument(help="The .onnx file to write.")],
+    opset: Annotated[
+        int | None, typer.Option(help="ONNX opset to write (default: the model's).")
+    ] = None,
+    dtype: Annotated[
+        str, typer.Option(help="Weight and activation type: fp32, fp16 or bf16.")
+    ] = "fp32",
+    no_weights: Annotated[
+        bool,
+        typer.Option(
+            "--no-weights", help="Weights as external data in a sparse file: no memory, no disk."
+        ),
+    ] = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param", "-p", help="Builder parameter KEY=VALUE, e.g. layers=2 (repeatable)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace FILE (and its weights file) if it exists.")
+    ] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Write a built-in model to FILE."""
+
+    def go() -> None:
+        from onnxcost import zoo
+
+        params = parse_params(param)
+        path = zoo.save(
+            name,
+            file,
+            dtype=dtype,
+            opset=opset,
+            weights=not no_weights,
+            params=params,
+            seed=seed,
+            force=force,
+        )
+        typer.echo(f"wrote {path}", err=True)
+
+    run_guarded(debug, go)

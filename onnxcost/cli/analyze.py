@@ -18,14 +18,13 @@ from onnxcost.cli.options import (
     InputShapeOpt,
     ModelArg,
     OutputOpt,
-    ReportFormat,
     ReportFormatOpt,
     SortBy,
     WideOpt,
     checked_output,
     parse_shape_flags,
 )
-from onnxcost.cli.render import emit, emit_netron, emit_page, render_rich
+from onnxcost.cli.render import Format, render
 
 
 def analyze(
@@ -39,7 +38,7 @@ def analyze(
             help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
         ),
     ] = ConventionOpt.onnxcost,
-    format: ReportFormatOpt = ReportFormat.table,
+    format: ReportFormatOpt = "table",
     output: OutputOpt = None,
     top: Annotated[
         int | None,
@@ -101,14 +100,15 @@ def analyze(
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
-        netron = format is ReportFormat.netron
-        if netron:
+        fmt = Format(format)
+        prepared = None
+        if fmt is Format.netron:
             from onnxcost.prepare import prepare
 
             # Loaded once: analysed, and its node names as the file has them kept for Netron.
             prepared = prepare(model, weights=ort_peak, keep_source=True)
         result = run(
-            prepared if netron else model,
+            model if prepared is None else prepared,
             input_shapes=shapes,
             dims=dims,
             convention=convention.value,
@@ -116,8 +116,8 @@ def analyze(
             ort_peak=ort_peak,
             allow_reshape=allow_reshape,
         )
-        if netron:
-            emit_netron(prepared, result, out)
+        if prepared is not None:
+            render(result, fmt, out, model=prepared)
             return
         # One selection for every format: the same nodes in the same order.
         chosen = select(
@@ -125,46 +125,10 @@ def analyze(
             sort_by=None if sort_by is None else sort_by.value,
             top=top,
             op_type=op_type,
-            screen=format in (ReportFormat.table, ReportFormat.markdown),
+            screen=fmt in (Format.table, Format.markdown),
         )
         if op_type and not chosen.matched:
             typer.echo(f"onnxcost: warning: {op_type_miss(result.nodes, op_type)}", err=True)
-        cut = chosen.nodes
-        if format is ReportFormat.html:
-            from onnxcost.report.html import analysis_html
-
-            emit_page(lambda: analysis_html(result, cut), out)
-        elif format is ReportFormat.json:
-            from onnxcost.analysis.records import to_json
-
-            data = result.to_dict()
-            if cut != result.nodes:
-                position = {id(n): k for k, n in enumerate(result.nodes)}
-                data["nodes"] = [data["nodes"][position[id(n)]] for n in cut]
-            emit(to_json(data) + "\n", out)
-        elif format is ReportFormat.csv:
-            from onnxcost.report.as_text import to_csv
-
-            emit(to_csv(cut), out)
-        elif format is ReportFormat.markdown:
-            from onnxcost.report.as_text import to_markdown
-
-            emit(to_markdown(result, cut, depth=depth, tree=tree), out)
-        else:
-            from onnxcost.report.table import render
-
-            render_rich(
-                lambda c: render(
-                    result,
-                    c,
-                    cut,
-                    hidden=chosen.hidden,
-                    depth=depth,
-                    tree=tree,
-                    sort_key=chosen.sort_key,
-                ),
-                out,
-                wide=wide,
-            )
+        render(result, fmt, out, wide=wide, selection=chosen, depth=depth, tree=tree)
 
     run_guarded(debug, go)

@@ -20,13 +20,12 @@ from onnxcost.cli.options import (
     ForceOpt,
     InputShapeOpt,
     OutputOpt,
-    ReportFormat,
     ReportFormatOpt,
     WideOpt,
     checked_output,
     parse_shape_flags,
 )
-from onnxcost.cli.render import emit, emit_netron, emit_page, render_rich
+from onnxcost.cli.render import Format, render
 from onnxcost.errors import UsageError
 
 BENCH_PROFILE_RUNS = 50
@@ -185,7 +184,7 @@ def bench(
             min=0,
         ),
     ] = BENCH_TIMEOUT_S,
-    format: ReportFormatOpt = ReportFormat.table,
+    format: ReportFormatOpt = "table",
     output: OutputOpt = None,
     top: Annotated[
         int, typer.Option(help="Nodes shown in the profile table (0: all).", min=0)
@@ -211,7 +210,8 @@ def bench(
                 raise UsageError(
                     f"--batch {batch!r} is not a comma-separated list of sizes, e.g. 1,2,4,8"
                 ) from None
-        netron = format is ReportFormat.netron
+        fmt = Format(format)
+        netron = fmt is Format.netron
         static = None
         if netron:
             from onnxcost.api import analyze as run_analysis
@@ -254,28 +254,14 @@ def bench(
             )
         finally:
             close()
-        if format is ReportFormat.html:
-            from onnxcost.report.html import bench_html
-
-            emit_page(lambda: bench_html(result), out)
-        elif netron:
-            assert static is not None
-            emit_netron(prepared, static, out, bench=result)
-        elif format is ReportFormat.json:
-            from onnxcost.analysis.records import to_json
-
-            emit(to_json(result.to_dict()) + "\n", out)
-        elif format is ReportFormat.csv:
-            from onnxcost.report.bench import to_csv
-
-            emit(to_csv(result), out)
-        elif format is ReportFormat.markdown:
-            from onnxcost.report.bench import to_markdown
-
-            emit(to_markdown(result, top=top or None), out)
-        else:
-            from onnxcost.report.bench import render_table
-
-            render_rich(lambda c: render_table(result, c, top=top or None), out, wide=wide)
+        render(
+            result,
+            fmt,
+            out,
+            wide=wide,
+            top=top or None,
+            model=prepared if netron else None,
+            static=static,
+        )
 
     run_guarded(debug, go)

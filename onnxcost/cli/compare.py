@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` in cli/: typer evaluates the annotatio
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
-import enum
 import math
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,22 +24,16 @@ from onnxcost.cli.options import (
     GateWarmupOpt,
     InputShapeOpt,
     OutputOpt,
+    PageFormatOpt,
     WideOpt,
     checked_output,
     parse_shape_flags,
 )
-from onnxcost.cli.render import emit, emit_page, render_rich
+from onnxcost.cli.render import Format, render
 from onnxcost.errors import UsageError
 
 if TYPE_CHECKING:
     from onnxcost.compare import BenchSettings
-
-
-class CompareFormat(str, enum.Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
 
 
 def bench_settings(
@@ -96,9 +89,7 @@ def compare_cmd(
             show_default=False,
         ),
     ] = None,
-    format: Annotated[
-        CompareFormat, typer.Option("--format", "-f", help="Output format.")
-    ] = CompareFormat.table,
+    format: PageFormatOpt = "table",
     output: OutputOpt = None,
     fail_if_worse: Annotated[
         float | None,
@@ -142,22 +133,7 @@ def compare_cmd(
             bench=settings,
             allow_reshape=allow_reshape,
         )
-        if format is CompareFormat.json:
-            from onnxcost.analysis.records import to_json
-
-            emit(to_json(result.to_dict()) + "\n", out)
-        elif format is CompareFormat.html:
-            from onnxcost.report.html import compare_html
-
-            emit_page(lambda: compare_html(result), out)
-        elif format is CompareFormat.markdown:
-            from onnxcost.report.compare import to_markdown
-
-            emit(to_markdown(result), out)
-        else:
-            from onnxcost.report.compare import render
-
-            render_rich(lambda c: render(result, c), out, wide=wide)
+        render(result, Format(format), out, wide=wide)
         return () if fail_if_worse is None else result.worse_than(fail_if_worse)
 
     worse = run_guarded(debug, go)

@@ -4,7 +4,6 @@ No ``from __future__ import annotations`` in cli/: typer evaluates the annotatio
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
-import enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,22 +18,16 @@ from onnxcost.cli.options import (
     GateThreadsOpt,
     ModelArg,
     OutputOpt,
+    PageFormatOpt,
     checked_output,
     parse_params,
     parse_shape_flags,
 )
-from onnxcost.cli.render import emit, emit_page, render_rich
+from onnxcost.cli.render import Format, render
 from onnxcost.errors import OnnxcostError, UsageError
 
 if TYPE_CHECKING:
     from onnxcost.bench.roofline import Ceilings
-
-
-class LlmFormat(str, enum.Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-    html = "html"
 
 
 def llm_cmd(
@@ -89,9 +82,7 @@ def llm_cmd(
         ),
     ] = "cpu",
     threads: GateThreadsOpt = None,
-    format: Annotated[LlmFormat, typer.Option("--format", "-f", help="Output format.")] = (
-        LlmFormat.table
-    ),
+    format: PageFormatOpt = "table",
     output: OutputOpt = None,
     force: ForceOpt = False,
     debug: DebugOpt = False,
@@ -137,22 +128,7 @@ def llm_cmd(
                 config=SessionConfig(resolve_provider(provider), intra_op_threads=threads),
             )
             report = dataclasses.replace(report, bench=timing)
-        if format is LlmFormat.json:
-            import json
-
-            emit(json.dumps(report.to_dict(), indent=2) + "\n", out)
-        elif format is LlmFormat.html:
-            from onnxcost.report.html import llm_html
-
-            emit_page(lambda: llm_html(report), out)
-        elif format is LlmFormat.markdown:
-            from onnxcost.report.llm import to_markdown
-
-            emit(to_markdown(report), out)
-        else:
-            from onnxcost.report.llm import render
-
-            render_rich(lambda c: render(report, c), out)
+        render(report, Format(format), out)
 
     run_guarded(debug, go)
 

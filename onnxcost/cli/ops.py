@@ -4,19 +4,22 @@ No ``from __future__ import annotations`` in cli/: typer evaluates the annotatio
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from onnxcost.cli.options import Format, FormatOpt, WideOpt
-from onnxcost.cli.render import print_fitted
+from onnxcost.cli.options import FormatOpt, WideOpt
+from onnxcost.cli.render import Format, Views, render
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def ops(
     domain: Annotated[
         str | None, typer.Option(help="Only this domain ('' or ai.onnx, com.microsoft, ...).")
     ] = None,
-    format: FormatOpt = Format.table,
+    format: FormatOpt = "table",
     wide: WideOpt = False,
 ) -> None:
     """List every operator with a cost formula, and those known to have none."""
@@ -24,26 +27,21 @@ def ops(
 
     rows = supported(domain)
     missing = known_unsupported(domain)
-    if format is Format.json:
+
+    def as_json() -> str:
         import json
 
-        typer.echo(
-            json.dumps(
-                {
-                    "supported": [r._asdict() for r in rows],
-                    "unsupported": [m._asdict() for m in missing],
-                },
-                indent=2,
-            )
-        )
-        return
-    if format in (Format.csv, Format.markdown):
-        sep = "," if format is Format.csv else " | "
+        data = {
+            "supported": [r._asdict() for r in rows],
+            "unsupported": [m._asdict() for m in missing],
+        }
+        return json.dumps(data, indent=2)
+
+    def as_text(csv: bool) -> str:
+        sep = "," if csv else " | "
         head = ["domain", "op_type", "opsets", "status", "formula"]
         lines = (
-            [sep.join(head)]
-            if format is Format.csv
-            else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+            [sep.join(head)] if csv else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
         )
         for r in [*rows, *missing]:
             cells = [
@@ -51,25 +49,22 @@ def ops(
                 r.op_type,
                 r.opsets,
                 r.status,
-                r.formula.replace(",", ";") if format is Format.csv else r.formula,
+                r.formula.replace(",", ";") if csv else r.formula,
             ]
-            lines.append(
-                sep.join(cells) if format is Format.csv else "| " + " | ".join(cells) + " |"
-            )
-        typer.echo("\n".join(lines))
-        return
-    from rich.console import Group
+            lines.append(sep.join(cells) if csv else "| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
 
-    from onnxcost.report.fit import fitted
+    def draw(console: "Console") -> None:
+        from rich.console import Group
 
-    # One table per domain, so the formula has the width a domain column would take. The op
-    # type names the row; a narrow terminal loses the opset range, then trims the formula at
-    # its end (--wide or --format markdown keeps it whole).
-    by_domain: dict[str, list[Any]] = {}
-    for r in [*rows, *missing]:
-        by_domain.setdefault(r.domain, []).append(r)
+        from onnxcost.report.fit import fitted
 
-    def tables(width: int | None) -> Group:
+        # One table per domain, so the formula has the width a domain column would take. The
+        # op type names the row; a narrow terminal loses the opset range, then trims the
+        # formula at its end (--wide or --format markdown keeps it whole).
+        by_domain: dict[str, list[Any]] = {}
+        for r in [*rows, *missing]:
+            by_domain.setdefault(r.domain, []).append(r)
         parts = []
         for name, group in by_domain.items():
             costed = sum(1 for r in group if r.status != "unsupported")
@@ -79,12 +74,15 @@ def ops(
                     ("op", "opsets", "status", "formula"),
                     (False,) * 4,
                     [[r.op_type, r.opsets, r.status, r.formula] for r in group],
-                    width,
+                    console.width,
                     drop=[1],
                     trim=[3, 0],
                     tail=[3],
                 )
             )
-        return Group(*parts)
+        console.print(Group(*parts))
 
-    print_fitted(tables, wide)
+    views = Views(
+        table=draw, json=as_json, csv=lambda: as_text(csv=True), markdown=lambda: as_text(csv=False)
+    )
+    render(views, Format(format), None, wide=wide)

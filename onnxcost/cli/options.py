@@ -8,29 +8,20 @@ import enum
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from onnxcost.errors import UsageError
 
-
-class Format(str, enum.Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-
-
-class ReportFormat(str, enum.Enum):
-    """Formats of analyze and bench: the common ones plus a self-contained HTML page."""
-
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
-    html = "html"
-    netron = "netron"
+# The formats each command offers: subsets of ``render.Format``, listed as click validates
+# them ("'csv' is not one of 'table', 'json', 'markdown', 'html'") and --help shows them.
+ListFormat = Literal["table", "json", "csv", "markdown"]
+"""ops, zoo list, providers."""
+PageFormat = Literal["table", "json", "markdown", "html"]
+"""llm, compare."""
+ReportFormat = Literal["table", "json", "csv", "markdown", "html", "netron"]
+"""analyze, bench."""
 
 
 class SortBy(str, enum.Enum):
@@ -81,7 +72,8 @@ AllowReshapeOpt = Annotated[
         help="Let --input-shape change dims the model fixes (else that is an error).",
     ),
 ]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+FormatOpt = Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")]
+PageFormatOpt = Annotated[PageFormat, typer.Option("--format", "-f", help="Output format.")]
 ReportFormatOpt = Annotated[
     ReportFormat,
     typer.Option(

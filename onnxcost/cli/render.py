@@ -1,12 +1,19 @@
-"""Output plumbing: stdout or a file, a page, Netron's attachment, rich tables at a width.
+"""``render(result, format, output)``: every command's output, in every format it offers.
+
+A result type's writers are listed once (``views``); ``render`` picks one by ``Format`` and
+sends its text to stdout or a file (``emit``), a page never onto a terminal (``emit_page``),
+Netron's attachment to a .json file (``emit_netron``), and rich tables at the report width.
+Adding a format is a member of ``Format`` and a field of ``Views``.
 
 No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
+import enum
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,11 +23,192 @@ from onnxcost.cli.guard import reader_gone
 from onnxcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console, RenderableType
+    from rich.console import Console
 
     from onnxcost.analysis.walk import Analysis
     from onnxcost.bench.result import BenchResult
+    from onnxcost.compare import Comparison
+    from onnxcost.llm.cost import LlmReport
     from onnxcost.prepare import PreparedModel
+    from onnxcost.report.select import Selection
+
+
+class Format(str, enum.Enum):
+    """Every output format. A command offers a subset (``options.ListFormat``, ...)."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+    html = "html"
+    netron = "netron"
+
+
+@dataclass(frozen=True)
+class Views:
+    """One result's writers, one per format it has. ``json`` is the text without its last
+    newline; a format without a writer (None) is drawn as the table."""
+
+    table: Callable[["Console"], None]
+    json: Callable[[], str]
+    csv: Callable[[], str] | None = None
+    markdown: Callable[[], str] | None = None
+    html: Callable[[], str] | None = None
+    netron: Callable[[Path | None], None] | None = None
+
+
+def render(
+    result: object,
+    format: Format,
+    output: Path | None,
+    *,
+    wide: bool = False,
+    top: int | None = None,
+    selection: "Selection | None" = None,
+    depth: int | None = None,
+    tree: bool = False,
+    model: "PreparedModel | None" = None,
+    static: "Analysis | None" = None,
+) -> None:
+    """Write ``result`` (an Analysis, BenchResult, Comparison, LlmReport, or ``Views`` a command
+    made) in ``format`` to ``output`` or stdout.
+
+    ``wide``: keep every table column. ``top``: bench's profile rows (None: all).
+    ``selection``, ``depth``, ``tree``: analyze's chosen nodes and scope tree. ``model``:
+    for netron, the model prepared with ``keep_source=True``; ``static``: bench's analysis of it.
+    """
+    v = views(result, top=top, selection=selection, depth=depth, tree=tree, model=model,
+              static=static)  # fmt: skip
+    if format is Format.netron and v.netron is not None:
+        v.netron(output)
+    elif format is Format.html and v.html is not None:
+        emit_page(v.html, output)
+    elif format is Format.json:
+        emit(v.json() + "\n", output)
+    elif format is Format.csv and v.csv is not None:
+        emit(v.csv(), output)
+    elif format is Format.markdown and v.markdown is not None:
+        emit(v.markdown(), output)
+    else:
+        render_rich(v.table, output, wide=wide)
+
+
+def views(
+    result: object,
+    *,
+    top: int | None = None,
+    selection: "Selection | None" = None,
+    depth: int | None = None,
+    tree: bool = False,
+    model: "PreparedModel | None" = None,
+    static: "Analysis | None" = None,
+) -> Views:
+    """The writers of ``result`` (see ``render``)."""
+    from onnxcost.analysis.walk import Analysis
+    from onnxcost.bench.result import BenchResult
+    from onnxcost.compare import Comparison
+    from onnxcost.llm.cost import LlmReport
+
+    if isinstance(result, Views):
+        return result
+    if isinstance(result, Analysis):
+        return _analysis_views(result, selection, depth, tree, model)
+    if isinstance(result, BenchResult):
+        return _bench_views(result, top, model, static)
+    if isinstance(result, Comparison):
+        return _compare_views(result)
+    if isinstance(result, LlmReport):
+        return _llm_views(result)
+    raise TypeError(f"no views of {type(result).__name__}")
+
+
+def _analysis_views(
+    result: "Analysis",
+    chosen: "Selection | None",
+    depth: int | None,
+    tree: bool,
+    model: "PreparedModel | None",
+) -> Views:
+    """analyze: every format shows the same chosen nodes in the same order."""
+    from onnxcost.analysis.records import to_json
+    from onnxcost.report import as_text, html, table
+
+    if chosen is None:
+        from onnxcost.report.select import Selection
+
+        chosen = Selection(tuple(result.nodes), len(result.nodes))
+    cut = chosen.nodes
+
+    def as_json() -> str:
+        data = result.to_dict()
+        if cut != result.nodes:
+            position = {id(n): k for k, n in enumerate(result.nodes)}
+            data["nodes"] = [data["nodes"][position[id(n)]] for n in cut]
+        return to_json(data)
+
+    return Views(
+        table=lambda c: table.render(
+            result,
+            c,
+            cut,
+            hidden=chosen.hidden,
+            depth=depth,
+            tree=tree,
+            sort_key=chosen.sort_key,
+        ),
+        json=as_json,
+        csv=lambda: as_text.to_csv(cut),
+        markdown=lambda: as_text.to_markdown(result, cut, depth=depth, tree=tree),
+        html=lambda: html.analysis_html(result, cut),
+        netron=None if model is None else lambda out: emit_netron(model, result, out),
+    )
+
+
+def _bench_views(
+    result: "BenchResult",
+    top: int | None,
+    model: "PreparedModel | None",
+    static: "Analysis | None",
+) -> Views:
+    from onnxcost.analysis.records import to_json
+    from onnxcost.report import bench, html
+
+    netron = None
+    if model is not None and static is not None:
+        netron = lambda out: emit_netron(model, static, out, bench=result)  # noqa: E731
+    return Views(
+        table=lambda c: bench.render_table(result, c, top=top),
+        json=lambda: to_json(result.to_dict()),
+        csv=lambda: bench.to_csv(result),
+        markdown=lambda: bench.to_markdown(result, top=top),
+        html=lambda: html.bench_html(result),
+        netron=netron,
+    )
+
+
+def _compare_views(result: "Comparison") -> Views:
+    from onnxcost.analysis.records import to_json
+    from onnxcost.report import compare, html
+
+    return Views(
+        table=lambda c: compare.render(result, c),
+        json=lambda: to_json(result.to_dict()),
+        markdown=lambda: compare.to_markdown(result),
+        html=lambda: html.compare_html(result),
+    )
+
+
+def _llm_views(report: "LlmReport") -> Views:
+    import json
+
+    from onnxcost.report import html, llm
+
+    return Views(
+        table=lambda c: llm.render(report, c),
+        json=lambda: json.dumps(report.to_dict(), indent=2),
+        markdown=lambda: llm.to_markdown(report),
+        html=lambda: html.llm_html(report),
+    )
 
 
 def pipe_console(width: int | None = None) -> "Console":
@@ -113,9 +301,3 @@ def render_rich(
     buffer = io.StringIO()
     draw(Console(file=buffer, width=WIDE if wide else 200, no_color=True, highlight=False))
     emit(buffer.getvalue(), output)
-
-
-def print_fitted(table: Callable[[int | None], "RenderableType"], wide: bool) -> None:
-    """A ``report.fit`` table laid out for the report width (``report_width``) on stdout."""
-    console = pipe_console(report_width(wide))
-    console.print(table(console.width))

@@ -5,13 +5,16 @@ start (see onnxcost/cli/__init__.py); names imported for type checking only are 
 """
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from onnxcost.cli.guard import run_guarded
-from onnxcost.cli.options import DebugOpt, Format, FormatOpt, WideOpt, parse_params
-from onnxcost.cli.render import print_fitted
+from onnxcost.cli.options import DebugOpt, FormatOpt, WideOpt, parse_params
+from onnxcost.cli.render import Format, Views, render
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 zoo_app = typer.Typer(
     help="Built-in reference models, written directly as ONNX.", no_args_is_help=True
@@ -19,29 +22,27 @@ zoo_app = typer.Typer(
 
 
 @zoo_app.command("list")
-def zoo_list(format: FormatOpt = Format.table, wide: WideOpt = False) -> None:
+def zoo_list(format: FormatOpt = "table", wide: WideOpt = False) -> None:
     """The built-in models: name, what it is, inputs, parameters."""
     from onnxcost import zoo
 
-    if format is Format.json:
+    def as_json() -> str:
         import json
 
-        typer.echo(
-            json.dumps(
-                [
-                    {"name": m.name, "summary": m.summary, "inputs": m.inputs, "params": m.params}
-                    for m in zoo.MODELS.values()
-                ],
-                indent=2,
-            )
+        return json.dumps(
+            [
+                {"name": m.name, "summary": m.summary, "inputs": m.inputs, "params": m.params}
+                for m in zoo.MODELS.values()
+            ],
+            indent=2,
         )
-        return
-    from onnxcost.report.fit import fitted
 
-    # The name is what `zoo save` and `analyze` take: kept whole. A narrow terminal drops the
-    # inputs, then trims the description and the parameters at their ends.
-    print_fitted(
-        lambda width: fitted(
+    def draw(console: "Console") -> None:
+        from onnxcost.report.fit import fitted
+
+        # The name is what `zoo save` and `analyze` take: kept whole. A narrow terminal drops
+        # the inputs, then trims the description and the parameters at their ends.
+        table = fitted(
             None,
             ("name", "model", "inputs", "parameters (--param)"),
             (False,) * 4,
@@ -49,13 +50,14 @@ def zoo_list(format: FormatOpt = Format.table, wide: WideOpt = False) -> None:
                 [m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items())]
                 for m in zoo.MODELS.values()
             ],
-            width,
+            console.width,
             drop=[2],
             trim=[3, 1, 2],
             tail=[1, 2, 3],
-        ),
-        wide,
-    )
+        )
+        console.print(table)
+
+    render(Views(table=draw, json=as_json), Format(format), None, wide=wide)
 
 
 @zoo_app.command("save")

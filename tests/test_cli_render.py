@@ -1,0 +1,90 @@
+"""cli.render: one ``render`` and one ``Format`` for every command; each command offers its
+subset of the formats, refused with click's own message (the same as before the enum was one)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from onnxcost.cli.app import app
+from onnxcost.cli.render import Format, Views, render
+
+runner = CliRunner()
+
+LIST = "'table', 'json', 'csv', 'markdown'"
+PAGE = "'table', 'json', 'markdown', 'html'"
+REPORT = "'table', 'json', 'csv', 'markdown', 'html', 'netron'"
+
+
+@pytest.mark.parametrize(
+    ("args", "offered"),
+    [
+        (["ops", "-f", "html"], LIST),
+        (["zoo", "list", "-f", "netron"], LIST),
+        (["providers", "-f", "html"], LIST),
+        (["llm", "mlp", "--prompt", "3", "--generate", "2", "-f", "csv"], PAGE),
+        (["compare", "mlp", "mlp", "-f", "netron"], PAGE),
+        (["analyze", "mlp", "-f", "pdf"], REPORT),
+        (["bench", "mlp", "-f", "pdf"], REPORT),
+    ],
+)
+def test_a_format_the_command_does_not_offer_is_a_usage_error(
+    args: list[str], offered: str
+) -> None:
+    r = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 2
+    bad = args[-1]
+    assert f"'{bad}' is not one of {offered}." in " ".join(r.output.split())
+
+
+def _format_choices(command: Any, path: str = "onnxcost") -> dict[str, list[str]]:
+    """--format's choices per command (typer bundles its own click: read by duck typing)."""
+    out: dict[str, list[str]] = {}
+    if hasattr(command, "list_commands"):
+        ctx = command.make_context(path, [], resilient_parsing=True)
+        for name in command.list_commands(ctx):
+            out.update(_format_choices(command.get_command(ctx, name), f"{path} {name}"))
+    for param in command.params:
+        if "--format" in param.opts:
+            out[path] = list(param.type.choices)
+    return out
+
+
+def test_every_offered_format_is_one_of_the_one_enum() -> None:
+    choices = _format_choices(typer.main.get_command(app))
+    # analyze, bench, compare, llm, ops, providers, zoo list
+    assert len(choices) == 7
+    for path, offered in choices.items():
+        assert offered[0] == "table", path
+        assert {Format(c) for c in offered} <= set(Format), path
+
+
+def _views(drawn: list[int]) -> Views:
+    return Views(table=lambda console: drawn.append(console.width), json=lambda: '{"a": 1}')
+
+
+def test_a_format_without_a_writer_is_drawn_as_the_table(tmp_path: Path) -> None:
+    drawn: list[int] = []
+    out = tmp_path / "t.txt"
+    render(_views(drawn), Format.csv, out)
+    # into a file, a table is laid out 200 columns wide (render_rich), without --wide
+    assert drawn == [200]
+    render(_views(drawn), Format.markdown, out, wide=True)
+    assert drawn == [200, 10_000]
+
+
+def test_json_ends_with_one_newline(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    render(_views([]), Format.json, out)
+    assert out.read_text() == '{"a": 1}\n'
+    assert json.loads(out.read_text()) == {"a": 1}
+
+
+def test_a_result_without_views_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="no views of int"):
+        render(3, Format.table, None)

@@ -285,7 +285,8 @@ def _search(
     *,
     reduce: bool,
 ) -> SymbolicCosts:
-    """``symbolic_costs``, one try."""
+    """``symbolic_costs``, one try: choose the points, find each symbol's degree, interpolate
+    on the grid, verify beyond it and at the 0s, then make the formulas."""
     from onnxcost.analysis.walk import costs_at
 
     source = _light(prepare(model))
@@ -302,137 +303,191 @@ def _search(
         )
 
     names = tuple(n.name for n in base.nodes)
-
     sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
-    ones = (1,) * len(symbols)
-    k = len(symbols)
-    start = tuple(_FIRST_BASE + i for i in range(k))
+    start = tuple(_FIRST_BASE + i for i in range(len(symbols)))
+    checks = _choose_points(sampler, source, base, start, max_degree, verify, seed, reduce)
+    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(sampler.units.sizes)
+    misses = _Misses(np.zeros(n_costs, dtype=bool), np.zeros(n_costs, dtype=bool))
+    degrees = _degrees(sampler, start, max_degree, misses)
+    fitted = _interpolate(sampler, start, degrees)
+    for point in checks:
+        _verify(sampler, point, fitted, misses, "")
+    at_ones = ", ".join(f"{s}=1" for s in symbols)
+    _verify(sampler, (1,) * len(symbols), fitted, misses, f" at {at_ones}")
+    zero_allowed, zeros, warnings = _verify_at_zeros(sampler, start, fitted, misses)
+    totals, per_unit = _formulas(sampler, fitted, misses, zeros)
+    warnings += _bad_warnings(misses.reasons, names, sampler.units)
+    return SymbolicCosts(
+        symbols=symbols,
+        totals=totals,
+        nodes=tuple(per_unit[u] for u in sampler.units.of_node),
+        zero_allowed=zero_allowed,
+        analyses=len(sampler.whole_points),
+        reduced_analyses=len(sampler.reduced_samples),
+        reduced_nodes=len(sampler.units.sizes) if sampler.reduced is not None else 0,
+        warnings=tuple(warnings),
+    )
+
+
+@dataclass
+class _Misses:
+    """What the search found against the polynomials, per cost (``_Sample.values``)."""
+
+    bad: np.ndarray
+    """Costs with no formula: too high a degree, or failed verification."""
+    clamp: np.ndarray
+    """Node costs that are max(0, polynomial): negative at a 0 where the analysis gives 0."""
+    reasons: dict[int, str] = field(default_factory=dict)
+    """Why a cost has no formula."""
+
+
+def _choose_points(
+    sampler: _Sampler,
+    source: PreparedModel,
+    base: Analysis,
+    start: tuple[int, ...],
+    max_degree: int,
+    verify: int,
+    seed: int,
+    reduce: bool,
+) -> list[tuple[int, ...]]:
+    """The random points the formulas are checked at; the first one, with the reported
+    point (every symbol at 1), also sorts the nodes into classes (``use_reduced``)."""
     rng = random.Random(seed)
     # The checks lie beyond every point the degrees and the grid can reach (base + degree
-    # + 1 at most); the first one, with the reported point, also sorts the nodes into
-    # classes. Its symbols take distinct values, so that no two of them coincide there
-    # (nodes alike only because batch = past there would make a class that fails later).
-    checks = [_check_point(rng, start, max_degree) for _ in range(verify if k else 0)]
+    # + 1 at most). Their symbols take distinct values, so that no two of them coincide
+    # there (nodes alike only because batch = past there would make a class that fails
+    # later).
+    checks = [_check_point(rng, start, max_degree) for _ in range(verify if start else 0)]
+    ones = (1,) * len(start)
     if reduce and checks:
         sampler.use_reduced(source, (ones, base), checks[:1])
     else:
         sampler.whole(ones, base)
-    units = sampler.units
-    n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(units.sizes)
-    bad = np.zeros(n_costs, dtype=bool)
-    """Costs with no formula: too high a degree, or failed verification."""
-    reasons: dict[int, str] = {}
+    return checks
+
+
+def _zero(start: tuple[int, ...], i: int) -> tuple[int, ...]:
+    """Symbol i at 0, the others at the base point: on the line symbol i is probed on."""
+    return tuple(0 if j == i else v for j, v in enumerate(start))
+
+
+def _allowed(sampler: _Sampler, start: tuple[int, ...], sample: _Sample | None) -> bool:
+    """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
+    base_sample = sampler(start)
+    return sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
+
+
+def _degrees(
+    sampler: _Sampler, start: tuple[int, ...], max_degree: int, misses: _Misses
+) -> tuple[int, ...]:
+    """Each symbol's degree: the highest of its costs' (``_degree``), at most ``max_degree``.
+    ShapeError as soon as the grid of the degrees found so far is too big."""
     degrees: list[int] = []
+    for i in range(len(start)):
+        degrees.append(_degree(sampler, start, i, max_degree, misses))
+        _check_grid(sampler.symbols, degrees)  # refused as soon as it is too big, not at the end
+    return tuple(degrees)
 
-    def zero(i: int) -> tuple[int, ...]:
-        """Symbol i at 0, the others at the base point: on the line symbol i is probed on."""
-        return tuple(0 if j == i else v for j, v in enumerate(start))
 
-    def allowed(sample: _Sample | None) -> bool:
-        """Whether the model analyses at a point with a 0 (every node keeps its shapes)."""
-        base_sample = sampler(start)
-        return (
-            sample is not None and base_sample is not None and sample.unknown <= base_sample.unknown
-        )
-
-    for i, sym in enumerate(symbols):
-        rows: list[list[int]] = []
-        degree = 0
-        for m in range(max_degree + 2):
-            # The point at 0, run anyway to check the formulas there, confirms the degree
-            # as a next point along the line would, where every cost is on the polynomial
-            # through the points so far (not where a count stops at 0: max(0, n - 1)).
-            if m >= 2:
-                at_zero = sampler.whole(zero(i))
-                if (
-                    at_zero is not None
-                    and allowed(at_zero)
-                    and _newton_at(_differences(rows), -start[i]) == at_zero.values
-                ):
-                    break
-            point = tuple(v + (m if j == i else 0) for j, v in enumerate(start))
-            rows.append(sampler.need(point))
-            if m < 2:
-                continue
-            diffs = _differences(rows)
-            if not any(diffs[-1]):
+def _degree(
+    sampler: _Sampler, start: tuple[int, ...], i: int, max_degree: int, misses: _Misses
+) -> int:
+    """Symbol i's degree: the analysis along the line through the base point, one more point
+    at a time until the highest forward difference of every cost is 0. A cost whose
+    difference is still not 0 past ``max_degree`` has no formula."""
+    rows: list[list[int]] = []
+    for m in range(max_degree + 2):
+        # The point at 0, run anyway to check the formulas there, confirms the degree as a
+        # next point along the line would, where every cost is on the polynomial through
+        # the points so far (not where a count stops at 0: max(0, n - 1)).
+        if m >= 2:
+            at_zero = sampler.whole(_zero(start, i))
+            if (
+                at_zero is not None
+                and _allowed(sampler, start, at_zero)
+                and _newton_at(_differences(rows), -start[i]) == at_zero.values
+            ):
                 break
-        else:
-            over = np.array([v != 0 for v in diffs[-1]], dtype=bool)
-            for q in np.flatnonzero(over & ~bad):
-                reasons[int(q)] = f"not a polynomial of degree <= {max_degree} in {sym}"
-            bad |= over
-        diffs = _differences(rows)
-        for j in range(len(diffs) - 1, 0, -1):
-            nonzero = np.array([v != 0 for v in diffs[j]], dtype=bool) & ~bad
-            if nonzero.any():
-                degree = j
-                break
-        degrees.append(min(degree, max_degree))
-        _check_grid(symbols, degrees)  # refused as soon as it is too big, not at the end
-    coefficients, denominator, columns = _interpolate(sampler, start, tuple(degrees))
-    fitted = (coefficients, denominator, columns)
-    for point in checks:
-        _verify(sampler, point, fitted, bad, reasons, "")
-    at_ones = ", ".join(f"{s}=1" for s in symbols)
-    _verify(sampler, ones, fitted, bad, reasons, f" at {at_ones}")
+        point = tuple(v + (m if j == i else 0) for j, v in enumerate(start))
+        rows.append(sampler.need(point))
+        if m >= 2 and not any(_differences(rows)[-1]):
+            break
+    else:
+        over = np.array([v != 0 for v in _differences(rows)[-1]], dtype=bool)
+        for q in np.flatnonzero(over & ~misses.bad):
+            misses.reasons[int(q)] = (
+                f"not a polynomial of degree <= {max_degree} in {sampler.symbols[i]}"
+            )
+        misses.bad |= over
+    diffs = _differences(rows)
+    for j in range(len(diffs) - 1, 0, -1):
+        if (np.array([v != 0 for v in diffs[j]], dtype=bool) & ~misses.bad).any():
+            return min(j, max_degree)
+    return 0
+
+
+def _verify_at_zeros(
+    sampler: _Sampler,
+    start: tuple[int, ...],
+    fitted: tuple[np.ndarray, int, _Columns],
+    misses: _Misses,
+) -> tuple[dict[str, bool], list[tuple[int, ...]], list[str]]:
+    """Verify the formulas at each symbol = 0 where the model analyses there (finding the
+    clamped node costs); returns, per symbol, whether it may be 0, the points at 0 the model
+    analyses at, and a warning for each symbol that may not be 0."""
     zero_allowed: dict[str, bool] = {}
-    warnings: list[str] = []
-    clamp = np.zeros(n_costs, dtype=bool)
-    """Node costs that are max(0, polynomial): negative at a 0 where the analysis gives 0."""
     zeros: list[tuple[int, ...]] = []
-    for i, sym in enumerate(symbols):
-        point = zero(i)
-        zero_allowed[sym] = allowed(sampler.whole(point))
+    warnings: list[str] = []
+    for i, sym in enumerate(sampler.symbols):
+        point = _zero(start, i)
+        zero_allowed[sym] = _allowed(sampler, start, sampler.whole(point))
         if zero_allowed[sym]:
             zeros.append(point)
-            _verify(sampler, point, fitted, bad, reasons, f" at {sym}=0", clamp)
+            _verify(sampler, point, fitted, misses, f" at {sym}=0", clamped=True)
         else:
             warnings.append(
                 f"{sym}=0 is not a valid point of this model (shapes break there); the "
                 f"formulas hold for {sym} >= 1"
             )
+    return zero_allowed, zeros, warnings
 
+
+def _formulas(
+    sampler: _Sampler,
+    fitted: tuple[np.ndarray, int, _Columns],
+    misses: _Misses,
+    zeros: Sequence[tuple[int, ...]],
+) -> tuple[dict[str, Formula | None], list[dict[str, Formula | None]]]:
+    """The formulas of the totals and of each unit's NODE_KEYS (None: no formula). A total
+    that missed only at a 0, where some node costs are clamped, is made of its polynomial
+    and those nodes' max(0, polynomial) (``_with_clamped_parts``) where that matches."""
+    coefficients, denominator, columns = fitted
     made: dict[tuple[int, bool], Formula] = {}
 
     def formula(q: int) -> Formula | None:
-        if bad[q]:
+        if misses.bad[q]:
             return None
-        key = (columns.of[q], bool(clamp[q]))
+        key = (columns.of[q], bool(misses.clamp[q]))
         if key not in made:
-            made[key] = _formula(symbols, coefficients[..., key[0]], denominator, key[1])
+            made[key] = _formula(sampler.symbols, coefficients[..., key[0]], denominator, key[1])
         return made[key]
 
-    offset = len(TOTAL_KEYS)
+    offset, n_costs = len(TOTAL_KEYS), len(misses.bad)
     totals = {key: formula(q) for q, key in enumerate(TOTAL_KEYS)}
     for t, key in enumerate(TOTAL_KEYS[: len(NODE_KEYS)]):
         units_of_key = range(offset + t, n_costs, len(NODE_KEYS))
+        clamp, reasons = misses.clamp, misses.reasons
         if totals[key] is None and reasons.get(t, "").endswith("=0") and clamp[units_of_key].any():
-            totals[key] = _with_clamped_parts(
-                sampler,
-                zeros,
-                t,
-                [q for q in units_of_key if clamp[q] and not bad[q]],
-                formula,
-                fitted,
-            )
+            clamped = [q for q in units_of_key if clamp[q] and not misses.bad[q]]
+            totals[key] = _with_clamped_parts(sampler, zeros, t, clamped, formula, fitted)
             if totals[key] is not None:
                 del reasons[t]
     per_unit = [
         {key: formula(offset + len(NODE_KEYS) * u + q) for q, key in enumerate(NODE_KEYS)}
-        for u in range(len(units.sizes))
+        for u in range(len(sampler.units.sizes))
     ]
-    warnings += _bad_warnings(reasons, names, units)
-    return SymbolicCosts(
-        symbols=symbols,
-        totals=totals,
-        nodes=tuple(per_unit[u] for u in units.of_node),
-        zero_allowed=zero_allowed,
-        analyses=len(sampler.whole_points),
-        reduced_analyses=len(sampler.reduced_samples),
-        reduced_nodes=len(units.sizes) if sampler.reduced is not None else 0,
-        warnings=tuple(warnings),
-    )
+    return totals, per_unit
 
 
 def _check_grid(symbols: Sequence[str], degrees: Sequence[int]) -> None:
@@ -468,28 +523,28 @@ def _verify(
     sampler: _Sampler,
     point: tuple[int, ...],
     fitted: tuple[np.ndarray, int, _Columns],
-    bad: np.ndarray,
-    reasons: dict[int, str],
+    misses: _Misses,
     where: str,
-    clamp: np.ndarray | None = None,
+    *,
+    clamped: bool = False,
 ) -> None:
-    """Mark the costs whose formula misses the analysis at ``point``; with ``clamp`` (a point
-    with a 0), a node cost the analysis gives as 0 where its polynomial is negative is
+    """Mark the costs whose formula misses the analysis at ``point``; with ``clamped`` (a
+    point with a 0), a node cost the analysis gives as 0 where its polynomial is negative is
     max(0, polynomial) instead."""
     coefficients, denominator, columns = fitted
     actual = sampler.need(point, whole=True)
     predicted = _evaluate_all(coefficients, denominator, point)
     for q, (c, want) in enumerate(zip(columns.of, actual, strict=True)):
         got = predicted[c]
-        if clamp is not None and clamp[q]:
+        if clamped and misses.clamp[q]:
             got = max(0, got)
-        if got == want or bad[q]:
+        if got == want or misses.bad[q]:
             continue
-        if clamp is not None and want == 0 and got < 0 and q >= len(TOTAL_KEYS):
-            clamp[q] = True
+        if clamped and want == 0 and got < 0 and q >= len(TOTAL_KEYS):
+            misses.clamp[q] = True
             continue
-        bad[q] = True
-        reasons[q] = "piecewise or not a polynomial" + where
+        misses.bad[q] = True
+        misses.reasons[q] = "piecewise or not a polynomial" + where
 
 
 def _with_clamped_parts(

@@ -245,16 +245,16 @@ def test_a_reduced_model_that_misses_only_at_zero_is_dropped(
     # whole one, and must give the same costs. Here the kinds never prove them, and the
     # reduced model is off by one at the points with a 0.
     path = _small_kv_decoder(tmp_path)
-    reduced_at = search._Sampler._reduced_at
+    reduced_at = reduced._Sampler._reduced_at
 
-    def wrong_at_zero(self: search._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
+    def wrong_at_zero(self: reduced._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
         found = reduced_at(self, point)
         if found is None or 0 not in point:
             return found
         return reduced._Sample([v + 1 for v in found.values], found.unknown)
 
     monkeypatch.setattr(reduced._Reduced, "agrees", lambda self, kinds: False)
-    monkeypatch.setattr(search._Sampler, "_reduced_at", wrong_at_zero)
+    monkeypatch.setattr(reduced._Sampler, "_reduced_at", wrong_at_zero)
     dropped = _searched(path)
     monkeypatch.undo()
     whole = _searched(path, reduce=False)
@@ -271,12 +271,12 @@ def test_a_point_the_reduced_model_cannot_analyse_runs_on_the_whole_model(
     # analysing would have been a miss, and the search made on the whole model.)
     path = _small_kv_decoder(tmp_path)
     usual = _searched(path)
-    reduced_at = search._Sampler._reduced_at
+    reduced_at = reduced._Sampler._reduced_at
 
-    def fails_there(self: search._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
+    def fails_there(self: reduced._Sampler, point: tuple[int, ...]) -> reduced._Sample | None:
         return None if point == (3, 3, 4) else reduced_at(self, point)
 
-    monkeypatch.setattr(search._Sampler, "_reduced_at", fails_there)
+    monkeypatch.setattr(reduced._Sampler, "_reduced_at", fails_there)
     found = _searched(path)
     assert found.analyses == usual.analyses + 1
     assert (found.totals, found.nodes) == (usual.totals, usual.nodes)

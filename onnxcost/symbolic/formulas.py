@@ -16,14 +16,14 @@ from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.poly import Formula, sum_over
-from onnxcost.symbolic.reduced import _ReducedMissError
+from onnxcost.symbolic.reduced import _light, _ReducedMissError
 from onnxcost.symbolic.result import (
     NODE_KEYS,
     TOTAL_KEYS,
     FormulaTotals,
     SymbolicCosts,
 )
-from onnxcost.symbolic.search import _light, _search
+from onnxcost.symbolic.search import _search
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention

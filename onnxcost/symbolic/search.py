@@ -51,10 +51,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 
-from onnxcost.errors import OnnxcostError, ShapeError
-from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.errors import ShapeError
+from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.poly import (
@@ -66,12 +65,10 @@ from onnxcost.symbolic.poly import (
     _newton_at,
 )
 from onnxcost.symbolic.reduced import (
-    _reduce,
-    _Reduced,
-    _ReducedMissError,
+    _light,
     _Sample,
+    _Sampler,
     _Units,
-    _vector,
 )
 from onnxcost.symbolic.result import (
     NODE_KEYS,
@@ -91,141 +88,6 @@ search is refused, not run for minutes (GPT-2 in batch and seq takes 6)."""
 _FIRST_BASE = 2
 """The base point gives symbol i the value 2 + i: past the special case 1 (broadcasting),
 distinct per symbol."""
-
-
-def _light(prepared: PreparedModel) -> PreparedModel:
-    """The prepared model, its large inline weights made to point at no data: each analysis
-    copies the model, and sizes are all it reads of a weight."""
-    heavy = [
-        t
-        for t in prepared.proto.graph.initializer
-        if t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) > 1 << 16
-    ]
-    if not heavy:
-        return prepared
-    light = prepared.working_copy()
-    for t in light.graph.initializer:
-        if t.data_location == onnx.TensorProto.EXTERNAL or math.prod(t.dims) <= 1 << 16:
-            continue  # small tensors may be folded as shapes: keep them
-        for name in ("raw_data", "float_data", "int32_data", "int64_data", "double_data"):
-            t.ClearField(name)
-        t.data_location = onnx.TensorProto.EXTERNAL
-        del t.external_data[:]
-        entry = t.external_data.add()
-        entry.key, entry.value = "location", VIRTUAL_LOCATION_PREFIX + "formulas"
-    return replace(prepared, proto=light)
-
-
-@dataclass
-class _Sampler:
-    """The costs at each point: from the whole model's analysis (``run``), or, once
-    ``reduced`` is set, from the reduced model's (``run_reduced``), except at the points the
-    formulas are checked at (``whole``). There the whole model is analysed, and the reduced
-    model must agree with it: every node has its class's kind (``_Reduced.agrees``), or the
-    reduced model, run there too, gives the same costs; else _ReducedMissError."""
-
-    run: Callable[[dict[str, int]], Analysis]
-    run_reduced: Callable[[PreparedModel, dict[str, int]], Analysis]
-    symbols: tuple[str, ...]
-    names: tuple[str, ...]
-    units: _Units
-    samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
-    whole_points: set[tuple[int, ...]] = field(default_factory=set)
-    """The points ``samples`` holds the whole model's costs at."""
-    reduced: _Reduced | None = None
-    reduced_samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
-    why_not: dict[tuple[int, ...], str] = field(default_factory=dict)
-    """Why the whole model does not analyse at a point, where it does not."""
-
-    def __call__(self, point: tuple[int, ...]) -> _Sample | None:
-        """The costs at ``point``; None where the model does not analyse there."""
-        if point not in self.samples:
-            if self.reduced is None:
-                return self.whole(point)
-            sample = self._reduced_at(point)
-            if sample is None:
-                return self.whole(point)  # the whole model must not analyse there either
-            self.samples[point] = sample
-        return self.samples[point]
-
-    def whole(self, point: tuple[int, ...], analysis: Analysis | None = None) -> _Sample | None:
-        """The whole model's costs at ``point`` (its ``analysis`` there, when run already)."""
-        if point in self.whole_points:
-            return self.samples[point]
-        self.whole_points.add(point)
-        a = analysis or self.analysis(point)
-        sample = None
-        if a is not None and tuple(n.name for n in a.nodes) == self.names:
-            sample = _vector(a, self.units)  # else another walk (a different If branch)
-        unproven = self.reduced is not None and (a is None or not self.reduced.agrees(a._kinds))
-        if unproven and self._reduced_at(point) != sample:
-            raise _ReducedMissError(point)
-        self.samples[point] = sample
-        return sample
-
-    def analysis(self, point: tuple[int, ...]) -> Analysis | None:
-        """The whole model's analysis at ``point`` (None where it does not analyse)."""
-        try:
-            return self.run(self._values(point))
-        except OnnxcostError as e:
-            self.why_not[point] = e.node if isinstance(e, ShapeError) and e.node else str(e)
-            return None
-
-    def use_reduced(
-        self,
-        source: PreparedModel,
-        reported: tuple[tuple[int, ...], Analysis],
-        points: Sequence[tuple[int, ...]],
-    ) -> None:
-        """Analyse the whole model at ``points`` and, where its analyses there and the
-        ``reported`` one (every symbol at 1) make a reduced model that pays (``_reduce``),
-        with the same params at every node, use it from now on. Its wiring is checked once,
-        at the reported point."""
-        at_one, base = reported
-        analyses = {p: self.analysis(p) for p in points}
-        found = [a for a in analyses.values() if a is not None]
-        params = [r.params for r in base.nodes]
-        if len(found) == len(points) and all([r.params for r in a.nodes] == params for a in found):
-            totals = (base.totals.params, base.totals.param_bytes)
-            reduced = _reduce(source, [base, *found], totals)
-            if reduced is not None:
-                self.reduced, self.units = reduced, reduced.units
-        for p, a in analyses.items():
-            if a is None:
-                self.whole_points.add(p)
-                self.samples[p] = None
-            else:
-                self.whole(p, a)
-        self.whole(at_one, base)
-        if self.reduced is not None and self._reduced_at(at_one) != self.samples[at_one]:
-            raise _ReducedMissError(at_one)
-
-    def _values(self, point: tuple[int, ...]) -> dict[str, int]:
-        return dict(zip(self.symbols, point, strict=True))
-
-    def _reduced_at(self, point: tuple[int, ...]) -> _Sample | None:
-        assert self.reduced is not None
-        if point not in self.reduced_samples:
-            try:
-                found = self.reduced.sample(
-                    self.run_reduced(self.reduced.model, self._values(point))
-                )
-            except OnnxcostError:
-                found = None
-            self.reduced_samples[point] = found
-        return self.reduced_samples[point]
-
-    def need(self, point: tuple[int, ...], *, whole: bool = False) -> list[int]:
-        sample = self.whole(point) if whole else self(point)
-        if sample is None:
-            at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
-            why = f" ({self.why_not[point]})" if point in self.why_not else ""
-            raise ShapeError(
-                f"--symbolic: the model does not analyse at {at}{why}; a dim its exporter "
-                f"fixed may still be named as a symbol: fix the symbols that break it with "
-                f"--dim SYMBOL=N"
-            )
-        return sample.values
 
 
 # --- interpolation on the grid --------------------------------------------------------------------

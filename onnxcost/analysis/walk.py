@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import NamedTuple
 
-import numpy as np
 import onnx
 
 from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
+from onnxcost.analysis.control_flow import control_flow_cost
 from onnxcost.analysis.liveness import peak_activation
 from onnxcost.analysis.records import (
     Convention,
@@ -92,6 +92,10 @@ class _Walk:
         if self.convention == "fvcore":
             return cost.macs
         return cost.flops
+
+    def body(self, graph: onnx.GraphProto, scope: str, multiplier: int, counted: bool) -> Cost:
+        """Walk a body graph (``control_flow`` calls back here): ``_walk_subgraph``."""
+        return _walk_subgraph(self, graph, scope, multiplier, counted)
 
 
 @dataclass(slots=True)
@@ -287,7 +291,7 @@ def _costs(
     status: Status
     control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
-        cost, status, note = _control_flow(w, proto, scope, counted)
+        cost, status, note = control_flow_cost(w, proto, scope, counted)
     elif spec is None:
         status = "unsupported"
     elif spec.zero:
@@ -388,90 +392,6 @@ def _record_constant(
     w.records.append(rec)
     w.counted.append(counted)
     return rec, costed.cost
-
-
-def _static_int(w: _Walk, name: str) -> int | None:
-    value = w.shapes.values.get(name) if name else None
-    if value is None or value.size != 1:
-        return None
-    return int(np.asarray(value).reshape(-1)[0])
-
-
-def _control_flow(
-    w: _Walk, node: onnx.NodeProto, scope: str, counted: bool
-) -> tuple[Cost, Status, str]:
-    """Cost of If / Loop / Scan / SequenceMap from their bodies; body nodes are recorded too."""
-    here = f"{scope}/{node.name}" if scope else node.name
-    graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-    if node.op_type == "If":
-        if "then_branch" not in graphs or "else_branch" not in graphs:
-            return (
-                Cost(),
-                "error",
-                "not costed: If without a then_branch and an else_branch",
-            )
-        # Each branch is walked once, its records counted for now; the smaller one's are
-        # then uncounted. (Walking each twice, to probe and then to record, doubled the
-        # time per level of nesting.)
-        first = len(w.records)
-        then_cost = _walk_subgraph(w, graphs["then_branch"], f"{here}/then_branch", 1, counted)
-        middle = len(w.records)
-        else_cost = _walk_subgraph(w, graphs["else_branch"], f"{here}/else_branch", 1, counted)
-        take_then = then_cost.flops >= else_cost.flops
-        skipped = range(middle, len(w.records)) if take_then else range(first, middle)
-        for slot in skipped:
-            w.counted[slot] = False
-        larger = "then_branch" if take_then else "else_branch"
-        note = f"both branches listed; totals take the larger ({larger})"
-        w.warnings.append(f"If node {node.name!r}: {note}")
-        return (then_cost if take_then else else_cost), "ok", note
-    body = graphs.get("body")
-    if body is None:
-        return Cost(), "error", "not costed: no body graph"
-    iterations: int | None = None
-    if node.op_type == "Loop":
-        iterations = _static_int(w, node.input[0]) if node.input else None
-        if iterations is not None and iterations < 0:
-            iterations = 0  # a negative trip count runs no iteration
-        what = (
-            "its trip count is not static"
-            if node.input and node.input[0]
-            else "it has no trip count"
-        )
-    elif node.op_type == "Scan":
-        iterations = _scan_iterations(w, node)
-        what = "the scanned axis length is unknown"
-    else:
-        what = "the sequence length is not static"
-    note = ""
-    if iterations is None:
-        iterations = 1
-        note = f"one iteration counted: {what}"
-        w.warnings.append(f"{node.op_type} node {node.name!r}: {note}")
-
-    cost = _walk_subgraph(w, body, f"{here}/body", iterations, counted)
-    return cost, "ok", note or f"body x {iterations} iterations"
-
-
-def _scan_iterations(w: _Walk, node: onnx.NodeProto) -> int | None:
-    """Length of the scanned axis of the first scan input (after the state variables)."""
-    attrs = {a.name: a for a in node.attribute}
-    n_scan = attrs["num_scan_inputs"].i if "num_scan_inputs" in attrs else 0
-    axes = list(attrs["scan_input_axes"].ints) if "scan_input_axes" in attrs else []
-    opset = _opset_of(w.opsets, "")
-    first = 1 if opset < 9 else 0  # opset 8 has an optional sequence_lens input first
-    n_state = len(attrs["body"].g.input) - n_scan
-    idx = first + n_state
-    if not 0 <= idx < len(node.input):
-        return None
-    info = w.shapes.types.get(node.input[idx])
-    if info is None or not info.is_concrete:
-        return None
-    shape = info.concrete_shape
-    axis = axes[0] if axes else (1 if opset < 9 else 0)
-    if not -len(shape) <= axis < len(shape):
-        return None  # an axis past the rank: the length is unknown
-    return shape[axis]
 
 
 def _walk_subgraph(

@@ -298,7 +298,7 @@ def bench_result(
 def test_html_page_uses_medians_and_leaves_suspect_efficiency_blank(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import onnxcost.report.html as html
+    import onnxcost.report.html.bench as html
 
     seen: dict[str, Any] = {}
 
@@ -306,7 +306,7 @@ def test_html_page_uses_medians_and_leaves_suspect_efficiency_blank(
         seen.update(context)
         return ""
 
-    monkeypatch.setattr(html, "_page", page)
+    monkeypatch.setattr(html, "page", page)
     # runs of 100, 100 and 400 us: mean 200, median 100; floor 150 us is 150% of the median.
     suspect = node(150.0, (100.0, 100.0, 400.0))
     ceilings = Ceilings(1e9, 1e9, "CPUExecutionProvider", "cpu")

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from onnxcost.cli.app import app
-from onnxcost.report import html
+from onnxcost.report.html import page as html
 
 
 def test_html_without_jinja2_says_which_extra(
@@ -18,13 +18,13 @@ def test_html_without_jinja2_says_which_extra(
     # A base install (pip install onnxcost) has neither jinja2 nor its markupsafe.
     monkeypatch.setitem(sys.modules, "jinja2", None)
     monkeypatch.setitem(sys.modules, "markupsafe", None)
-    html._env.cache_clear()
+    html.jinja_env.cache_clear()
     try:
         r = CliRunner().invoke(
             app, ["analyze", "mlp", "-f", "html", "-o", str(tmp_path / "r.html")]
         )
     finally:
-        html._env.cache_clear()
+        html.jinja_env.cache_clear()
     assert r.exit_code == 1
     assert "pip install 'onnxcost[html]'" in r.output
     assert "Traceback" not in r.output

@@ -3,8 +3,8 @@
 A view (``report.table`` and ``report.as_text`` for an analysis, ``report.bench``,
 ``report.compare``, ``report.llm``) builds ``Table`` values from a result; a writer in
 ``report.writers`` turns one into a format: ``rich`` (the terminal, fitted to its width by
-``report.fit``), ``markdown``, ``csv``; HTML pages draw them with the ``section`` macro of
-``templates/macros.html.j2``. A new output format is one new writer.
+``report.fit``), ``markdown``, ``csv`` and ``html`` (a static table, or the data of one the
+page's script draws). A new output format is one new writer.
 
 Cells hold the model's text as it is (a name that is not UTF-8 may come as ``bytes``);
 every writer escapes it for its format (``report.safe_text``), so no view escapes twice.
@@ -16,20 +16,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Cell = str | int | float | bytes
-"""Text for the terminal, Markdown and HTML; CSV keeps numbers as numbers."""
+Cell = str | int | float | bytes | None
+"""Text for the terminal, Markdown and HTML; CSV and a page's script keep numbers as numbers
+(``None``: a figure left blank on the page)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Column:
     """One column: its header, whether it holds figures (right-aligned), how the terminal may
     shorten its cells when the table is too wide (``cut``: ``middle`` keeps a name's first and
-    last parts, ``end`` cuts prose at its end) and a rich style for its cells."""
+    last parts, ``end`` cuts prose at its end), a rich style for its cells, and how an HTML
+    page's script formats its raw values (``kind``, ``writers.html.script_table``)."""
 
     header: str
     numeric: bool = False
     cut: Literal["", "middle", "end"] = ""
     style: str = ""
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)

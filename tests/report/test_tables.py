@@ -8,6 +8,7 @@ from rich.console import Console
 
 from onnxcost.report.tables import Column, Table, by_header, drop_order
 from onnxcost.report.writers.csv import to_csv
+from onnxcost.report.writers.html import script_table, to_html
 from onnxcost.report.writers.markdown import to_markdown
 from onnxcost.report.writers.rich import to_grid, to_rich
 
@@ -75,3 +76,27 @@ def test_drop_order_and_by_header() -> None:
     # Rightmost first, never the first column, never a kept one.
     assert drop_order(headers, ("ms",)) == (4, 3, 1)
     assert by_header(headers, ("GB/s", "missing", "calls")) == (4, 1)
+
+
+def test_html_escapes_and_marks_numeric_cells() -> None:
+    t = Table("a<b", (Column("op"), Column("n", True)), (("<img>", 3),))
+    assert str(to_html(t, "t1")) == (
+        '<h3>a&lt;b</h3><div class="tbl-wrap"><table id="t1">\n'
+        '<thead><tr><th>op</th><th class="num">n</th></tr></thead>\n'
+        '<tbody><tr><td class="text">&lt;img&gt;</td><td class="num">3</td></tr></tbody>'
+        "</table></div>"
+    )
+    assert str(to_html(t, "t1", heading=False)).startswith('<div class="tbl-wrap">')
+
+
+def test_script_table_keeps_raw_values_and_kinds() -> None:
+    t = Table("", (Column("name", kind="text"), Column("us", True, kind="us")), (("a", 1.5),))
+    assert script_table(t, "x", sort=1) == {
+        "id": "x",
+        "columns": [
+            {"label": "name", "kind": "text", "numeric": False},
+            {"label": "us", "kind": "us", "numeric": True},
+        ],
+        "rows": [["a", 1.5]],
+        "sort": 1,
+    }

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
+from onnxcost.report.tables import Cell, Column, Table
 from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
+from onnxcost.report.writers.html import script_table
 
 if TYPE_CHECKING:
     from onnxcost.analysis.walk import Analysis
@@ -18,7 +20,6 @@ from onnxcost.report.html.page import (
     op_type_chart,
     page,
     snippet_page,
-    table_columns,
 )
 
 _OP_METRICS = ("FLOPs", "MACs", "bytes", "params", "nodes")
@@ -38,23 +39,23 @@ def _op_rows(a: Analysis) -> list[dict[str, Any]]:
     ]
 
 
-NODE_TABLE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("name", "text", False),
-    ("op type", "plain", False),
-    ("status", "plain", False),
-    ("in shapes", "plain", False),
-    ("out shapes", "plain", False),
-    ("params", "count", True),
-    ("MACs", "count", True),
-    ("FLOPs", "count", True),
-    ("read", "bytes", True),
-    ("written", "bytes", True),
+NODE_TABLE_COLUMNS: tuple[Column, ...] = (
+    Column("name", kind="text"),
+    Column("op type", kind="plain"),
+    Column("status", kind="plain"),
+    Column("in shapes", kind="plain"),
+    Column("out shapes", kind="plain"),
+    Column("params", True, kind="count"),
+    Column("MACs", True, kind="count"),
+    Column("FLOPs", True, kind="count"),
+    Column("read", True, kind="bytes"),
+    Column("written", True, kind="bytes"),
 )
 
 
-def _node_rows(nodes: Sequence[NodeRecord]) -> list[list[Any]]:
-    return [
-        [
+def _node_rows(nodes: Sequence[NodeRecord]) -> tuple[tuple[Cell, ...], ...]:
+    return tuple(
+        (
             n.name,
             op_label(n.op_type, n.domain),
             n.status,
@@ -65,9 +66,9 @@ def _node_rows(nodes: Sequence[NodeRecord]) -> list[list[Any]]:
             n.flops,
             n.bytes_read,
             n.bytes_written,
-        ]
+        )
         for n in nodes
-    ]
+    )
 
 
 def _tensor_view(tensors: Sequence[Any]) -> list[dict[str, str]]:
@@ -149,12 +150,11 @@ def analysis_html(a: Analysis, nodes: Sequence[NodeRecord] | None = None) -> str
     data = {
         "charts": {"chart-optype": op_type_chart(_op_rows(a), _OP_METRICS)},
         "tables": [
-            {
-                "id": "node-table",
-                "columns": table_columns(NODE_TABLE_COLUMNS),
-                "rows": _node_rows(a.nodes if nodes is None else nodes),
-                "placeholder": "filter nodes: name, op type, shape or status (regex)",
-            }
+            script_table(
+                Table("Nodes", NODE_TABLE_COLUMNS, _node_rows(a.nodes if nodes is None else nodes)),
+                "node-table",
+                placeholder="filter nodes: name, op type, shape or status (regex)",
+            )
         ],
     }
     ctx = _analysis_context(a)

@@ -14,8 +14,9 @@ from onnxcost.report.html.page import (
     op_type_chart,
     page,
     snippet_page,
-    table_columns,
 )
+from onnxcost.report.tables import Column, Table
+from onnxcost.report.writers.html import script_table
 
 
 def _latency_chart(r: BenchResult) -> dict[str, Any]:
@@ -183,21 +184,21 @@ def _roofline_chart(points: Sequence[Mapping[str, Any]], r: BenchResult) -> dict
     }
 
 
-BENCH_NODE_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("node", "text", False),
-    ("op type", "plain", False),
-    ("kernel", "plain", False),
-    ("on", "plain", False),
-    ("calls", "int", True),
-    ("median us", "us", True),
-    ("share", "pct", True),
-    ("MACs", "count", True),
-    ("FLOPs", "count", True),
-    ("bytes", "bytes", True),
-    ("GFLOP/s", "rate", True),
-    ("GB/s", "rate", True),
-    ("bound", "plain", False),
-    ("efficiency", "pct", True),
+BENCH_NODE_COLUMNS: tuple[Column, ...] = (
+    Column("node", kind="text"),
+    Column("op type", kind="plain"),
+    Column("kernel", kind="plain"),
+    Column("on", kind="plain"),
+    Column("calls", True, kind="int"),
+    Column("median us", True, kind="us"),
+    Column("share", True, kind="pct"),
+    Column("MACs", True, kind="count"),
+    Column("FLOPs", True, kind="count"),
+    Column("bytes", True, kind="bytes"),
+    Column("GFLOP/s", True, kind="rate"),
+    Column("GB/s", True, kind="rate"),
+    Column("bound", kind="plain"),
+    Column("efficiency", True, kind="pct"),
 )
 
 
@@ -235,32 +236,36 @@ def bench_html(r: BenchResult) -> str:
         )
         data["charts"]["chart-time-cost"] = _time_cost_chart(points)
         data["charts"]["chart-roofline"] = _roofline_chart(points, r)
+        nodes = Table(
+            "Per node",
+            BENCH_NODE_COLUMNS,
+            tuple(
+                (
+                    n.name,
+                    n.op_type,
+                    "+".join(dict.fromkeys(n.kernel_op_types)),
+                    n.provider.replace("ExecutionProvider", ""),
+                    n.calls,
+                    n.median_us,
+                    n.share,
+                    n.macs,
+                    n.flops,
+                    n.bytes_total,
+                    n.gflops_per_s,
+                    n.gbytes_per_s,
+                    n.bound or "",
+                    None if n.efficiency_suspect else n.efficiency,
+                )
+                for n in prof.nodes
+            ),
+        )
         data["tables"].append(
-            {
-                "id": "node-table",
-                "columns": table_columns(BENCH_NODE_COLUMNS),
-                "rows": [
-                    [
-                        n.name,
-                        n.op_type,
-                        "+".join(dict.fromkeys(n.kernel_op_types)),
-                        n.provider.replace("ExecutionProvider", ""),
-                        n.calls,
-                        n.median_us,
-                        n.share,
-                        n.macs,
-                        n.flops,
-                        n.bytes_total,
-                        n.gflops_per_s,
-                        n.gbytes_per_s,
-                        n.bound or "",
-                        None if n.efficiency_suspect else n.efficiency,
-                    ]
-                    for n in prof.nodes
-                ],
-                "sort": 5,
-                "placeholder": "filter nodes: name, op type, kernel (regex)",
-            }
+            script_table(
+                nodes,
+                "node-table",
+                sort=5,
+                placeholder="filter nodes: name, op type, kernel (regex)",
+            )
         )
         if r.roofline is not None:
             c = r.roofline.ceilings

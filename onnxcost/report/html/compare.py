@@ -3,9 +3,12 @@ layers side by side."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from onnxcost import units
+from onnxcost.report.tables import Column, Table
+from onnxcost.report.writers.html import script_table
 
 if TYPE_CHECKING:
     from onnxcost.compare import Comparison
@@ -17,13 +20,13 @@ from onnxcost.report.html.page import (
     snippet_page,
 )
 
-ALIGN_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("#", "int", True),
-    ("{a} node (op)", "text", False),
-    ("{b} node (op)", "text", False),
-    ("MACs ({a} / {b})", "plain", False),
-    ("shapes: in -> out, weight ({a} | {b})", "plain", False),
-    ("differences", "plain", False),
+ALIGN_COLUMNS: tuple[Column, ...] = (
+    Column("#", True, kind="int"),
+    Column("{a} node (op)", kind="text"),
+    Column("{b} node (op)", kind="text"),
+    Column("MACs ({a} / {b})", kind="plain"),
+    Column("shapes: in -> out, weight ({a} | {b})", kind="plain"),
+    Column("differences", kind="plain"),
 )
 
 
@@ -67,17 +70,18 @@ def compare_html(c: Comparison) -> str:
     for k, (al, sec) in enumerate(zip(c.alignments, alignment_sections(c), strict=True)):
         table_id = f"align-{k}"
         aligned.append({"id": table_id, "title": sec.title})
+        cols = tuple(
+            dataclasses.replace(col, header=col.header.format(a=al.baseline, b=al.candidate))
+            for col in ALIGN_COLUMNS
+        )
+        cells = tuple((int(str(row[0])), *row[1:]) for row in sec.rows)
         tables.append(
-            {
-                "id": table_id,
-                "columns": [
-                    {"label": h.format(a=al.baseline, b=al.candidate), "kind": kind, "numeric": num}
-                    for h, kind, num in ALIGN_COLUMNS
-                ],
-                "rows": [[int(row[0]), *row[1:]] for row in sec.rows],
-                "page": 500,
-                "placeholder": "filter layers: names, ops, shapes, differences (regex)",
-            }
+            script_table(
+                Table(sec.title, cols, cells),
+                table_id,
+                page=500,
+                placeholder="filter layers: names, ops, shapes, differences (regex)",
+            )
         )
     header = header_lines(c)
     return page(

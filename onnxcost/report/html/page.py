@@ -16,6 +16,7 @@ from onnxcost import units
 from onnxcost._version import __version__
 from onnxcost.analysis.records import jsonable
 from onnxcost.errors import OnnxcostError
+from onnxcost.report.writers.html import to_html
 
 if TYPE_CHECKING:
     import jinja2
@@ -102,6 +103,7 @@ def jinja_env() -> jinja2.Environment:
     )
     env.filters["count"] = units.count
     env.filters["nbytes"] = units.nbytes
+    env.filters["html_table"] = to_html
     return env
 
 
@@ -166,10 +168,6 @@ def op_type_chart(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str]) -> 
             ],
         },
     }
-
-
-def table_columns(spec: Sequence[tuple[str, str, bool]]) -> list[dict[str, Any]]:
-    return [{"label": label, "kind": kind, "numeric": numeric} for label, kind, numeric in spec]
 
 
 def static_svg(spec: dict[str, Any]) -> str:

@@ -34,12 +34,14 @@ TEXT_MODELS = ("bert_base", "gpt2", "llama")
 def measure(name: str, batch: int, seq: int) -> dict[str, Any]:
     """One model at one batch, in this process: the bench's ``memory`` object."""
     from onnxcost import zoo
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
     params = SHRUNK_LLAMA if name == "llama" else None
     proto = zoo.build(name, params=params)
     dims = {"batch": batch} | ({"seq": seq} if name in TEXT_MODELS else {})
-    result = run_bench(proto, dims=dims, warmup=0, min_warmup_s=0.0, runs=1, min_seconds=0.0)
+    result = run_bench(
+        proto, BenchOptions(dims=dims, warmup=0, min_warmup_s=0.0, runs=1, min_seconds=0.0)
+    )
     memory: dict[str, Any] = result.to_dict()["memory"]
     return memory
 

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxcost.bench import read_trace, run_bench
+from onnxcost.bench import BenchOptions, read_trace, run_bench
 from onnxcost.bench._ort import import_ort
 from onnxcost.bench.inputs import input_specs, make_inputs
 from onnxcost.bench.profile import parse_trace
@@ -152,13 +152,15 @@ def main() -> int:
         def harness_round() -> float:
             result = run_bench(
                 model,
-                provider=args.provider,
-                provider_options=provider_options,
-                threads=args.threads,
-                warmup=args.warmup,
-                min_warmup_s=0.0,
-                runs=args.runs,
-                min_seconds=0.0,
+                BenchOptions(
+                    provider=args.provider,
+                    provider_options=provider_options,
+                    threads=args.threads,
+                    warmup=args.warmup,
+                    min_warmup_s=0.0,
+                    runs=args.runs,
+                    min_seconds=0.0,
+                ),
                 analysis=analysis,
             )
             return result.latency.median_ms
@@ -184,16 +186,18 @@ def main() -> int:
         trace_path = Path(tmp) / "trace.json"
         prof = run_bench(
             model,
-            provider=args.provider,
-            provider_options=provider_options,
-            threads=args.threads,
-            warmup=args.warmup,
-            min_warmup_s=0.0,
-            runs=10,
-            min_seconds=0.0,
-            profile=True,
-            profile_runs=50,
-            trace_out=trace_path,
+            BenchOptions(
+                provider=args.provider,
+                provider_options=provider_options,
+                threads=args.threads,
+                warmup=args.warmup,
+                min_warmup_s=0.0,
+                runs=10,
+                min_seconds=0.0,
+                profile=True,
+                profile_runs=50,
+                trace_out=trace_path,
+            ),
             analysis=analysis,
         )
         trace = parse_trace(read_trace(trace_path))

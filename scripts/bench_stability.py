@@ -17,7 +17,7 @@ import argparse
 import itertools
 from collections.abc import Sequence
 
-from onnxcost.bench import run_bench
+from onnxcost.bench import BenchOptions, run_bench
 
 
 def kendall_tau(a: Sequence[str], b: Sequence[str]) -> float:
@@ -35,12 +35,14 @@ def profiled(model: str, profile_runs: int, threads: int | None) -> list[Row]:
     """(label, median ms, p10 ms, p90 ms) of every row of one profiled bench."""
     r = run_bench(
         model,
-        profile=True,
-        profile_runs=profile_runs,
-        threads=threads,
-        warmup=5,
-        runs=10,
-        min_seconds=0.0,
+        BenchOptions(
+            profile=True,
+            profile_runs=profile_runs,
+            threads=threads,
+            warmup=5,
+            runs=10,
+            min_seconds=0.0,
+        ),
     )
     assert r.profile is not None
     return [

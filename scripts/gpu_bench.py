@@ -50,7 +50,7 @@ def one(
 ) -> None:
     """Every variant of one model and dtype, in this process."""
     from onnxcost import zoo
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
     params = {"seq": SEQ} if name in ("bert_base", "gpt2") else {}
     path = tmp / f"{name}_{dtype}.onnx"
@@ -87,7 +87,7 @@ def one(
         stem = out / f"{name}_{dtype}_{variant}"
         t0 = time.perf_counter()
         try:
-            result = run_bench(str(path), **{**common, **extra})
+            result = run_bench(str(path), BenchOptions(**{**common, **extra}))
         except Exception:  # a script: record the failure and go on
             stem.with_suffix(".error.txt").write_text(traceback.format_exc())
             print(f"{name} {dtype} {variant}: FAILED ({time.perf_counter() - t0:.1f} s)")

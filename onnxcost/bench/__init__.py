@@ -7,6 +7,7 @@ onnxruntime is missing, and the trace parser works offline.
 from __future__ import annotations
 
 from onnxcost.bench.join import NodeProfile, OpTypeProfile
+from onnxcost.bench.options import BenchOptions
 from onnxcost.bench.profile import (
     KernelStat,
     Trace,
@@ -26,6 +27,7 @@ from onnxcost.bench.timing import LatencyStats
 __all__ = [
     "SCHEMA",
     "BatchPoint",
+    "BenchOptions",
     "BenchProgress",
     "BenchResult",
     "Ceilings",

@@ -40,6 +40,7 @@ from onnxcost.bench.memory import (
     release_free_memory,
     rss_bytes,
 )
+from onnxcost.bench.options import BenchOptions
 from onnxcost.bench.profile import kernel_stats, parse_trace, read_trace, write_chrome_trace
 from onnxcost.bench.progress import BenchProgress, ProgressFn
 from onnxcost.bench.providers import CPU, CUDA, CUDA_LIKE, parse_provider_options, resolve_provider
@@ -84,16 +85,13 @@ from onnxcost.bench.sweep import (
 )
 from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_mb, logical_cpus
 from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
-from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S, QUIET, VERBOSE, Watchdog, check_timeout
+from onnxcost.bench.watchdog import QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
 
 PROFILE_WARMUP_MAX = 10
 """Profiled warm-up runs are capped: onnxruntime keeps at most about a million trace events."""
-PROFILE_RUNS = 50
-"""Default profiled runs: per-node times are medians over them (see the README for the
-measurement that showed this keeps resnet18's top 10 stable)."""
 PROBE_TIMEOUT_S = 300.0
 MAX_THREADS_PER_CPU = 4
 MAX_THREADS = 1024
@@ -527,109 +525,80 @@ def _max_batch(
 
 def run_bench(
     model_source: ModelSource | PreparedModel,
+    options: BenchOptions | None = None,
     *,
-    provider: str = CPU,
-    provider_options: Mapping[str, object] | Sequence[str] | None = None,
-    threads: int | None = None,
-    inter_threads: int | None = None,
-    opt_level: str = "all",
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-    dims: Mapping[str, int] | None = None,
-    inputs_file: str | os.PathLike[str] | None = None,
-    seed: int = 0,
-    warmup: int = 10,
-    min_warmup_s: float = 0.2,
-    runs: int = 100,
-    min_seconds: float = 1.0,
-    profile: bool = False,
-    profile_runs: int = PROFILE_RUNS,
-    trace_out: str | os.PathLike[str] | None = None,
-    include_copies: bool = False,
-    cuda_graph: bool = False,
-    batches: Sequence[int] | None = None,
-    batch_dim: str | None = None,
-    max_batch: int | None = None,
-    calibrate: bool = False,
-    recalibrate: bool = False,
-    timeout_s: float | None = DEFAULT_TIMEOUT_S,
-    ort_log: bool = False,
     analysis: AnalysisLike | None = None,
     progress: ProgressFn | None = None,
-    allow_reshape: bool = False,
 ) -> BenchResult:
-    """Benchmark ``model_source`` with onnxruntime and return every figure as a ``BenchResult``.
+    """Benchmark ``model_source`` with onnxruntime as ``options`` say (``BenchOptions``: its
+    defaults are ``onnxcost bench``'s) and return every figure as a ``BenchResult``.
 
-    ``provider``: a full name or alias (cpu, cuda, tensorrt, ...); ``provider_options``:
-    ``{'key': value}`` or ``['key=value', ...]``. ``threads``/``inter_threads``: intra-/inter-op
-    threads (inter > 1 selects the parallel executor). ``opt_level``: disable, basic, extended
-    or all. ``input_shapes``/``dims`` resolve symbolic shapes as ``onnxcost.analyze`` does
-    (``allow_reshape`` lets ``input_shapes`` change dims the model fixes);
-    ``inputs_file``: an .npz of real inputs (else seeded random data).
-
-    Warm-up runs ``warmup`` times and at least ``min_warmup_s``; the timed loop ``runs`` times
-    and at least ``min_seconds`` (whichever ends later). ``profile`` (implied by ``trace_out``)
-    adds per-node times from a separate profiled session of 1 + min(warmup, 10) + ``profile_runs``
-    runs. ``include_copies`` keeps host<->device copies in the loop on GPUs; ``cuda_graph``
-    replays a CUDA graph (static shapes). ``batches`` sweeps batch sizes (``batch_dim`` names
-    the batch dim); ``max_batch`` searches up to that batch in subprocesses. ``calibrate``
-    measures (or reads cached) ceilings for the roofline. ``analysis`` reuses an analysis of
-    the same model with the same shapes: pass ``model_source`` as the ``PreparedModel`` it
-    analysed (``onnxcost.prepare``), so node names match by construction. Without it, the
-    analysis is made of the prepared model onnxruntime runs. ``progress`` receives
-    ``BenchProgress`` events.
+    ``analysis`` reuses an analysis of the same model with the same shapes: pass
+    ``model_source`` as the ``PreparedModel`` it analysed (``onnxcost.prepare``), so node names
+    match by construction. Without it, the analysis is made of the prepared model onnxruntime
+    runs. ``progress`` receives ``BenchProgress`` events.
 
     Raises ProviderError (provider missing or dropped), ModelLoadError (onnxruntime cannot load
     the model), BenchError (inputs, out of memory, runtime failure), UsageError (bad arguments).
     """
-    _check_counts(warmup, min_warmup_s, runs, min_seconds, profile_runs, threads, inter_threads)
-    timeout_s = check_timeout(timeout_s)
-    if batches is not None and any(b < 1 for b in batches):
-        raise UsageError(f"batch sizes must be 1 or more, not {list(batches)}")
-    if max_batch is not None and max_batch < 1:
-        raise UsageError(f"--max-batch must be 1 or more, not {max_batch}")
+    o = BenchOptions() if options is None else options
+    _check_counts(
+        o.warmup, o.min_warmup_s, o.runs, o.min_seconds, o.profile_runs, o.threads, o.inter_threads
+    )
+    timeout_s = check_timeout(o.timeout_s)
+    if o.batches is not None and any(b < 1 for b in o.batches):
+        raise UsageError(f"batch sizes must be 1 or more, not {list(o.batches)}")
+    if o.max_batch is not None and o.max_batch < 1:
+        raise UsageError(f"--max-batch must be 1 or more, not {o.max_batch}")
     config = _plan(
-        provider, provider_options, threads, inter_threads, opt_level, cuda_graph, include_copies
+        o.provider,
+        o.provider_options,
+        o.threads,
+        o.inter_threads,
+        o.opt_level,
+        o.cuda_graph,
+        o.include_copies,
     )
     plan = _Plan(
         config=config,
-        warmup=warmup,
-        min_warmup_s=min_warmup_s,
-        runs=runs,
-        min_seconds=min_seconds,
-        include_copies=include_copies,
-        profile=profile or trace_out is not None,
-        profile_runs=profile_runs,
-        batches=tuple(batches or ()),
-        max_batch=max_batch,
+        warmup=o.warmup,
+        min_warmup_s=o.min_warmup_s,
+        runs=o.runs,
+        min_seconds=o.min_seconds,
+        include_copies=o.include_copies,
+        profile=o.profile or o.trace_out is not None,
+        profile_runs=o.profile_runs,
+        batches=tuple(o.batches or ()),
+        max_batch=o.max_batch,
         timeout_s=timeout_s,
-        log_severity=VERBOSE if ort_log else QUIET,
+        log_severity=VERBOSE if o.ort_log else QUIET,
     )
     warnings: list[str] = []
 
     _say(progress, "analyze", 0, None, "loading and analysing the model")
     model = prepare_model(model_source)
-    arrays = load_inputs_file(inputs_file, model.inputs) if inputs_file is not None else None
+    arrays = load_inputs_file(o.inputs_file, model.inputs) if o.inputs_file is not None else None
     if analysis is None:
         from onnxcost.analysis.walk import count
 
         assert model.prepared is not None  # prepare_model keeps it
         analysis = count(
             model.prepared,
-            input_shapes=_merge_shapes(input_shapes, arrays),
-            dims=dims,
-            allow_reshape=allow_reshape,
+            input_shapes=_merge_shapes(o.input_shapes, arrays),
+            dims=o.dims,
+            allow_reshape=o.allow_reshape,
         )
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)
     if arrays is not None:
         specs = tuple(s.with_shape(tuple(arrays[s.name].shape)) for s in specs)
-    axis = batch_axis(model.inputs, batch_dim)
+    axis = batch_axis(model.inputs, o.batch_dim)
     batch = batch_of(specs, axis)
     for b in plan.batches:
         with_batch(specs, axis, b)
-    if max_batch is not None:
-        with_batch(specs, axis, max_batch)
-    feeds = dict(arrays) if arrays is not None else make_inputs(specs, seed)
+    if o.max_batch is not None:
+        with_batch(specs, axis, o.max_batch)
+    feeds = dict(arrays) if arrays is not None else make_inputs(specs, o.seed)
 
     with Watchdog(plan.timeout_s, log_severity=plan.log_severity) as watchdog:
         warm_up_onnxruntime(config)
@@ -647,7 +616,7 @@ def run_bench(
             opened.session,
             feeds,
             config,
-            include_copies=include_copies,
+            include_copies=o.include_copies,
             outputs=analysis.outputs,
             run_options=watchdog.options,
         )
@@ -665,8 +634,8 @@ def run_bench(
 
         if arrays is not None and any(b != batch for b in plan.batches):
             warnings.append(
-                f"the batch sweep feeds random data (seed {seed}) to batches other than {batch}, "
-                f"not --inputs {inputs_file}"
+                f"the batch sweep feeds random data (seed {o.seed}) to batches other than {batch}, "
+                f"not --inputs {o.inputs_file}"
             )
         if config.cuda_graph and plan.batches:
             warnings.append(
@@ -681,7 +650,7 @@ def run_bench(
                 specs,
                 axis,
                 analysis.outputs,
-                seed,
+                o.seed,
                 progress,
                 main,
                 watchdog,
@@ -702,9 +671,9 @@ def run_bench(
 
         ceilings = None
         roofline: ModelRoofline | None = None
-        if calibrate or recalibrate:
+        if o.calibrate or o.recalibrate:
             ceilings, roofline = _calibrate(
-                config, recalibrate, analysis, stats.median_ms, warnings, progress
+                config, o.recalibrate, analysis, stats.median_ms, warnings, progress
             )
 
         workdir = tempfile.mkdtemp(prefix="onnxcost-bench-")
@@ -716,7 +685,7 @@ def run_bench(
                     feeds,
                     analysis,
                     ceilings,
-                    trace_out,
+                    o.trace_out,
                     workdir,
                     warnings,
                     progress,
@@ -750,11 +719,11 @@ def run_bench(
             opt_level=config.opt_level,
             provider_options=config.provider_options,
             io_binding=io_binding,
-            include_copies=include_copies,
+            include_copies=o.include_copies,
             cuda_graph=config.cuda_graph,
-            inputs_source=os.fspath(inputs_file)
-            if inputs_file is not None
-            else f"random (seed {seed})",
+            inputs_source=os.fspath(o.inputs_file)
+            if o.inputs_file is not None
+            else f"random (seed {o.seed})",
         ),
         memory=Memory(
             host_peak_rss_mb(),

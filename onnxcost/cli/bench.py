@@ -29,7 +29,7 @@ from onnxcost.cli.render import Format, render
 from onnxcost.errors import UsageError
 
 BENCH_PROFILE_RUNS = 50
-"""``onnxcost.bench.run.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
+"""``onnxcost.bench.options.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
 keeps the two equal)."""
 BENCH_TIMEOUT_S = 600.0
 """``onnxcost.bench.watchdog.DEFAULT_TIMEOUT_S`` (likewise)."""
@@ -197,7 +197,7 @@ def bench(
     """Measure latency, throughput and (with --profile) per-node time with onnxruntime."""
 
     def go() -> None:
-        from onnxcost.bench import run_bench
+        from onnxcost.bench import BenchOptions, run_bench
 
         out = checked_output(output, [model], force)
         trace_out = checked_output(trace, [model], force, flag="--trace")
@@ -226,29 +226,31 @@ def bench(
         try:
             result = run_bench(
                 prepared if netron else model,
-                allow_reshape=allow_reshape,
-                provider=provider,
-                provider_options=provider_option or None,
-                threads=threads,
-                inter_threads=inter_threads,
-                opt_level=opt_level.value,
-                input_shapes=shapes,
-                dims=dims,
-                inputs_file=inputs,
-                warmup=warmup,
-                runs=runs,
-                min_seconds=min_seconds,
-                profile=profile,
-                trace_out=trace_out,
-                include_copies=include_copies,
-                cuda_graph=cuda_graph,
-                batches=batches,
-                max_batch=max_batch,
-                calibrate=calibrate,
-                recalibrate=recalibrate,
-                profile_runs=profile_runs,
-                timeout_s=timeout,
-                ort_log=debug,
+                BenchOptions(
+                    allow_reshape=allow_reshape,
+                    provider=provider,
+                    provider_options=provider_option or None,
+                    threads=threads,
+                    inter_threads=inter_threads,
+                    opt_level=opt_level.value,
+                    input_shapes=shapes,
+                    dims=dims,
+                    inputs_file=inputs,
+                    warmup=warmup,
+                    runs=runs,
+                    min_seconds=min_seconds,
+                    profile=profile,
+                    trace_out=trace_out,
+                    include_copies=include_copies,
+                    cuda_graph=cuda_graph,
+                    batches=batches,
+                    max_batch=max_batch,
+                    calibrate=calibrate,
+                    recalibrate=recalibrate,
+                    profile_runs=profile_runs,
+                    timeout_s=timeout,
+                    ort_log=debug,
+                ),
                 analysis=static if inputs is None else None,  # an .npz may set other shapes
                 progress=callback,
             )

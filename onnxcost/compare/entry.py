@@ -208,18 +208,20 @@ def measure(
     analysis: Analysis,
 ) -> BenchSummary:
     """Benchmark one model with ``settings``, reusing its ``analysis`` (same shapes and dims)."""
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
     result = run_bench(
         source,
-        provider=settings.provider,
-        runs=settings.runs,
-        warmup=settings.warmup,
-        threads=settings.threads,
-        profile=settings.profile,
-        min_seconds=settings.min_seconds,
-        input_shapes=shapes,
-        dims=dims,
+        BenchOptions(
+            provider=settings.provider,
+            runs=settings.runs,
+            warmup=settings.warmup,
+            threads=settings.threads,
+            profile=settings.profile,
+            min_seconds=settings.min_seconds,
+            input_shapes=shapes,
+            dims=dims,
+        ),
         analysis=analysis,
     )
     times = (

@@ -13,6 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from onnxcost.bench import BenchOptions
+
 TRACES = Path(__file__).resolve().parents[1] / "data" / "ort_traces"
 
 
@@ -117,9 +119,9 @@ def mm_path(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def fast() -> dict[str, Any]:
-    """run_bench arguments that keep a CPU test well under a second."""
-    return {"warmup": 1, "min_warmup_s": 0.0, "runs": 5, "min_seconds": 0.0}
+def fast() -> BenchOptions:
+    """run_bench options that keep a CPU test well under a second."""
+    return BenchOptions(warmup=1, min_warmup_s=0.0, runs=5, min_seconds=0.0)
 
 
 @pytest.fixture

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from onnxcost.bench import available_providers, calibrate, run_bench
+from onnxcost.bench import BenchOptions, available_providers, calibrate, run_bench
 
 pytestmark = [pytest.mark.gpu, pytest.mark.ort, pytest.mark.usefixtures("cuda")]
 
@@ -16,28 +17,30 @@ def test_cuda_loads() -> None:
     assert status.loads, status.detail
 
 
-def test_device_io_binding(cbr_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(cbr_path, provider="cuda", dims={"N": 8}, **fast)
+def test_device_io_binding(cbr_path: str, fast: BenchOptions) -> None:
+    r = run_bench(cbr_path, replace(fast, provider="cuda", dims={"N": 8}))
     assert r.provider == "CUDAExecutionProvider"
     assert r.settings.io_binding
     assert r.environment.gpu is None or r.environment.gpu
     assert r.latency.count == 5
 
 
-def test_include_copies_uses_host_arrays(cbr_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(cbr_path, provider="cuda", dims={"N": 8}, include_copies=True, **fast)
+def test_include_copies_uses_host_arrays(cbr_path: str, fast: BenchOptions) -> None:
+    r = run_bench(cbr_path, replace(fast, provider="cuda", dims={"N": 8}, include_copies=True))
     assert not r.settings.io_binding
 
 
-def test_cuda_graph(cbr_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(cbr_path, provider="cuda", dims={"N": 8}, cuda_graph=True, **fast)
+def test_cuda_graph(cbr_path: str, fast: BenchOptions) -> None:
+    r = run_bench(cbr_path, replace(fast, provider="cuda", dims={"N": 8}, cuda_graph=True))
     assert r.settings.cuda_graph
     assert dict(r.settings.provider_options)["enable_cuda_graph"] == "1"
 
 
-def test_profile_has_gpu_times(cbr_path: str, fast: dict[str, Any]) -> None:
+def test_profile_has_gpu_times(cbr_path: str, fast: BenchOptions) -> None:
     """Node times come from CUPTI's kernel records, not the host's launch times."""
-    r = run_bench(cbr_path, provider="cuda", dims={"N": 8}, profile=True, profile_runs=3, **fast)
+    r = run_bench(
+        cbr_path, replace(fast, provider="cuda", dims={"N": 8}, profile=True, profile_runs=3)
+    )
     p = r.profile
     assert p is not None
     assert not p.host_launch_times, p.note

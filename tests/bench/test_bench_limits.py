@@ -7,14 +7,15 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
+from onnxcost.bench import BenchOptions
 from onnxcost.bench.run import thread_limit
 from onnxcost.bench.watchdog import check_timeout
 from onnxcost.cli.app import app
@@ -74,12 +75,12 @@ def loop_path(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_a_run_past_the_timeout_is_stopped(loop_path: str, fast: dict[str, Any]) -> None:
+def test_a_run_past_the_timeout_is_stopped(loop_path: str, fast: BenchOptions) -> None:
     from onnxcost.bench import run_bench
 
     start = time.monotonic()
     with pytest.raises(BenchError, match=r"longer than --timeout 0\.3 s"):
-        run_bench(loop_path, timeout_s=0.3, **fast)
+        run_bench(loop_path, replace(fast, timeout_s=0.3))
     # stopped within a poll (0.03 s) of the limit plus session set-up, not after 10**12 trips.
     assert time.monotonic() - start < 20
 
@@ -104,27 +105,26 @@ def test_timeout_values() -> None:
             check_timeout(bad)
 
 
-def test_default_timeout_is_on(mm_path: str, fast: dict[str, Any]) -> None:
-    from onnxcost.bench.run import run_bench
+def test_default_timeout_is_on(mm_path: str, fast: BenchOptions) -> None:
+    from onnxcost.bench import run_bench
     from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S
 
-    assert run_bench.__kwdefaults__ is not None
-    assert run_bench.__kwdefaults__["timeout_s"] == DEFAULT_TIMEOUT_S
+    assert BenchOptions().timeout_s == DEFAULT_TIMEOUT_S
     # a normal run is not disturbed by the watchdog.
-    r = run_bench(mm_path, dims={"N": 1}, **fast)
+    r = run_bench(mm_path, replace(fast, dims={"N": 1}))
     assert r.runs == 5
 
 
-def test_threads_are_checked_against_the_machine(mm_path: str, fast: dict[str, Any]) -> None:
+def test_threads_are_checked_against_the_machine(mm_path: str, fast: BenchOptions) -> None:
     from onnxcost.bench import run_bench
 
     cpus = os.cpu_count() or 1
     # at most 4 x the logical CPUs, and never above 1024.
     assert thread_limit() == min(4 * cpus, 1024)
     with pytest.raises(UsageError, match=f"at most {thread_limit()}"):
-        run_bench(mm_path, threads=100_000, **fast)
+        run_bench(mm_path, replace(fast, threads=100_000))
     with pytest.raises(UsageError, match="--inter-threads"):
-        run_bench(mm_path, inter_threads=thread_limit() + 1, **fast)
+        run_bench(mm_path, replace(fast, inter_threads=thread_limit() + 1))
     out = CliRunner().invoke(app, ["bench", mm_path, "--threads", "100000"])
     assert out.exit_code == 2
     assert f"at most {thread_limit()}" in out.stderr
@@ -142,7 +142,7 @@ def test_min_seconds_nan_in_the_library(mm_path: str) -> None:
     from onnxcost.bench import run_bench
 
     with pytest.raises(UsageError, match="--min-seconds"):
-        run_bench(mm_path, min_seconds=float("nan"))
+        run_bench(mm_path, BenchOptions(min_seconds=float("nan")))
 
 
 def test_onnxruntime_log_stays_out_of_the_terminal(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -13,6 +14,9 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxcost.bench.memory as memory
 from onnxcost.bench.memory import MemoryUse, PeakWindow, growth
 from onnxcost.report.bench import to_markdown
+
+if TYPE_CHECKING:
+    from onnxcost.bench import BenchOptions
 
 
 def test_ratios_and_growth() -> None:
@@ -84,7 +88,7 @@ def test_the_report_shows_estimate_measured_and_ratio() -> None:
 
 
 @pytest.mark.ort
-def test_weights_are_measured_near_the_estimate(tmp_path: Path, fast: dict[str, Any]) -> None:
+def test_weights_are_measured_near_the_estimate(tmp_path: Path, fast: BenchOptions) -> None:
     from onnxcost.bench import run_bench
 
     # y = x @ W with W 1024 x 2048 float32: 1024 x 2048 x 4 = 8 MiB of weights.
@@ -99,7 +103,7 @@ def test_weights_are_measured_near_the_estimate(tmp_path: Path, fast: dict[str, 
     path = tmp_path / "mm8.onnx"
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save(model, path)
-    r = run_bench(str(path), **fast)
+    r = run_bench(str(path), fast)
     use = r.memory.use
     assert use is not None
     assert use.weights_estimate_bytes == 8 * 2**20
@@ -119,10 +123,10 @@ def test_weights_are_measured_near_the_estimate(tmp_path: Path, fast: dict[str, 
 
 
 @pytest.mark.gpu
-def test_device_memory_is_read_on_cuda(cuda: None, mm_path: str, fast: dict[str, Any]) -> None:
+def test_device_memory_is_read_on_cuda(cuda: None, mm_path: str, fast: BenchOptions) -> None:
     from onnxcost.bench import run_bench
 
-    r = run_bench(mm_path, provider="cuda", dims={"N": 1}, **fast)
+    r = run_bench(mm_path, replace(fast, provider="cuda", dims={"N": 1}))
     use = r.memory.use
     assert use is not None
     # NVML answers on a machine where CUDA loads: both device figures are read.

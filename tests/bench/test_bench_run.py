@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from onnxcost.bench import BenchProgress, read_trace, run_bench
+from onnxcost.bench import BenchOptions, BenchProgress, read_trace, run_bench
 from onnxcost.bench.profile import parse_trace
 from onnxcost.errors import BenchError, ModelLoadError, ProviderError, ShapeError, UsageError
 
 pytestmark = pytest.mark.ort
 
 
-def test_latency_phases_and_inputs(cbr_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(cbr_path, dims={"N": 2}, **fast)
+def test_latency_phases_and_inputs(cbr_path: str, fast: BenchOptions) -> None:
+    r = run_bench(cbr_path, replace(fast, dims={"N": 2}))
     assert r.provider == "CPUExecutionProvider"
     assert (r.runs, r.warmup, r.batch) == (5, 1, 2)
     assert [(s.name, s.dtype, s.shape) for s in r.inputs] == [("x", "float32", (2, 3, 32, 32))]
@@ -38,18 +39,18 @@ def test_latency_phases_and_inputs(cbr_path: str, fast: dict[str, Any]) -> None:
     assert not r.settings.io_binding
 
 
-def test_free_dims_default_to_one_with_a_warning(cbr_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(cbr_path, **fast)
+def test_free_dims_default_to_one_with_a_warning(cbr_path: str, fast: BenchOptions) -> None:
+    r = run_bench(cbr_path, fast)
     assert r.inputs[0].shape == (1, 3, 32, 32)
     assert r.batch == 1
     assert any("'N'" in w and "--dim N=" in w for w in r.warnings)
 
 
 def test_profile_maps_nchwc_kernels_to_source_nodes(
-    cbr_path: str, fast: dict[str, Any], tmp_path: Path
+    cbr_path: str, fast: BenchOptions, tmp_path: Path
 ) -> None:
     out = tmp_path / "trace.json"
-    r = run_bench(cbr_path, dims={"N": 1}, profile_runs=4, trace_out=out, **fast)
+    r = run_bench(cbr_path, replace(fast, dims={"N": 1}, profile_runs=4, trace_out=out))
     assert r.profile is not None
     p = r.profile
     rows = {n.name: n for n in p.nodes}
@@ -69,9 +70,9 @@ def test_profile_maps_nchwc_kernels_to_source_nodes(
     assert {k.name for k in trace.kernels} == {"r1_nchwc", "y_nchwc", "ReorderOutput"}
 
 
-def test_opt_level_disable_runs_source_nodes(cbr_path: str, fast: dict[str, Any]) -> None:
+def test_opt_level_disable_runs_source_nodes(cbr_path: str, fast: BenchOptions) -> None:
     r = run_bench(
-        cbr_path, dims={"N": 1}, opt_level="disable", profile=True, profile_runs=2, **fast
+        cbr_path, replace(fast, dims={"N": 1}, opt_level="disable", profile=True, profile_runs=2)
     )
     assert r.profile is not None
     assert [(n.name, n.mapping) for n in r.profile.nodes] == [
@@ -85,9 +86,9 @@ def test_opt_level_disable_runs_source_nodes(cbr_path: str, fast: dict[str, Any]
 
 
 def test_unnamed_nodes_join_and_token_ids_stay_in_vocabulary(
-    emb_path: str, fast: dict[str, Any]
+    emb_path: str, fast: BenchOptions
 ) -> None:
-    r = run_bench(emb_path, dims={"B": 16}, profile=True, profile_runs=2, **fast)
+    r = run_bench(emb_path, replace(fast, dims={"B": 16}, profile=True, profile_runs=2))
     assert r.profile is not None
     assert [n.name for n in r.profile.nodes] == ["Gather_0", "MatMul_1+Add_2+Relu_3"]
     (ids,) = r.inputs
@@ -95,20 +96,20 @@ def test_unnamed_nodes_join_and_token_ids_stay_in_vocabulary(
     assert ids.high == 100
 
 
-def test_inputs_file(emb_path: str, fast: dict[str, Any], tmp_path: Path) -> None:
+def test_inputs_file(emb_path: str, fast: BenchOptions, tmp_path: Path) -> None:
     path = tmp_path / "ids.npz"
     np.savez(path, ids=np.arange(6, dtype=np.int64))
-    r = run_bench(emb_path, inputs_file=path, **fast)
+    r = run_bench(emb_path, replace(fast, inputs_file=path))
     assert r.inputs[0].shape == (6,)
     assert r.batch == 6
     assert r.settings.inputs_source == str(path)
     np.savez(path, ids=np.arange(6, dtype=np.int32))
     with pytest.raises(BenchError, match="int32 but the model wants int64"):
-        run_bench(emb_path, inputs_file=path, **fast)
+        run_bench(emb_path, replace(fast, inputs_file=path))
 
 
-def test_batch_sweep(emb_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(emb_path, batches=[1, 3], **fast)
+def test_batch_sweep(emb_path: str, fast: BenchOptions) -> None:
+    r = run_bench(emb_path, replace(fast, batches=[1, 3]))
     assert [p.batch for p in r.sweep] == [1, 3]
     assert all(p.runs == 5 for p in r.sweep)
     # batch 1 is the batch the model ran at: the main measurement, not a second timing.
@@ -122,26 +123,26 @@ def test_batch_sweep(emb_path: str, fast: dict[str, Any]) -> None:
 
 
 def test_fixed_batch_cannot_sweep(
-    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: dict[str, Any]
+    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: BenchOptions
 ) -> None:
     path = tmp_path / "fixed.onnx"
     onnx.save(model_of(batch=1), path)
     with pytest.raises(UsageError, match="fixes the batch to 1"):
-        run_bench(str(path), batches=[2], **fast)
+        run_bench(str(path), replace(fast, batches=[2]))
 
 
-def test_progress_phases(mm_path: str, fast: dict[str, Any]) -> None:
+def test_progress_phases(mm_path: str, fast: BenchOptions) -> None:
     seen: list[BenchProgress] = []
-    run_bench(mm_path, progress=seen.append, **fast)
+    run_bench(mm_path, fast, progress=seen.append)
     phases = list(dict.fromkeys(p.phase for p in seen))
     assert phases == ["analyze", "session", "first_run", "warmup", "timed"]
 
 
 def test_model_bytes_and_proto(
-    model_of: Callable[..., onnx.ModelProto], fast: dict[str, Any]
+    model_of: Callable[..., onnx.ModelProto], fast: BenchOptions
 ) -> None:
     proto = model_of(named=False)
-    r = run_bench(proto, dims={"N": 2}, profile=True, profile_runs=2, **fast)
+    r = run_bench(proto, replace(fast, dims={"N": 2}, profile=True, profile_runs=2))
     assert r.model == "<in-memory model>"
     assert r.profile is not None
     # unnamed nodes get the analyzer's names, and onnxruntime sees them too.
@@ -149,10 +150,10 @@ def test_model_bytes_and_proto(
         ("MatMul_0", "direct"),
         ("Relu_1", "direct"),
     ]
-    assert run_bench(proto.SerializeToString(), **fast).runs == 5
+    assert run_bench(proto.SerializeToString(), fast).runs == 5
 
 
-def test_unknown_op_is_a_model_load_error(tmp_path: Path, fast: dict[str, Any]) -> None:
+def test_unknown_op_is_a_model_load_error(tmp_path: Path, fast: BenchOptions) -> None:
     graph = helper.make_graph(
         [helper.make_node("FooBar", ["x"], ["y"], domain="com.acme", name="foo")],
         "g",
@@ -167,32 +168,32 @@ def test_unknown_op_is_a_model_load_error(tmp_path: Path, fast: dict[str, Any]) 
     path = tmp_path / "foo.onnx"
     onnx.save(model, path)
     with pytest.raises(ModelLoadError, match="no kernel for an op") as e:
-        run_bench(str(path), **fast)
+        run_bench(str(path), fast)
     assert "\n" not in str(e.value)
 
 
 def test_too_new_ir_version_is_a_model_load_error(
-    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: dict[str, Any]
+    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: BenchOptions
 ) -> None:
     # onnx 1.23 writes IR version 14 by default; onnxruntime 1.31 reads up to 13.
     path = tmp_path / "ir.onnx"
     onnx.save(model_of(ir_version=14), path)
     with pytest.raises(ModelLoadError, match=r"IR version: 14.*lower ir_version"):
-        run_bench(str(path), **fast)
+        run_bench(str(path), fast)
 
 
-def test_wrong_input_shape_is_a_shape_error(mm_path: str, fast: dict[str, Any]) -> None:
+def test_wrong_input_shape_is_a_shape_error(mm_path: str, fast: BenchOptions) -> None:
     # the model's x is [N, 8]: dim 1 is fixed, so x=2x5 is refused before onnxruntime runs
     with pytest.raises(ShapeError, match=r"dim 1: model 8, yours 5"):
-        run_bench(mm_path, input_shapes={"x": (2, 5)}, **fast)
+        run_bench(mm_path, replace(fast, input_shapes={"x": (2, 5)}))
     # --allow-reshape insists, and the MatMul's 5 columns against its 8-row weight disagree
     with pytest.raises(ShapeError, match=r"Incompatible dimensions for matrix multiplication"):
-        run_bench(mm_path, input_shapes={"x": (2, 5)}, allow_reshape=True, **fast)
+        run_bench(mm_path, replace(fast, input_shapes={"x": (2, 5)}, allow_reshape=True))
 
 
-def test_missing_file(tmp_path: Path, fast: dict[str, Any]) -> None:
+def test_missing_file(tmp_path: Path, fast: BenchOptions) -> None:
     with pytest.raises(ModelLoadError, match="no such file"):
-        run_bench(str(tmp_path / "none.onnx"), **fast)
+        run_bench(str(tmp_path / "none.onnx"), fast)
 
 
 @pytest.mark.parametrize(
@@ -210,11 +211,11 @@ def test_missing_file(tmp_path: Path, fast: dict[str, Any]) -> None:
 )
 def test_bad_arguments(mm_path: str, kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(UsageError, match=match):
-        run_bench(mm_path, **kwargs)
+        run_bench(mm_path, BenchOptions(**kwargs))
 
 
 def test_cuda_that_does_not_load_is_a_provider_error(
-    mm_path: str, fast: dict[str, Any], cuda_loads: bool
+    mm_path: str, fast: BenchOptions, cuda_loads: bool
 ) -> None:
     if cuda_loads:
         pytest.skip("CUDA loads here; the GPU tests cover it")
@@ -222,7 +223,7 @@ def test_cuda_that_does_not_load_is_a_provider_error(
 
     expected = "no NVIDIA driver or GPU" if no_nvidia_driver() else "pip install"
     with pytest.raises(ProviderError, match=expected) as e:
-        run_bench(mm_path, provider="cuda", **fast)
+        run_bench(mm_path, replace(fast, provider="cuda"))
     assert "CUDAExecutionProvider" in str(e.value)
 
 
@@ -232,8 +233,8 @@ def test_import_does_not_load_onnxruntime() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_json_round_trip(mm_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(mm_path, profile=True, profile_runs=2, batches=[2], **fast)
+def test_json_round_trip(mm_path: str, fast: BenchOptions) -> None:
+    r = run_bench(mm_path, replace(fast, profile=True, profile_runs=2, batches=[2]))
     d = json.loads(json.dumps(r.to_dict()))
     assert d["schema"] == "onnxcost.bench/1"
     assert d["runs"] == 5
@@ -242,7 +243,7 @@ def test_json_round_trip(mm_path: str, fast: dict[str, Any]) -> None:
 
 
 def test_external_data_with_renamed_nodes(
-    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: dict[str, Any]
+    model_of: Callable[..., onnx.ModelProto], tmp_path: Path, fast: BenchOptions
 ) -> None:
     # unnamed nodes make onnxcost hand onnxruntime bytes; the weights stay in mm.data beside mm.onnx
     path = tmp_path / "mm.onnx"
@@ -254,8 +255,30 @@ def test_external_data_with_renamed_nodes(
         size_threshold=0,
     )
     assert (tmp_path / "mm.data").exists()
-    r = run_bench(str(path), profile=True, profile_runs=2, max_batch=2, **fast)
+    r = run_bench(str(path), replace(fast, profile=True, profile_runs=2, max_batch=2))
     assert r.profile is not None
     assert [n.name for n in r.profile.nodes] == ["MatMul_0", "Relu_1"]
     assert r.max_batch is not None
     assert r.max_batch.largest_ok == 2
+
+
+def test_options_are_one_frozen_record(mm_path: str) -> None:
+    import dataclasses
+
+    o = BenchOptions()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.runs = 5  # type: ignore[misc]
+    # the settings are BenchOptions' fields, not keywords of run_bench.
+    with pytest.raises(TypeError, match="runs"):
+        run_bench(mm_path, runs=5)  # type: ignore[call-arg]
+
+
+def test_options_default_to_the_commands_defaults() -> None:
+    from onnxcost.cli import bench as cli
+
+    o = BenchOptions()
+    # onnxcost bench --help: --warmup 10, --runs 100, --min-seconds 1.0, --opt-level all,
+    # --provider CPUExecutionProvider; profile runs and timeout as the command's constants.
+    assert (o.warmup, o.runs, o.min_seconds, o.opt_level) == (10, 100, 1.0, "all")
+    assert o.provider == "CPUExecutionProvider"
+    assert (o.profile_runs, o.timeout_s) == (cli.BENCH_PROFILE_RUNS, cli.BENCH_TIMEOUT_S)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from rich.console import Console
@@ -20,6 +21,9 @@ from onnxcost.bench.roofline import Ceilings, ModelRoofline, store_ceilings
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, LoopResult, throughput_per_s
 from onnxcost.report.bench import SUSPECT_MARK, render_table, to_markdown
+
+if TYPE_CHECKING:
+    from onnxcost.bench import BenchOptions
 
 
 def trace_events(per_run: Sequence[dict[str, float]]) -> list[dict[str, Any]]:
@@ -185,7 +189,7 @@ def test_calibration_cache_is_shown() -> None:
 
 @pytest.mark.ort
 def test_calibrate_reads_the_cache_and_recalibrate_measures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mm_path: str, fast: dict[str, Any]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mm_path: str, fast: BenchOptions
 ) -> None:
     import onnxcost.bench.run as run_module
     from onnxcost.bench import run_bench
@@ -202,12 +206,12 @@ def test_calibrate_reads_the_cache_and_recalibrate_measures(
         return new, None
 
     monkeypatch.setattr(run_module, "calibrate_ceilings", fake)
-    r = run_bench(mm_path, dims={"N": 1}, calibrate=True, **fast)
+    r = run_bench(mm_path, replace(fast, dims={"N": 1}, calibrate=True))
     assert r.roofline is not None
     assert (r.roofline.from_cache, r.roofline.cache_path) == (True, str(cache))
     assert r.roofline.ceilings == old
     assert measured == []
-    again = run_bench(mm_path, dims={"N": 1}, recalibrate=True, **fast)
+    again = run_bench(mm_path, replace(fast, dims={"N": 1}, recalibrate=True))
     assert again.roofline is not None
     assert not again.roofline.from_cache
     assert again.roofline.ceilings == new
@@ -242,7 +246,7 @@ def test_compare_bench_throughput_moves_with_the_median(cbr_path: str) -> None:
 
 
 def test_cli_defaults_match_the_library() -> None:
-    from onnxcost.bench.run import PROFILE_RUNS
+    from onnxcost.bench.options import PROFILE_RUNS
     from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S
     from onnxcost.cli import bench as cli
 

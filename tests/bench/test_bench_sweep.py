@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from onnxcost.analysis.records import TensorRecord
-from onnxcost.bench import run_bench
+from onnxcost.bench import BenchOptions, run_bench
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.sweep import (
@@ -125,8 +126,8 @@ def test_probe_in_a_subprocess(emb_path: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.ort
-def test_run_bench_max_batch(emb_path: str, fast: dict[str, Any]) -> None:
-    r = run_bench(emb_path, max_batch=4, **fast)
+def test_run_bench_max_batch(emb_path: str, fast: BenchOptions) -> None:
+    r = run_bench(emb_path, replace(fast, max_batch=4))
     assert r.max_batch is not None
     assert [p.batch for p in r.max_batch.probes] == [1, 2, 4]
     assert r.max_batch.largest_ok == 4

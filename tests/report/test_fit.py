@@ -102,9 +102,11 @@ def test_compare_fits_the_width(width: int) -> None:
 
 @pytest.fixture(scope="module")
 def bench_result() -> object:
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
-    return run_bench("resnet20_cifar", runs=2, warmup=0, min_seconds=0.0, profile=True)
+    return run_bench(
+        "resnet20_cifar", BenchOptions(runs=2, warmup=0, min_seconds=0.0, profile=True)
+    )
 
 
 @pytest.mark.ort

@@ -129,9 +129,9 @@ def test_providers_fits_and_keeps_the_names(width: int) -> None:
 
 @pytest.fixture(scope="module")
 def bench_result() -> object:
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
-    return run_bench("resnet20_cifar", runs=2, warmup=0, min_seconds=0.0)
+    return run_bench("resnet20_cifar", BenchOptions(runs=2, warmup=0, min_seconds=0.0))
 
 
 @pytest.mark.ort

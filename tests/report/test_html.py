@@ -112,10 +112,10 @@ def test_cli_html_writes_a_file(tmp_path: Path) -> None:
 
 @pytest.mark.ort
 def test_bench_page_has_latency_time_cost_and_roofline() -> None:
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
     from onnxcost.report.html import bench_html
 
-    r = run_bench("mlp", runs=5, warmup=1, min_seconds=0.0, profile=True)
+    r = run_bench("mlp", BenchOptions(runs=5, warmup=1, min_seconds=0.0, profile=True))
     assert r.profile is not None
     data = _data(bench_html(r))
     assert isinstance(data, dict)

@@ -47,9 +47,9 @@ def test_comparison_repr_and_html() -> None:
 
 @pytest.mark.ort
 def test_bench_repr_and_html() -> None:
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
-    r = run_bench("mlp", runs=3, warmup=0, min_seconds=0.0, profile=True)
+    r = run_bench("mlp", BenchOptions(runs=3, warmup=0, min_seconds=0.0, profile=True))
     text = repr(r)
     assert "\n" not in text
     assert text.startswith("BenchResult('mlp', provider='CPUExecutionProvider', median_ms=")

@@ -86,9 +86,9 @@ def test_check_finds_what_netron_would_drop_or_overwrite() -> None:
 
 @pytest.mark.ort
 def test_bench_times_join_the_nodes() -> None:
-    from onnxcost.bench import run_bench
+    from onnxcost.bench import BenchOptions, run_bench
 
-    r = run_bench("mlp", runs=3, warmup=1, min_seconds=0.0, profile=True)
+    r = run_bench("mlp", BenchOptions(runs=3, warmup=1, min_seconds=0.0, profile=True))
     assert r.profile is not None
     proto = prepare("mlp").proto
     names = node_names(proto)

@@ -33,6 +33,7 @@ from onnxcost.load.model import (
     external_tensors,
     load_model,
 )
+from onnxcost.load.names import text_names
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class PreparedModel:
     ``proto`` (shape inference writes into the model it is given), never on this one."""
 
     proto: onnx.ModelProto
-    """The loaded model with local functions inlined and every node named (a private copy:
-    the caller's ModelProto is never modified)."""
+    """The loaded model with local functions inlined, every node named and every name text
+    (``onnxcost.load.names``; a private copy: the caller's ModelProto is never modified)."""
     view: GraphView
     """The main graph indexed in topological order (``onnxcost.load.graph.build``)."""
     path: Path | None
@@ -54,8 +55,9 @@ class PreparedModel:
     builtin: str | None
     """The built-in model's name, when it is one."""
     renamed: bool
-    """Whether inlining or naming changed the node names the source has: onnxruntime must then
-    be given this model's bytes, not the file, for its node names to be the analysis'."""
+    """Whether inlining, naming or making names text (``onnxcost.load.names``) changed the names
+    the source has: onnxruntime must then be given this model's bytes, not the file, for its
+    node and input names to be the analysis'."""
     source: onnx.ModelProto | None = field(default=None, repr=False, compare=False)
     """The model as loaded, before inlining and naming, with ``prepare(..., keep_source=True)``
     (``proto`` itself when preparing changed nothing), else None: what ``annotate`` writes a
@@ -138,9 +140,11 @@ def prepare(
     if keep_source:
         original = onnx.ModelProto()
         original.CopyFrom(proto)
+    texted = text_names(proto)  # the main graph's nodes: in build
     inlined = bool(proto.functions)
     proto = inline_functions(proto)
     view = build(proto.graph, name_unnamed=True)
+    changed = inlined or view.renamed or texted
     path = loaded.path
     if path is not None:
         display = str(path)
@@ -155,8 +159,8 @@ def prepare(
         model_bytes=loaded.model_bytes,
         display=display,
         builtin=builtin,
-        renamed=inlined or view.renamed,
-        source=None if original is None else proto if not (inlined or view.renamed) else original,
+        renamed=changed,
+        source=None if original is None else original if changed else proto,
     )
 
 

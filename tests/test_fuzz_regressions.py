@@ -515,9 +515,12 @@ def test_peak_activation_sorts_tensor_names_that_are_not_utf8() -> None:
     nodes = [helper.make_node("Add", ["x1", "q9"], ["z"])]
     model = _model(nodes, [_vi("x1", FLOAT, [2]), _vi("q9", FLOAT, [2])], [_vi("z")])
     data = model.SerializeToString().replace(b"q9", b"\xff9")
-    # x1 and the renamed q9 (2 floats, 8 bytes each) are live at the Add: 16 bytes (z has no
-    # shape: ONNX's inference cannot type a node whose input name is not UTF-8).
-    assert onnxcost.analyze(data).totals.peak_activation_bytes == 16
+    # x1, the renamed q9 and z (2 floats, 8 bytes each) are live at the Add: 24 bytes. The name
+    # is text (\\xff9) before ONNX's inference reads it (load.names), so z is typed; while it
+    # stayed bytes, ONNX's inference could not type z and the peak was 16.
+    a = onnxcost.analyze(data)
+    assert a.totals.peak_activation_bytes == 24
+    assert a.nodes[0].inputs == ("x1", "\\xff9")
 
 
 def _not_utf8_node_name(tmp_path: Path) -> Path:
@@ -640,6 +643,16 @@ def test_an_input_whose_name_is_not_utf8_with_an_unknown_dim() -> None:
     str. The warning names the input as text, its byte escaped."""
     a = onnxcost.analyze(FOUND / "input_name_not_utf8.onnx")
     assert any("of input '\\xff0' is unknown; using 1" in w for w in a.warnings), a.warnings
+
+
+def test_html_lists_an_input_whose_name_is_not_utf8_as_text() -> None:
+    # The HTML's inputs list read the name from protobuf as bytes and showed its repr,
+    # "input b'\\xff0'"; names are text from preparing on (load.names): "input \\xff0".
+    path = FOUND / "input_name_not_utf8.onnx"
+    r = CliRunner().invoke(app, ["analyze", str(path), "--format", "html"])
+    assert r.exit_code == 0, r.output
+    assert "<li>input \\xff0: float32[1]</li>" in r.output
+    assert "b&#39;" not in r.output
 
 
 def test_symbolic_with_a_dim_param_that_is_not_utf8() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import onnx
 import pytest
+from onnx import TensorProto, helper
 from onnxcost_testing import parse
 
 from onnxcost import zoo
@@ -172,3 +173,46 @@ def test_compare_an_analysis_of_bytes_says_to_prepare_it() -> None:
 def test_compare_refuses_analyses_of_another_convention() -> None:
     with pytest.raises(UsageError, match="convention='torch'"):
         compare([analyze("mlp", convention="torch"), "mlp"])
+
+
+def test_prepare_makes_every_name_text() -> None:
+    # Each name below is written with a byte that is not UTF-8 (0xFF); protobuf hands such a
+    # string field out as bytes. Preparing makes each text, the byte written \xff.
+    body = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r~"], name="in~body")],
+        "body~",
+        [],
+        [helper.make_tensor_value_info("r~", TensorProto.FLOAT, ["n~"])],
+    )
+    nodes = [
+        helper.make_node("Add", ["x", "w~"], ["a~"], name="add~"),
+        helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=body),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g~",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n~"]),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n~"])],
+        [helper.make_tensor("w~", TensorProto.FLOAT, [1], [1.0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = model.SerializeToString().replace(b"~", b"\xff")
+    proto = prepare(data).proto
+    g, add, sub = proto.graph, proto.graph.node[0], proto.graph.node[1].attribute[0].g
+    assert (g.name, add.name, tuple(add.input), tuple(add.output)) == (
+        "g\\xff",
+        "add\\xff",
+        ("x", "w\\xff"),
+        ("a\\xff",),
+    )
+    assert g.initializer[0].name == "w\\xff"
+    assert g.input[0].type.tensor_type.shape.dim[0].dim_param == "n\\xff"
+    assert (sub.name, sub.node[0].name, sub.node[0].output[0]) == (
+        "body\\xff",
+        "in\\xffbody",
+        "r\\xff",
+    )
+    assert sub.output[0].type.tensor_type.shape.dim[0].dim_param == "n\\xff"

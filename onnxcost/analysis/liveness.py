@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import accumulate, chain
 
 from onnxcost.analysis.records import LiveTensor, PeakActivation
-from onnxcost.load.tensors import TensorInfo, name_text
+from onnxcost.load.tensors import TensorInfo
 
 TOP_LIVE = 10
 """How many of the tensors live at the peak a PeakActivation lists (the largest)."""
@@ -91,7 +91,7 @@ def peak_activation(
             for tensor, k, end in zip(tensors, writers, lasts, strict=True)
             if k <= at <= end
         ),
-        key=lambda t: (-t.bytes, name_text(t.tensor)),
+        key=lambda t: (-t.bytes, t.tensor),
     )
     return PeakActivation(peak, at, names[at], tuple(live[:TOP_LIVE]), len(live))
 

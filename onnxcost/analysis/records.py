@@ -302,6 +302,8 @@ def jsonable(data: Any) -> Any:
 
 
 def _decoded(data: Any) -> Any:
+    # Kept though the model's names are text (load.names): to_json takes any data, and a
+    # caller's own dict may hold bytes (tests/test_hostile_strings.py).
     if isinstance(data, bytes | bytearray):
         return bytes(data).decode("utf-8", "backslashreplace")
     if isinstance(data, dict):

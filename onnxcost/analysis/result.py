@@ -187,7 +187,7 @@ class Analysis:
 
 
 def scope_of(rec: NodeRecord, depth: int) -> str:
-    name = rec.name  # text, also where the file's name is not UTF-8 (graph.as_text)
+    name = rec.name
     parts = [p for p in name.split("/") if p]
     prefix = [p for p in rec.graph.split("/") if p]
     if len(parts) > 1:

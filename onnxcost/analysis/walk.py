@@ -34,7 +34,7 @@ from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import GraphError, UsageError
-from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, as_text, check_nesting
+from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, check_nesting
 from onnxcost.load.model import ModelSource
 from onnxcost.load.tensors import (
     SUBGRAPH_OPS,
@@ -42,7 +42,6 @@ from onnxcost.load.tensors import (
     UnknownShapeError,
     dtype_name,
     known_bytes,
-    name_text,
     normalize_domain,
 )
 from onnxcost.prepare import PreparedModel, prepare
@@ -228,9 +227,8 @@ def _node_record(
 
 
 def _op_label(domain: str, op_type: str) -> str:
-    """``op`` or ``domain::op``, as text (a name that is not UTF-8 escaped: labels are sorted)."""
-    op = name_text(op_type)
-    return op if domain == "" else f"{name_text(domain)}::{op}"
+    """``op`` or ``domain::op``."""
+    return op_type if domain == "" else f"{domain}::{op_type}"
 
 
 def _why_unknown(
@@ -405,8 +403,9 @@ def _walk_subgraph(
     w.weights.add_initializers(graph.initializer)
     total = Cost()
     for node in graph.node:
-        name, op_type, domain = as_text([node.name, node.op_type, node.domain])
-        row = _Node(node, name, op_type, domain, tuple(node.input), tuple(node.output))
+        row = _Node(
+            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
+        )
         total = total + _record(w, row, scope, multiplier, counted)[1]
     return total
 
@@ -682,9 +681,7 @@ def _by_op_type(
         sums["count"] += control_flow[domain, op_type]
         if sums["count"]:
             rows.append(OpTypeSummary(op_type=op_type, domain=domain, **sums))
-    rows.sort(
-        key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), name_text(s.op_type))
-    )
+    rows.sort(key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), s.op_type))
     return tuple(rows)
 
 

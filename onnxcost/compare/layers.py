@@ -16,9 +16,7 @@ import onnx
 from onnxcost.analysis.records import NodeRecord, ShapeOut
 from onnxcost.analysis.walk import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
-from onnxcost.load.tensors import name_text
 from onnxcost.prepare import PreparedModel
-from onnxcost.shapes.overrides import dim_param
 
 # Op family of every compute op; nodes of other types with MACs > 0 form a family of their own.
 _FAMILIES: Mapping[str, tuple[str, ...]] = {
@@ -83,10 +81,9 @@ def graph_of(prepared: PreparedModel) -> ModelGraph:
         for i in node.input:
             consumers.setdefault(i, []).append(node)
     inits = {t.name for t in proto.graph.initializer}
-    # Text, as the analysis has them: protobuf hands out a name that is not UTF-8 as bytes.
-    inputs = tuple(name_text(vi.name) for vi in proto.graph.input if vi.name not in inits)
+    inputs = tuple(vi.name for vi in proto.graph.input if vi.name not in inits)
     symbols = {
-        dim_param(d)
+        d.dim_param
         for vi in proto.graph.input
         if vi.name not in inits
         for d in vi.type.tensor_type.shape.dim
@@ -229,7 +226,7 @@ def compute_nodes(a: Analysis, g: ModelGraph) -> tuple[ComputeNode, ...]:
 
 def op_key(op_type: str, domain: str) -> str:
     """``domain::op`` (just ``op`` in the default domain); records carry names as text, also
-    where the file's are not UTF-8 (``graph.as_text``)."""
+    where the file's are not UTF-8 (``load.names``)."""
     return op_type if not domain else f"{domain}::{op_type}"
 
 

@@ -31,11 +31,9 @@ import onnx
 
 from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
-from onnxcost.load.graph import as_text
 from onnxcost.load.model import ModelSource
-from onnxcost.load.tensors import name_text, tensor_bytes
+from onnxcost.load.tensors import tensor_bytes
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.shapes.overrides import dim_param
 from onnxcost.symbolic.formulas import (
     Formula,
     model_symbols,
@@ -76,9 +74,8 @@ def _input_dims(proto: onnx.ModelProto) -> dict[str, list[str | int]]:
     for vi in proto.graph.input:
         if vi.name in inits:
             continue
-        # Text: protobuf hands out a name or symbol that is not UTF-8 as bytes.
-        out[name_text(vi.name)] = [
-            dim_param(d) if d.HasField("dim_param") else d.dim_value
+        out[vi.name] = [
+            d.dim_param if d.HasField("dim_param") else d.dim_value
             for d in vi.type.tensor_type.shape.dim
         ]
     return out
@@ -94,7 +91,7 @@ def detect(
     """The cache layout of ``proto``; DecoderError naming the flags when it cannot be told."""
     dims = _input_dims(proto)
     past_inputs = tuple(n for n in dims if _PAST.match(n))
-    present = tuple(n for n in as_text([o.name for o in proto.graph.output]) if _PRESENT.match(n))
+    present = tuple(n for n in (o.name for o in proto.graph.output) if _PRESENT.match(n))
     if not past_inputs or not present:
         raise DecoderError(
             "no KV cache found: `llm` needs inputs named past_key_values.{i}.key/value (or past*, "
@@ -202,9 +199,9 @@ def position_limit(proto: onnx.ModelProto) -> int | None:
             continue
         indices = node.input[1]
         if indices in inputs:
-            positional = bool(_POSITIONAL.search(name_text(indices)))
+            positional = bool(_POSITIONAL.search(indices))
         else:
-            positional = bool(_POSITIONAL.search(name_text(name))) or from_range(indices)
+            positional = bool(_POSITIONAL.search(name)) or from_range(indices)
         if positional:
             limits.append(dims[0])
     return min(limits) if limits else None

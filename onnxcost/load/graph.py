@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import onnx
 
 from onnxcost.errors import GraphError
-from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes, name_text
+from onnxcost.load.names import text_nodes
+from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -78,7 +80,7 @@ def _count_text(count: int) -> str:
 
 
 def _function_text(key: _FunctionKey) -> str:
-    domain, name, overload = (name_text(k) for k in key)
+    domain, name, overload = key
     return f"{domain}.{name}" + (f":{overload}" if overload else "") if domain else name
 
 
@@ -260,7 +262,8 @@ class GraphView:
     entry for every node that holds subgraphs, none for the others."""
     types: Mapping[str, TensorInfo] = field(repr=False)
     renamed: bool = False
-    """Whether ``build(name_unnamed=True)`` changed any node's name (subgraphs included)."""
+    """Whether ``build`` changed any node's name (subgraphs included): naming unnamed nodes
+    (``name_unnamed``), or making a name that is not UTF-8 text (``load.names``)."""
 
     @cached_property
     def producer(self) -> dict[str, str]:
@@ -319,13 +322,9 @@ def _outer_inputs(node: onnx.NodeProto) -> Iterable[str]:
                 yield from (i for i in _outer_inputs(n) if i not in local)
 
 
-def as_text(values: list[str]) -> list[str]:
-    """``values`` as text. Protobuf hands out a string field that is not UTF-8 as bytes; such a
-    value becomes text with each undecodable byte written ``\\xff``, so that every pass after
-    the index (sorting, grouping, reports) sees str."""
-    if bytes not in set(map(type, values)):
-        return values
-    return [v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v for v in values]
+def _any_bytes(*values: Iterable[object]) -> bool:
+    """Whether protobuf handed out any of ``values`` as bytes (a string that is not UTF-8)."""
+    return any(bytes in set(map(type, v)) for v in values)
 
 
 def build(
@@ -363,10 +362,18 @@ def build(
     if name_unnamed and (carriers or "" in names or len(set(names)) != len(names)):
         renamed = name_nodes(graph)
         names = [node.name for node in nodes]
-    names, op_types, domains = as_text(names), as_text(op_types), as_text(domains)
     # Slicing copies a repeated field in one call; tuple() alone pulls it item by item.
     inputs = [tuple(node.input[:]) for node in nodes]
     outputs = [tuple(node.output[:]) for node in nodes]
+    if carriers and text_nodes([nodes[i] for i in carriers], subgraphs=True):
+        renamed = True
+    if _any_bytes(names, op_types, domains, chain.from_iterable(inputs + outputs)):
+        renamed = text_nodes(nodes, subgraphs=False)  # names become text here, once (load.names)
+        names = [node.name for node in nodes]
+        op_types = [node.op_type for node in nodes]
+        domains = [node.domain for node in nodes]
+        inputs = [tuple(node.input[:]) for node in nodes]
+        outputs = [tuple(node.output[:]) for node in nodes]
     # The checks run in bulk (dicts built by comprehension, set differences); a second,
     # careful pass finds the node to name only where a check fails.
     writer = {o: i for i, outs in enumerate(outputs) for o in outs if o}
@@ -463,7 +470,7 @@ def _topological(dag: nx.DiGraph, where: str) -> list[int]:
     import networkx as nx
 
     if not nx.is_directed_acyclic_graph(dag):
-        cycle = [name_text(u) for u, _v in nx.find_cycle(dag)]  # bytes: a name not UTF-8
+        cycle = [u for u, _v in nx.find_cycle(dag)]
         shown = " -> ".join([*cycle[:6], "..."] if len(cycle) > 6 else [*cycle, cycle[0]])
         raise GraphError(
             f"the graph has a cycle{where}: {shown}; an ONNX graph must be acyclic: re-export the model"

@@ -26,6 +26,7 @@ from onnxcost.errors import OutputError
 from onnxcost.load import wire
 from onnxcost.load.graph import build
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX, ModelSource
+from onnxcost.load.names import text_names
 from onnxcost.prepare import prepare
 from onnxcost.shapes.infer import infer
 
@@ -65,6 +66,7 @@ def annotated(
     # on a copy, whose i-th node then carries the record name of the model's i-th node.
     named = onnx.ModelProto()
     named.CopyFrom(model)
+    text_names(named)  # as prepare makes the analysed model's names text
     shapes = infer(named, input_shapes, dims, build(named.graph, name_unnamed=True))
     records = {r.name: r for r in result.nodes if r.graph == ""}
     declared = {vi.name for vi in model.graph.input} | {vi.name for vi in model.graph.output}

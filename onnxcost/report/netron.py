@@ -49,7 +49,9 @@ class Attachment:
 
 def target_of(name: str) -> str:
     """The part of an entity's name that Netron matches: up to the first newline."""
-    return name_text(name).split("\n", 1)[0]  # bytes: a name that is not UTF-8
+    # Kept: Netron names the nodes of the model as loaded (PreparedModel.source), whose names
+    # are not made text.
+    return name_text(name).split("\n", 1)[0]
 
 
 def node_names(model: onnx.ModelProto) -> list[str]:

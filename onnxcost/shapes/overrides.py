@@ -8,7 +8,7 @@ import onnx
 
 from onnxcost.errors import ShapeError
 from onnxcost.load.graph import iter_graphs
-from onnxcost.load.tensors import Shape, TensorInfo, name_text
+from onnxcost.load.tensors import Shape, TensorInfo
 from onnxcost.shapes.flags import _check_dim_value
 
 
@@ -24,16 +24,10 @@ def shape_of(t: onnx.TypeProto) -> tuple[int, Shape | None]:
         if d.HasField("dim_value"):
             dims.append(d.dim_value)
         elif d.HasField("dim_param"):
-            dims.append(dim_param(d))
+            dims.append(d.dim_param)
         else:
             dims.append(None)
     return tt.elem_type, tuple(dims)
-
-
-def dim_param(d: onnx.TensorShapeProto.Dimension) -> str:
-    """A dim's symbol as text: protobuf hands out one that is not UTF-8 as bytes (shown \\xff)."""
-    name: str | bytes = d.dim_param
-    return name.decode("utf-8", "backslashreplace") if isinstance(name, bytes) else name
 
 
 def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
@@ -59,7 +53,7 @@ def _apply_overrides(
     the model's declared shapes in those symbols then resolve alike, whichever flag said it."""
     for name, shape in input_shapes.items():
         for v in shape:
-            _check_dim_value(v, f"--input-shape {name_text(name)}=...")
+            _check_dim_value(v, f"--input-shape {name}=...")
     for sym, v in dims.items():
         _check_dim_value(v, f"--dim {sym}=...")
     init_names = {t.name for t in graph.initializer}
@@ -71,7 +65,7 @@ def _apply_overrides(
                 f"--input-shape names {name!r}, but the model's inputs are: {', '.join(names) or '(none)'}"
             )
     symbols = {
-        dim_param(d)
+        d.dim_param
         for vi in inputs
         for d in vi.type.tensor_type.shape.dim
         if d.HasField("dim_param")
@@ -90,7 +84,7 @@ def _apply_overrides(
         if not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
-        name = name_text(vi.name)  # bytes where it is not UTF-8: messages and sorting need text
+        name = vi.name
         if vi.name in input_shapes:
             new = list(input_shapes[vi.name])
             if tt.HasField("shape") and len(tt.shape.dim) != len(new):
@@ -103,7 +97,7 @@ def _apply_overrides(
             if tt.HasField("shape"):
                 for d, v in zip(tt.shape.dim, new, strict=True):
                     if d.HasField("dim_param"):
-                        stated.setdefault(dim_param(d), set()).add(v)
+                        stated.setdefault(d.dim_param, set()).add(v)
             _set_dims(vi, new)
             continue
         if not tt.HasField("shape"):
@@ -113,7 +107,7 @@ def _apply_overrides(
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
-            sym = dim_param(d) if d.HasField("dim_param") else ""
+            sym = d.dim_param
             if sym and sym in dims:
                 d.dim_value = dims[sym]
             else:
@@ -163,7 +157,7 @@ def _check_fixed_dims(name: str, declared: onnx.TensorShapeProto, new: Sequence[
 
 def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
     return "x".join(
-        str(d.dim_value) if d.HasField("dim_value") else (dim_param(d) or "?") for d in shape.dim
+        str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in shape.dim
     )
 
 

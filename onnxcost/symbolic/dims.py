@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 import onnx
 
 from onnxcost.errors import ShapeError
-from onnxcost.load.tensors import name_text
-from onnxcost.shapes.overrides import dim_param
 
 
 def model_symbols(
@@ -63,7 +61,7 @@ def _input_dim_params(
     ``input_shapes``, as text."""
     inits = {t.name for t in proto.graph.initializer}
     return [
-        (name_text(vi.name), dim_param(d))  # text: protobuf hands out bytes for non-UTF-8
+        (vi.name, d.dim_param)
         for vi in proto.graph.input
         if vi.name not in inits and vi.name not in input_shapes
         for d in vi.type.tensor_type.shape.dim

@@ -15,7 +15,6 @@ import onnx
 from onnxcost.errors import OnnxcostError, ShapeError
 from onnxcost.load.graph import build
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
-from onnxcost.load.tensors import name_text
 from onnxcost.prepare import PreparedModel
 
 if TYPE_CHECKING:
@@ -160,7 +159,7 @@ def _reduce(
         ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
     )  # the fields an analysis reads; functions are inlined already
     graph = proto.graph
-    graph.name = name_text(whole.name)  # protobuf hands out bytes for non-UTF-8; text here
+    graph.name = whole.name
     graph.input.extend(whole.input)
     read: set[str] = set()
     for k in first:

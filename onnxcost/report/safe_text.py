@@ -48,6 +48,8 @@ def plain(value: object) -> str:
     ``"a\\nb"`` -> ``a\\nb`` (a backslash and an n), ``"\\x1b[31m"`` -> ``\\x1b[31m`` (text),
     ``b"\\xff"`` -> ``\\xff``, a lone surrogate ``"\\udcff"`` -> ``\\udcff``.
     """
+    # Kept: a model's names are text (load.names), but this takes any value (onnxruntime's
+    # profile, provider messages, a caller's own bytes).
     if isinstance(value, bytes | bytearray):
         s = bytes(value).decode("utf-8", "backslashreplace")
     else:

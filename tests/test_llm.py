@@ -341,3 +341,16 @@ def test_roofline_from_the_cached_calibration(
     assert roof["ceiling"]["source"].startswith("calibration of CPUExecutionProvider")
     assert roof["ceiling"]["ridge_flops_per_byte"] == pytest.approx(1000.0)
     assert (roof["prefill_bound"], roof["decode_bound"]) == ("memory", "memory")
+
+
+def test_json_goes_through_the_project_serializer(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A name that is not UTF-8 comes from protobuf as bytes; json.dumps refuses bytes, the
+    # project's serializer (analysis.records.to_json) writes them escaped as every command does.
+    from onnxcost.cli.render import views
+    from onnxcost.llm.cost import LlmReport
+
+    r = llm_report(tiny, prompt=3, generate=2)
+    monkeypatch.setattr(LlmReport, "to_dict", lambda self: {"model": b"gpt\xff"})
+    assert json.loads(views(r).json()) == {"model": "gpt\\xff"}

@@ -199,13 +199,12 @@ def _compare_views(result: "Comparison") -> Views:
 
 
 def _llm_views(report: "LlmReport") -> Views:
-    import json
-
+    from onnxcost.analysis.records import to_json
     from onnxcost.report import html, llm
 
     return Views(
         table=lambda c: llm.render(report, c),
-        json=lambda: json.dumps(report.to_dict(), indent=2),
+        json=lambda: to_json(report.to_dict()),
         markdown=lambda: llm.to_markdown(report),
         html=lambda: html.llm_html(report),
     )

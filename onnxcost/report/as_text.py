@@ -13,15 +13,14 @@ from onnxcost.analysis.records import NodeRecord
 from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
     NODE_COLUMNS,
-    Column,
+    Field,
     dtype_columns,
     op_type_columns,
     table,
     with_cumulative,
 )
 from onnxcost.report.safe_text import md, md_code
-from onnxcost.report.tables import Column as TableColumn
-from onnxcost.report.tables import Table
+from onnxcost.report.tables import Column, Table
 from onnxcost.report.tree import tree_view
 from onnxcost.report.writers.csv import to_csv as csv_text
 from onnxcost.report.writers.markdown import to_markdown as md_lines
@@ -61,7 +60,7 @@ def csv_table(nodes: Sequence[NodeRecord]) -> Table:
         )
         for n in nodes
     )
-    return Table("nodes", tuple(map(TableColumn, CSV_HEADERS)), rows)
+    return Table("nodes", tuple(map(Column, CSV_HEADERS)), rows)
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:
@@ -69,7 +68,7 @@ def to_csv(nodes: Sequence[NodeRecord]) -> str:
     return csv_text(csv_table(nodes))
 
 
-def _md_table(columns: Sequence[Column], rows: Sequence[object]) -> list[str]:
+def _md_table(columns: Sequence[Field], rows: Sequence[object]) -> list[str]:
     return md_lines(table("", columns, rows))
 
 
@@ -90,7 +89,7 @@ def _totals_table(a: Analysis) -> Table:
         rows.append(
             ("peak activation bytes, onnxruntime's order", f"{t.peak_activation_bytes_ort:,}")
         )
-    return Table("Totals", (TableColumn("total"), TableColumn("value", True)), tuple(rows))
+    return Table("Totals", (Column("total"), Column("value", True)), tuple(rows))
 
 
 def to_markdown(
@@ -99,7 +98,7 @@ def to_markdown(
     t = a.totals
     out = [f"# {md(a.model.path or a.model.graph_name or 'model')}", ""]
     out += [*md_lines(_totals_table(a)), ""]
-    live_columns = (TableColumn("tensor"), TableColumn("written by"), TableColumn("bytes", True))
+    live_columns = (Column("tensor"), Column("written by"), Column("bytes", True))
     for title, peak in (("", a.peak_activation), (", onnxruntime's order", a.peak_activation_ort)):
         if peak is not None and peak.live:
             live = tuple((x.tensor, x.producer, f"{x.bytes:,}") for x in peak.live)

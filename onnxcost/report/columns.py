@@ -16,7 +16,10 @@ from onnxcost.report import tables
 
 
 @dataclass(frozen=True)
-class Column:
+class Field:
+    """How one column of an analysis table reads a record (``table`` makes the
+    ``report.tables.Column`` that the writers draw)."""
+
     header: str
     exact: Callable[[Any], Any]
     """The machine value (CSV): exact integers."""
@@ -25,15 +28,15 @@ class Column:
     numeric: bool = True
 
 
-def _c(header: str, attr: str, human: Callable[[Any], str] = units.count) -> Column:
-    return Column(header, lambda r: getattr(r, attr), lambda r: human(getattr(r, attr)))
+def _c(header: str, attr: str, human: Callable[[Any], str] = units.count) -> Field:
+    return Field(header, lambda r: getattr(r, attr), lambda r: human(getattr(r, attr)))
 
 
-def _t(header: str, get: Callable[[Any], str]) -> Column:
-    return Column(header, get, get, numeric=False)
+def _t(header: str, get: Callable[[Any], str]) -> Field:
+    return Field(header, get, get, numeric=False)
 
 
-NODE_COLUMNS: Sequence[Column] = (
+NODE_COLUMNS: Sequence[Field] = (
     _t("name", lambda r: r.name),
     _t("op", lambda r: r.op_type if not r.domain else f"{r.domain}::{r.op_type}"),
     _t("in shapes", lambda r: units.shapes(r.input_shapes)),
@@ -47,14 +50,14 @@ NODE_COLUMNS: Sequence[Column] = (
 )
 
 
-def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Column]:
+def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Field]:
     """benchmark_model's 'Summary by node type', by cost instead of time."""
     return (
         _t("op type", lambda r: r.op_type if not r.domain else f"{r.domain}::{r.op_type}"),
         _c("count", "count", str),
         _c("MACs", "macs"),
         _c("FLOPs", "flops"),
-        Column(
+        Field(
             "FLOPs %",
             lambda r: r.flops / total_flops if total_flops else 0.0,
             lambda r: units.percent(r.flops, total_flops),
@@ -65,13 +68,13 @@ def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Column]:
     )
 
 
-def dtype_columns(total_macs: int) -> Sequence[Column]:
+def dtype_columns(total_macs: int) -> Sequence[Field]:
     """The ``by_dtype`` table: costs by the element types the arithmetic runs in."""
     return (
         _t("arithmetic in", lambda r: r.dtype),
         _c("nodes", "count", str),
         _c("MACs", "macs"),
-        Column(
+        Field(
             "MACs %",
             lambda r: r.macs / total_macs if total_macs else 0.0,
             lambda r: units.percent(r.macs, total_macs),
@@ -83,7 +86,7 @@ def dtype_columns(total_macs: int) -> Sequence[Column]:
     )
 
 
-SCOPE_COLUMNS: Sequence[Column] = (
+SCOPE_COLUMNS: Sequence[Field] = (
     _t("scope", lambda r: r.scope),
     _c("nodes", "count", str),
     _c("params", "params"),
@@ -104,7 +107,7 @@ TRIMMED = ("name", "scope", "op", "op type", "in shapes", "out shapes", "arithme
 
 def table(
     title: str,
-    columns: Sequence[Column],
+    columns: Sequence[Field],
     rows: Sequence[object],
     extra: Sequence[tuple[str, list[str]]] = (),
 ) -> tables.Table:
@@ -139,7 +142,7 @@ def with_cumulative(
 __all__ = [
     "NODE_COLUMNS",
     "SCOPE_COLUMNS",
-    "Column",
+    "Field",
     "NodeRecord",
     "ScopeSummary",
     "op_type_columns",

@@ -14,7 +14,7 @@ from onnxcost.analysis.records import NodeRecord, PeakActivation
 from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
     NODE_COLUMNS,
-    Column,
+    Field,
     dtype_columns,
     op_type_columns,
     table,
@@ -27,7 +27,7 @@ from onnxcost.report.writers.rich import to_rich
 
 def _table(
     title: str,
-    columns: Sequence[Column],
+    columns: Sequence[Field],
     rows: Sequence[object],
     extra: Sequence[tuple[str, list[str]]] = (),
     *,

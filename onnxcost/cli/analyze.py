@@ -11,6 +11,7 @@ import typer
 from onnxcost.cli.guard import run_guarded
 from onnxcost.cli.options import (
     AllowReshapeOpt,
+    ConventionFlag,
     ConventionOpt,
     DebugOpt,
     DimOpt,
@@ -32,12 +33,7 @@ def analyze(
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
     allow_reshape: AllowReshapeOpt = False,
-    convention: Annotated[
-        ConventionOpt,
-        typer.Option(
-            help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
-        ),
-    ] = ConventionOpt.onnxcost,
+    convention: ConventionFlag = ConventionOpt.onnxcost,
     format: ReportFormatOpt = "table",
     output: OutputOpt = None,
     top: Annotated[

@@ -17,6 +17,7 @@ from onnxcost.cli.options import (
     DimOpt,
     InputShapeOpt,
     ModelArg,
+    force_option,
     parse_shape_flags,
 )
 
@@ -32,9 +33,7 @@ def annotate(
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
     convention: ConventionFlag = ConventionOpt.onnxcost,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace OUT if it is an existing model.")
-    ] = False,
+    force: Annotated[bool, force_option("Replace OUT if it is an existing model.")] = False,
     debug: DebugOpt = False,
 ) -> None:
     """Write a copy of MODEL with inferred shapes in value_info and costs in metadata_props."""

@@ -24,6 +24,7 @@ from onnxcost.cli.options import (
     WideOpt,
     checked_output,
     parse_shape_flags,
+    provider_option,
 )
 from onnxcost.cli.render import Format, render
 from onnxcost.errors import UsageError
@@ -78,12 +79,7 @@ def bench(
         str, typer.Argument(help="An .onnx file or a built-in model name (default: resnet18).")
     ] = "resnet18",
     provider: Annotated[
-        str,
-        typer.Option(
-            "--provider",
-            "-e",  # -p is --param everywhere; -e as onnxruntime_perf_test's execution provider
-            help="Execution provider: CPUExecutionProvider, CUDAExecutionProvider, ...",
-        ),
+        str, provider_option("Execution provider: CPUExecutionProvider, CUDAExecutionProvider, ...")
     ] = "CPUExecutionProvider",
     provider_option: Annotated[
         list[str] | None,

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from onnxcost.cli.compare import bench_settings
 from onnxcost.cli.guard import run_guarded
 from onnxcost.cli.options import (
     AllowReshapeOpt,
@@ -23,6 +22,7 @@ from onnxcost.cli.options import (
     GateWarmupOpt,
     InputShapeOpt,
     ModelArg,
+    bench_settings,
     parse_shape_flags,
 )
 from onnxcost.errors import UsageError

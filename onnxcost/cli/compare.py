@@ -1,11 +1,11 @@
-"""``onnxcost compare``: models side by side; and the bench flags it shares with check.
+"""``onnxcost compare``: models side by side, what differs in words, and a --fail-if-worse gate.
 
 No ``from __future__ import annotations`` in cli/: typer evaluates the annotations at each
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
 import math
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -26,46 +26,12 @@ from onnxcost.cli.options import (
     OutputOpt,
     PageFormatOpt,
     WideOpt,
+    bench_settings,
     checked_output,
     parse_shape_flags,
 )
 from onnxcost.cli.render import Format, render
 from onnxcost.errors import UsageError
-
-if TYPE_CHECKING:
-    from onnxcost.compare import BenchSettings
-
-
-def bench_settings(
-    bench: bool,
-    provider: str | None,
-    runs: int | None,
-    warmup: int | None,
-    threads: int | None,
-) -> "BenchSettings | None":
-    """The bench settings, or None without --bench (bench flags alone are a usage error)."""
-    from onnxcost.compare import BenchSettings
-
-    given = [
-        flag
-        for flag, value in (
-            ("--provider", provider),
-            ("--runs", runs),
-            ("--warmup", warmup),
-            ("--threads", threads),
-        )
-        if value is not None
-    ]
-    if not bench:
-        if given:
-            raise UsageError(f"{', '.join(given)} only apply with --bench; add --bench")
-        return None
-    return BenchSettings(
-        provider=provider or "cpu",
-        runs=100 if runs is None else runs,
-        warmup=10 if warmup is None else warmup,
-        threads=threads,
-    )
 
 
 def compare_cmd(

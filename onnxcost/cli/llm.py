@@ -20,8 +20,10 @@ from onnxcost.cli.options import (
     OutputOpt,
     PageFormatOpt,
     checked_output,
+    param_option,
     parse_params,
     parse_shape_flags,
+    provider_option,
 )
 from onnxcost.cli.render import Format, render
 from onnxcost.errors import OnnxcostError, UsageError
@@ -42,10 +44,8 @@ def llm_cmd(
     batch: Annotated[int, typer.Option("--batch", help="Sequences generated at once.", min=1)] = 1,
     param: Annotated[
         list[str] | None,
-        typer.Option(
-            "--param",
-            "-p",
-            help="Built-in model parameter KEY=VALUE, e.g. kv_cache=true (repeatable).",
+        param_option(
+            "Built-in model parameter KEY=VALUE, e.g. kv_cache=true (repeatable).",
             show_default=False,
         ),
     ] = None,
@@ -76,10 +76,7 @@ def llm_cmd(
         bool, typer.Option("--bench", help="Also run the generation loop in onnxruntime.")
     ] = False,
     provider: Annotated[
-        str,
-        typer.Option(
-            "--provider", "-e", help="Execution provider for --bench and the cached calibration."
-        ),
+        str, provider_option("Execution provider for --bench and the cached calibration.")
     ] = "cpu",
     threads: GateThreadsOpt = None,
     format: PageFormatOpt = "table",

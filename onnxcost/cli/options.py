@@ -8,11 +8,14 @@ import enum
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from onnxcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from onnxcost.compare import BenchSettings
 
 # The formats each command offers: subsets of ``render.Format``, listed as click validates
 # them ("'csv' is not one of 'table', 'json', 'markdown', 'html'") and --help shows them.
@@ -36,6 +39,24 @@ class ConventionOpt(str, enum.Enum):
     onnxcost = "onnxcost"
     torch = "torch"
     fvcore = "fvcore"
+
+
+# One flag, one short name in every command (tests/test_short_flags.py); the help is the
+# command's own.
+def provider_option(help: str, **more: Any) -> Any:
+    """``--provider`` / ``-e`` (-p is --param; -e as onnxruntime_perf_test's execution provider)."""
+    return typer.Option("--provider", "-e", help=help, **more)
+
+
+def param_option(help: str, **more: Any) -> Any:
+    """``--param`` / ``-p``: a built-in model's builder parameter KEY=VALUE (``parse_params``)."""
+    return typer.Option("--param", "-p", help=help, **more)
+
+
+def force_option(help: str) -> Any:
+    """``--force``, for a command whose output is a model or a file that ``ForceOpt`` does not
+    describe."""
+    return typer.Option("--force", help=help)
 
 
 # Options shared by several commands, defined once.
@@ -121,10 +142,8 @@ GateBenchOpt = Annotated[
 ]
 GateProviderOpt = Annotated[
     str | None,
-    typer.Option(
-        "--provider",
-        "-e",
-        help="Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
+    provider_option(
+        "Execution provider for --bench: cpu, cuda, tensorrt, ... (default cpu).",
         show_default=False,
     ),
 ]
@@ -175,3 +194,35 @@ def parse_params(param: Sequence[str] | None) -> dict[str, str | int]:
         number = re.fullmatch(r"-?[0-9]{1,30}", value.strip())  # not isdigit: '²'
         params[key.strip()] = int(value) if number else value.strip()
     return params
+
+
+def bench_settings(
+    bench: bool,
+    provider: str | None,
+    runs: int | None,
+    warmup: int | None,
+    threads: int | None,
+) -> "BenchSettings | None":
+    """The bench settings, or None without --bench (bench flags alone are a usage error)."""
+    from onnxcost.compare import BenchSettings
+
+    given = [
+        flag
+        for flag, value in (
+            ("--provider", provider),
+            ("--runs", runs),
+            ("--warmup", warmup),
+            ("--threads", threads),
+        )
+        if value is not None
+    ]
+    if not bench:
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --bench; add --bench")
+        return None
+    return BenchSettings(
+        provider=provider or "cpu",
+        runs=100 if runs is None else runs,
+        warmup=10 if warmup is None else warmup,
+        threads=threads,
+    )

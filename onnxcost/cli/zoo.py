@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from onnxcost.cli.guard import run_guarded
-from onnxcost.cli.options import DebugOpt, FormatOpt, WideOpt, parse_params
+from onnxcost.cli.options import (
+    DebugOpt,
+    FormatOpt,
+    WideOpt,
+    force_option,
+    param_option,
+    parse_params,
+)
 from onnxcost.cli.render import Format, Views, render
 
 if TYPE_CHECKING:
@@ -78,13 +85,11 @@ def zoo_save(
     ] = False,
     param: Annotated[
         list[str] | None,
-        typer.Option(
-            "--param", "-p", help="Builder parameter KEY=VALUE, e.g. layers=2 (repeatable)."
-        ),
+        param_option("Builder parameter KEY=VALUE, e.g. layers=2 (repeatable)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random weights.")] = 0,
     force: Annotated[
-        bool, typer.Option("--force", help="Replace FILE (and its weights file) if it exists.")
+        bool, force_option("Replace FILE (and its weights file) if it exists.")
     ] = False,
     debug: DebugOpt = False,
 ) -> None:

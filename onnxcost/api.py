@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from onnxcost.analysis.records import Convention
+from onnxcost.analysis.training import TrainingOptions, options
 from onnxcost.analysis.walk import Analysis, check_convention, count
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._registry import Registry
@@ -26,6 +27,11 @@ def analyze(
     registry: Registry = REGISTRY,
     ort_peak: bool = False,
     allow_reshape: bool = False,
+    training: bool = False,
+    optimizer: str = "adamw",
+    frozen: str | None = None,
+    grad_inputs: bool = False,
+    mixed_precision: str | None = None,
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
@@ -41,8 +47,15 @@ def analyze(
     (``totals.peak_activation_bytes_ort``, ``peak_activation_ort``; needs onnxruntime).
     An ``input_shapes`` entry that changes a dim the model fixes raises ShapeError unless
     ``allow_reshape``; shapes that make a node's input shapes disagree raise ShapeError.
+    ``training``: also the cost of a training step (docs/training.md): each node's
+    ``backward_macs`` and ``backward_flops``, and in the totals ``backward_macs``,
+    ``backward_flops``, ``training_flops``, ``trainable_params`` and ``training_memory``, with
+    ``optimizer`` (adam, adamw, sgd, sgd-momentum), ``frozen`` (a regex: initializers whose
+    name it matches, by ``re.search``, are not trained), ``grad_inputs`` (the graph inputs
+    need a gradient too) and ``mixed_precision`` (fp16 or bf16).
     """
     check_convention(convention)
+    opts = _training_options(training, optimizer, frozen, grad_inputs, mixed_precision)
     if symbolic:
         if registry is not REGISTRY:
             raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
@@ -54,6 +67,7 @@ def analyze(
             dims=dims,
             convention=convention,
             allow_reshape=allow_reshape,
+            training=opts,
         )
     else:
         result = count(
@@ -63,6 +77,7 @@ def analyze(
             convention=convention,
             registry=registry,
             allow_reshape=allow_reshape,
+            training=opts,
         )
     if not ort_peak:
         return result
@@ -74,3 +89,29 @@ def analyze(
         return replace(result, warnings=(*result.warnings, str(e)))
     totals = replace(result.totals, peak_activation_bytes_ort=peak.bytes)
     return replace(result, totals=totals, peak_activation_ort=peak)
+
+
+def _training_options(
+    training: bool,
+    optimizer: str,
+    frozen: str | None,
+    grad_inputs: bool,
+    mixed_precision: str | None,
+) -> TrainingOptions | None:
+    """The checked training options, None without ``training``; UsageError for a training
+    argument given without it."""
+    if not training:
+        given = [
+            name
+            for name, value, default in (
+                ("optimizer", optimizer, "adamw"),
+                ("frozen", frozen, None),
+                ("grad_inputs", grad_inputs, False),
+                ("mixed_precision", mixed_precision, None),
+            )
+            if value != default
+        ]
+        if given:
+            raise UsageError(f"{', '.join(given)} needs training=True (--training)")
+        return None
+    return options(optimizer, frozen, grad_inputs, mixed_precision)

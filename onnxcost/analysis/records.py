@@ -13,6 +13,9 @@ Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
 ShapeOut = tuple[int | str | None, ...] | None
 
+NOT_IN_JSON = {"json": False}
+"""Field metadata: the field is left out of the record's JSON."""
+
 
 @dataclass(frozen=True, slots=True)
 class TensorRecord:
@@ -48,6 +51,10 @@ class NodeRecord:
     graph: str = ""
     """Scope of the subgraph the node lives in ('' for the main graph, 'If_3/then_branch' ...)."""
     note: str = ""
+    backward_macs: int | None = field(default=None, metadata={"json_omit_none": True})
+    """With ``training``: MACs of this node's backward (``analysis.training``), else None."""
+    backward_flops: int | None = field(default=None, metadata={"json_omit_none": True})
+    """With ``training``: FLOPs of its backward in the analysis convention, else None."""
 
     @property
     def bytes_total(self) -> int:
@@ -83,6 +90,36 @@ class PeakActivation:
 
 
 @dataclass(frozen=True, slots=True)
+class TrainingMemory:
+    """Bytes of one training step (``analysis.training``): the weights as the step holds
+    them, one gradient per trainable parameter, the optimizer's state, the activations
+    backward keeps, and the peak over forward then backward."""
+
+    weights_bytes: int
+    gradient_bytes: int
+    optimizer_bytes: int
+    saved_activation_bytes: int
+    peak_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingTotals:
+    """What ``analyze(..., training=True)`` adds to the totals (merged into their JSON)."""
+
+    backward_macs: int
+    backward_flops: int
+    """In the analysis convention."""
+    training_flops: int
+    """Forward plus backward FLOPs, in the analysis convention."""
+    trainable_params: int
+    training_memory: TrainingMemory
+    optimizer: str = field(default="adamw", metadata=NOT_IN_JSON)
+    """What the memory was counted for (reports show it; the JSON keys are the contract's)."""
+    mixed_precision: str | None = field(default=None, metadata=NOT_IN_JSON)
+    frozen: str | None = field(default=None, metadata=NOT_IN_JSON)
+
+
+@dataclass(frozen=True, slots=True)
 class Totals:
     macs: int
     flops: int
@@ -98,6 +135,9 @@ class Totals:
     peak_activation_bytes_ort: int | None = None
     """Peak activation bytes under onnxruntime's own execution order (``ort_peak=True``),
     None when not computed."""
+    training: TrainingTotals | None = field(default=None, metadata={"json_merge": True})
+    """With ``training=True``: backward, training FLOPs and step memory; its keys are
+    merged into the totals' JSON (none without training)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,10 +198,6 @@ def summed(records: Iterable[NodeRecord]) -> dict[str, int]:
     }
 
 
-NOT_IN_JSON = {"json": False}
-"""Field metadata: the field is left out of the record's JSON."""
-
-
 def json_key(name: str) -> dict[str, str]:
     """Field metadata: the field's key in the record's JSON, where it differs from its name."""
     return {"json_key": name}
@@ -218,7 +254,8 @@ def to_jsonable(value: Any) -> Any:
     record or keys present only ``When`` an attribute is set), so a published contract that
     groups, renames or reorders fields is written as data, not as code. Any other dataclass
     becomes a dict of its fields in declaration order: a field whose metadata is NOT_IN_JSON
-    is left out, ``json_key(...)`` renames one; then the attributes its class names in a
+    is left out, ``json_key(...)`` renames one, ``json_omit_none`` leaves one out while it
+    is None, ``json_merge`` merges one's object into this one (nothing while it is None); then the attributes its class names in a
     ``JSON_PROPERTIES`` tuple (computed figures: properties), in that order. Every value is
     serialized the same way again. Tuples, lists and sets become lists, mappings dicts (keys
     as they are), an infinite float the string "inf" (or "-inf", which JSON cannot write as a
@@ -236,11 +273,21 @@ def to_jsonable(value: Any) -> Any:
         layout: Layout | None = getattr(value, "JSON_LAYOUT", None)
         if layout is not None:
             return _object(value, layout)
-        out = {
-            f.metadata.get("json_key", f.name): to_jsonable(getattr(value, f.name))
-            for f in fields(value)
-            if f.metadata.get("json", True)
-        }
+        out = {}
+        for f in fields(value):
+            meta = f.metadata
+            if not meta:
+                out[f.name] = to_jsonable(getattr(value, f.name))
+                continue
+            if not meta.get("json", True):
+                continue
+            item = getattr(value, f.name)
+            if item is None and (meta.get("json_omit_none") or meta.get("json_merge")):
+                continue
+            if meta.get("json_merge"):
+                out.update(to_jsonable(item))
+            else:
+                out[meta.get("json_key", f.name)] = to_jsonable(item)
         for name in getattr(value, "JSON_PROPERTIES", ()):
             out[name] = to_jsonable(getattr(value, name))
         return out

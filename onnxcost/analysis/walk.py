@@ -29,6 +29,7 @@ from onnxcost.analysis.records import (
     summed,
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
+from onnxcost.analysis.training import TrainingOptions, TrainingResult, train
 from onnxcost.analysis.weights import Weights, dequantising_scales
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
@@ -448,12 +449,16 @@ def count(
     convention: Convention = "onnxcost",
     registry: Registry = REGISTRY,
     allow_reshape: bool = False,
+    training: TrainingOptions | None = None,
 ) -> Analysis:
     """The analysis of ``model`` at one point: what ``onnxcost.analyze`` gives without its
     formulas (``symbolic``) and without onnxruntime's order (``ort_peak``), which the layers
-    above this one add (``onnxcost.api``). The arguments are ``analyze``'s."""
+    above this one add (``onnxcost.api``). The arguments are ``analyze``'s; ``training``
+    (``analysis.training.options``) adds the backward and the step's memory."""
     check_convention(convention)
-    return _analyze(model, input_shapes, dims, convention, registry, allow_reshape)
+    return _analyze(
+        model, input_shapes, dims, convention, registry, allow_reshape, training=training
+    )
 
 
 def check_convention(convention: str) -> None:
@@ -470,6 +475,7 @@ def _analyze(
     registry: Registry,
     allow_reshape: bool = False,
     lean: bool = False,
+    training: TrainingOptions | None = None,
 ) -> Analysis:
     """``analyze``; with ``lean`` (``costs_at``), only the totals and the node records: no
     model checks, warnings, peak memory, inputs, outputs or summaries."""
@@ -506,8 +512,11 @@ def _analyze(
     rows = map(
         _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
     )
+    main: list[NodeRecord] = []
     for row, kind in zip(rows, kinds, strict=True):
         rec, cost = _record(walk, row, "", 1, True, kind)
+        if training is not None:
+            main.append(rec)
         total_macs += cost.macs
         total_flops += cost.flops
         total_read += rec.bytes_read
@@ -538,6 +547,11 @@ def _analyze(
             view.last_use,
         )
     )
+    trained = None
+    if training is not None:
+        trained = _train(walk, view, proto, shapes.kinds, main, records, totals, training)
+        if not lean:
+            walk.warnings.extend(trained.warnings)
     result_totals = Totals(
         macs=totals.macs,
         flops=walk.flops(totals),
@@ -548,6 +562,7 @@ def _analyze(
         bytes_written=total_written,
         peak_activation_bytes=peak.bytes,
         quant_params=weights.totals["quant"],
+        training=None if trained is None else trained.totals,
     )
     info = _model_info(
         str(prepared.path) if prepared.path else None, proto, prepared.model_bytes, params_by_dtype
@@ -584,6 +599,46 @@ def _analyze(
     )
 
 
+def _train(
+    w: _Walk,
+    view: GraphView,
+    proto: onnx.ModelProto,
+    kinds: Sequence[int],
+    main: Sequence[NodeRecord],
+    records: Sequence[NodeRecord],
+    totals: Cost,
+    opts: TrainingOptions,
+) -> TrainingResult:
+    """The training pass over the main graph's nodes (``analysis.training``); a body's
+    nodes (If, Loop, Scan) get no backward of their own."""
+
+    def spec_of(k: int) -> tuple[int, OpSpec | None]:
+        _domain, opset, spec = _spec_of(w, view.domains[k], view.op_types[k])
+        return opset, spec
+
+    result = train(
+        nodes=view.order,
+        op_types=view.op_types,
+        inputs=view.inputs,
+        outputs=view.outputs,
+        kinds=kinds or (-1,) * len(view.order),
+        records=main,
+        spec_of=spec_of,
+        types=w.shapes.types,
+        weights=w.weights,
+        graph_inputs=[vi.name for vi in proto.graph.input],
+        graph_outputs=[vi.name for vi in proto.graph.output],
+        last_use=view.last_use,
+        flops=w.flops,
+        forward_flops=w.flops(totals),
+        opts=opts,
+    )
+    for rec in records:
+        if rec.backward_macs is None:
+            rec.backward_macs = rec.backward_flops = 0
+    return result
+
+
 def costs_at(
     model: PreparedModel,
     *,
@@ -591,13 +646,16 @@ def costs_at(
     dims: Mapping[str, int],
     convention: Convention,
     allow_reshape: bool,
+    training: TrainingOptions | None = None,
 ) -> Analysis:
     """The analysis of ``model`` at ``dims`` reduced to what the formulas sample
     (formulas.py): the totals, every node's record, walked as ``analyze`` walks them, and
     the main graph's node kinds (``Analysis._kinds``).
     ``inputs``, ``outputs``, the summaries and the warnings are empty, the peak activation
     is 0, and the model checks are not made: ``analyze`` of the same model has made them."""
-    return _analyze(model, input_shapes, dims, convention, REGISTRY, allow_reshape, lean=True)
+    return _analyze(
+        model, input_shapes, dims, convention, REGISTRY, allow_reshape, lean=True, training=training
+    )
 
 
 def _unknown_starts(w: _Walk) -> list[str]:

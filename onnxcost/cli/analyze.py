@@ -16,11 +16,16 @@ from onnxcost.cli.options import (
     DebugOpt,
     DimOpt,
     ForceOpt,
+    FrozenOpt,
+    GradInputsOpt,
     InputShapeOpt,
+    MixedPrecisionOpt,
     ModelArg,
+    OptimizerOpt,
     OutputOpt,
     ReportFormatOpt,
     SortBy,
+    TrainingOpt,
     WideOpt,
     checked_output,
     parse_shape_flags,
@@ -86,6 +91,11 @@ def analyze(
             "(needs onnxruntime; builds a session).",
         ),
     ] = False,
+    training: TrainingOpt = False,
+    optimizer: OptimizerOpt = "adamw",
+    frozen: FrozenOpt = None,
+    grad_inputs: GradInputsOpt = False,
+    mixed_precision: MixedPrecisionOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Static cost of every node: MACs, FLOPs, parameters, bytes read and written, peak activations."""
@@ -111,6 +121,11 @@ def analyze(
             symbolic=symbolic,
             ort_peak=ort_peak,
             allow_reshape=allow_reshape,
+            training=training,
+            optimizer=optimizer,
+            frozen=frozen,
+            grad_inputs=grad_inputs,
+            mixed_precision=mixed_precision,
         )
         if prepared is not None:
             render(result, fmt, out, model=prepared)

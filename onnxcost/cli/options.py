@@ -135,6 +135,43 @@ ConventionFlag = Annotated[
     ),
 ]
 
+# Training flags of analyze and llm (docs/training.md).
+TrainingOpt = Annotated[
+    bool,
+    typer.Option(
+        "--training",
+        help="Also the cost of a training step: backward per node, gradients, optimizer "
+        "state, saved activations and peak memory.",
+    ),
+]
+OptimizerOpt = Annotated[
+    Literal["adam", "adamw", "sgd", "sgd-momentum"],
+    typer.Option("--optimizer", help="With --training: the optimizer whose state is counted."),
+]
+FrozenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--frozen",
+        metavar="REGEX",
+        help="With --training: initializers whose name this regex matches (re.search) are "
+        "not trained, e.g. '^(?!.*lora)'.",
+        show_default=False,
+    ),
+]
+GradInputsOpt = Annotated[
+    bool,
+    typer.Option("--grad-inputs", help="With --training: the graph inputs need a gradient too."),
+]
+MixedPrecisionOpt = Annotated[
+    Literal["fp16", "bf16"] | None,
+    typer.Option(
+        "--mixed-precision",
+        help="With --training: half-precision activations and gradients, fp32 master "
+        "weights and optimizer state.",
+        show_default=False,
+    ),
+]
+
 
 # Bench flags of compare and check (the same settings for every model measured).
 GateBenchOpt = Annotated[

@@ -9,7 +9,7 @@ from typing import Literal
 
 import onnx
 
-from onnxcost.analysis.records import Convention
+from onnxcost.analysis.records import Convention, TrainingTotals
 from onnxcost.analysis.walk import Analysis
 from onnxcost.api import analyze
 from onnxcost.compare.alignment import align_models
@@ -304,12 +304,36 @@ _TOTALS: tuple[tuple[str, str, Literal["count", "bytes"]], ...] = (
     ("peak_activation_bytes", "peak activation", "bytes"),
 )
 
+_TRAINING_TOTALS: tuple[tuple[str, str, Literal["count", "bytes"]], ...] = (
+    ("backward_flops", "backward FLOPs", "count"),
+    ("training_flops", "training FLOPs", "count"),
+    ("trainable_params", "trainable params", "count"),
+    ("saved_activation_bytes", "saved activations", "bytes"),
+    ("training_peak_bytes", "training peak", "bytes"),
+)
+"""Rows added where every analysis was made with ``training=True``."""
+
+
+def _training_value(t: TrainingTotals | None, key: str) -> int:
+    assert t is not None
+    if key == "saved_activation_bytes":
+        return t.training_memory.saved_activation_bytes
+    if key == "training_peak_bytes":
+        return t.training_memory.peak_bytes
+    return int(getattr(t, key))
+
 
 def metric_rows(models: Sequence[ComparedModel]) -> tuple[MetricRow, ...]:
     rows = [
         MetricRow(key, label, kind, tuple(getattr(m.analysis.totals, key) for m in models))
         for key, label, kind in _TOTALS
     ]
+    trained = [m.analysis.totals.training for m in models]
+    if all(t is not None for t in trained):
+        rows += [
+            MetricRow(key, label, kind, tuple(_training_value(t, key) for t in trained))
+            for key, label, kind in _TRAINING_TOTALS
+        ]
     rows.append(
         MetricRow(
             "node_count", "nodes", "count", tuple(m.analysis.model.node_count for m in models)

@@ -45,6 +45,29 @@ class Cost:
 
 Formula = Callable[[OpContext], Cost]
 
+Needs = tuple[bool, ...]
+"""Per input position of a node: whether backward must compute the gradient of that input
+(a trainable weight, or an activation with one upstream; ``analysis.training``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What a node keeps from its forward for its backward: input and output positions
+    (activations, each counted once however many nodes keep it) and ``extra_bytes`` of its
+    own (statistics such as LayerNorm's mean and rstd per row, in fp32)."""
+
+    inputs: tuple[int, ...] = ()
+    outputs: tuple[int, ...] = ()
+    extra_bytes: int = 0
+
+
+NOTHING_SAVED = Saved()
+
+Backward = Callable[[OpContext, Needs], Cost]
+"""A backward rule: the cost of the gradients ``needs`` asks for, given the gradient of the
+outputs. MACs are the contractions (a torch-convention count is 2 x MACs)."""
+Saves = Callable[[OpContext, Needs], Saved]
+
 
 @dataclass(frozen=True, slots=True)
 class OpSpec:
@@ -76,6 +99,14 @@ class OpSpec:
     constants there count as quantization params, apart from params."""
     reads_data: bool = True
     """False for ops that read only their inputs' shapes (Shape, Size): no input bytes."""
+    backward: Backward | None = None
+    """The backward rule (``register_backward``), beside the forward formula; None: a
+    ``zero`` op routes the gradient for free, any other op has no rule yet."""
+    saves: Saves | None = None
+    """What backward keeps of the forward; None: nothing."""
+    backward_summary: str = ""
+    differentiable: bool = True
+    """False for ops whose outputs carry no gradient (comparisons, rounding, random draws)."""
 
     @property
     def family(self) -> str:
@@ -121,6 +152,27 @@ class Registry:
 
     def known(self, domain: str, op_type: str) -> bool:
         return (normalize_domain(domain), op_type) in self._specs
+
+    def attach(self, domain: str, op_type: str, since: int, until: int, **changes: object) -> None:
+        """Set ``changes`` (backward, saves, backward_summary, differentiable) on the entries of
+        ``op_type`` whose opsets overlap [since, until]; RegistryError where there is none, or
+        where a backward rule is set twice."""
+        key = (normalize_domain(domain), op_type)
+        specs = self._specs.get(key, [])
+        hit = False
+        for k, spec in enumerate(specs):
+            if spec.since <= until and since <= spec.until:
+                if "backward" in changes and spec.backward is not None:
+                    raise RegistryError(
+                        f"{domain or 'ai.onnx'}::{op_type} opsets {spec.since}-{spec.until} "
+                        f"already has a backward rule"
+                    )
+                specs[k] = replace(spec, **changes)  # type: ignore[arg-type]
+                hit = True
+        if not hit:
+            raise RegistryError(
+                f"{domain or 'ai.onnx'}::{op_type}: a backward rule needs a forward entry first"
+            )
 
     def with_formula(self, op_type: str, formula: Formula, *, domain: str = "") -> Registry:
         """A copy in which ``formula`` costs ``op_type`` at every opset; this registry is
@@ -211,6 +263,68 @@ def register_zero(
                 reads_data=reads_data,
             )
         )
+
+
+def register_backward(
+    *op_types: str,
+    domain: str = "",
+    since: int = 1,
+    until: int = OPSET_MAX,
+    saves: Saves | None = None,
+) -> Callable[[Backward], Backward]:
+    """Register ``fn`` as the backward rule of ``op_types`` (already registered forward, in the
+    same family module): ``fn(ctx, needs)`` costs the gradients ``needs`` asks for; ``saves``
+    says what the op keeps for it. The docstring's first line states the formula."""
+
+    def deco(fn: Backward) -> Backward:
+        for op in op_types:
+            REGISTRY.attach(
+                domain, op, since, until, backward=fn, saves=saves, backward_summary=_summary(fn)
+            )
+        return fn
+
+    return deco
+
+
+def no_gradient(*op_types: str, domain: str = "", since: int = 1, until: int = OPSET_MAX) -> None:
+    """Declare ops whose outputs carry no gradient (zero almost everywhere, or not a function
+    of their inputs): backward stops there."""
+    for op in op_types:
+        REGISTRY.attach(
+            domain,
+            op,
+            since,
+            until,
+            differentiable=False,
+            backward_summary="no gradient: its output is piecewise constant, random or not numeric",
+        )
+
+
+def passes_gradient(ctx: OpContext, needs: Needs) -> Cost:
+    """0: the gradient passes through unchanged, or is routed (copied, sliced, concatenated)."""
+    return Cost()
+
+
+def saves_inputs(*positions: int) -> Saves:
+    """A ``saves`` rule keeping the given input positions whatever the gradients needed."""
+    kept = Saved(inputs=positions)
+    return lambda ctx, needs: kept
+
+
+def saves_outputs(*positions: int) -> Saves:
+    """A ``saves`` rule keeping the given output positions whatever the gradients needed."""
+    kept = Saved(outputs=positions)
+    return lambda ctx, needs: kept
+
+
+def broadcast_sum(ctx: OpContext, i: int) -> int:
+    """Adds to reduce the output-shaped gradient to input ``i``'s (broadcast) shape:
+    numel(Y) - numel(X_i) (0 when it is not broadcast)."""
+    return max(0, ctx.out_numel() - ctx.numel(i))
+
+
+def needs_any(needs: Needs, *positions: int) -> bool:
+    return any(p < len(needs) and needs[p] for p in positions)
 
 
 # Positions 1..15: every input after the first is a shape, axis, index or scalar.

@@ -23,7 +23,7 @@ Formulas of com.microsoft ops read input shapes only: ONNX shape inference skips
 from __future__ import annotations
 
 from onnxcost.costs._context import OpContext, UnknownShapeError
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 from onnxcost.costs.quantized import DEQUANTIZE_FLOPS, given, softmax_flops
 
 MS = "com.microsoft"
@@ -368,3 +368,47 @@ def group_query_attention(ctx: OpContext) -> Cost:
     if given(ctx, 14) and given(ctx, 15):
         extra += RMS_NORM_FLOPS * qk_elements
     return cost + Cost(flops=extra)
+
+
+# --- backward rules ---------------------------------------------------------------------------
+
+
+def _attention_dims(ctx: OpContext) -> tuple[int, int, int, int]:
+    """(scores, rows, head, v_head) of an ONNX Attention: scores = B x H_q x S_q x S_kv."""
+    q, k, v = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    if len(q) == 4:
+        batch, q_heads, q_len, head = q
+        kv_len, v_head = k[2], v[3]
+    else:
+        batch, q_len = q[0], q[1]
+        q_heads = ctx.int_attr("q_num_heads", 0)
+        head = _heads_split(q[2], q_heads, ctx.node.name)
+        kv_len, v_head = k[1], _heads_split(v[2], ctx.int_attr("kv_num_heads", 0), ctx.node.name)
+    if given(ctx, 4):
+        kv_len += ctx.shape(4)[2]
+    rows = batch * q_heads * q_len
+    return rows * kv_len, rows, head, v_head
+
+
+def _attention_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """Q, K, V, the output and one fp32 logsumexp per score row (a fused kernel's)."""
+    _scores, rows, _h, _v = _attention_dims(ctx)
+    return Saved(inputs=(0, 1, 2), outputs=(0,), extra_bytes=4 * rows)
+
+
+@register_backward("Attention", since=23, saves=_attention_saves)
+def onnx_attention_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dV = P^T dO (scores x v_head MACs); dP = dO V^T (scores x v_head, for dQ or dK); dQ = dS K, dK = dS^T Q (scores x head each); softmax backward 4 x scores - rows and the scale, scores FLOPs.
+
+    All three needed: 2 x the forward's MACs, what torch's FlopCounterMode counts for SDPA's
+    backward. NB: a FlashAttention kernel also recomputes Q.K^T (scores x head MACs more,
+    its 2.5x); not counted, as torch does not.
+    """
+    scores, rows, head, v_head = _attention_dims(ctx)
+    dq, dk, dv = needs_any(needs, 0), needs_any(needs, 1), needs_any(needs, 2)
+    macs = scores * v_head * int(dv)
+    extra = 0
+    if dq or dk:
+        macs += scores * v_head + scores * head * (int(dq) + int(dk))
+        extra = 4 * scores - rows + scores
+    return Cost.contraction(macs, extra)

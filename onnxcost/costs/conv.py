@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import InvalidAttributeError, OpContext
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 
 
 def check_group(ctx: OpContext, c_in: int, in_per_group: int, out_channels: int) -> None:
@@ -75,3 +75,37 @@ def deform_conv(ctx: OpContext) -> Cost:
     samples = n * c_in * out_spatial * math.prod(ctx.shape(1)[2:])
     extra = samples * (8 + (1 if ctx.has_input(4) else 0)) + _bias_flops(ctx, 3)
     return Cost.contraction(macs, extra)
+
+
+# --- backward rules ---------------------------------------------------------------------------
+# dX is a transposed convolution of g with W and dW a correlation of X with g: each costs the
+# forward's MACs, groups included (each group's weight gradient sees only its own channels).
+# NB: torch's FlopCounterMode counts a grouped convolution's weight gradient `groups` times
+# (torch 2.13, docs/training.md); these rules count it once.
+
+
+def _conv_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """A convolution keeps X for dW and W for dX."""
+    kept = ([0] if needs_any(needs, 1) else []) + ([1] if needs_any(needs, 0) else [])
+    return Saved(inputs=tuple(kept))
+
+
+def _bias_grad(ctx: OpContext, needs: tuple[bool, ...], b: int) -> int:
+    """dB = g summed over batch and space: numel(Y) - C_out adds."""
+    return ctx.out_numel() - ctx.numel(b) if needs_any(needs, b) and ctx.has_input(b) else 0
+
+
+@register_backward("Conv", saves=_conv_saves)
+def conv_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX, dW: numel(Y) x C_in/group x prod(k) MACs each (the forward's); dB: numel(Y) - C_out adds."""
+    products = int(needs_any(needs, 0)) + int(needs_any(needs, 1))
+    macs = conv_macs(ctx) if products else 0
+    return Cost.contraction(macs * products, _bias_grad(ctx, needs, 2))
+
+
+@register_backward("ConvTranspose", saves=_conv_saves)
+def conv_transpose_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX, dW: numel(X) x C_out/group x prod(k) MACs each (the forward's); dB: numel(Y) - C_out adds."""
+    products = int(needs_any(needs, 0)) + int(needs_any(needs, 1))
+    macs = conv_transpose_macs(ctx) if products else 0
+    return Cost.contraction(macs * products, _bias_grad(ctx, needs, 2))

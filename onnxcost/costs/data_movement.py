@@ -12,7 +12,17 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import OpContext
-from onnxcost.costs._registry import AFTER_FIRST, Cost, register, register_zero
+from onnxcost.costs._registry import (
+    AFTER_FIRST,
+    Cost,
+    broadcast_sum,
+    needs_any,
+    no_gradient,
+    register,
+    register_backward,
+    register_zero,
+    saves_inputs,
+)
 
 register_zero("Reshape", "Squeeze", "Unsqueeze", "Split", "Expand", "Tile", meta_inputs=(1,))
 register_zero("Slice", "Pad", meta_inputs=AFTER_FIRST)
@@ -114,3 +124,22 @@ def unique(ctx: OpContext) -> Cost:
     """
     n = ctx.numel(0)
     return Cost(flops=n * math.ceil(math.log2(n)) + n - 1 if n > 1 else 0)
+
+
+# --- backward rules: a zero op above routes its gradient for free (a copy, slice, concat);
+# these are the ones that add.
+
+
+@register_backward("Gather", "GatherElements", "GatherND", saves=saves_inputs(1))
+def gather_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dData: g added into a zero table at the gathered indices, numel(Y) adds (an embedding's weight gradient); keeps the indices."""
+    return Cost(flops=ctx.out_numel() if needs_any(needs, 0) else 0)
+
+
+@register_backward("Expand", "Tile")
+def expand_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g summed over the copies: numel(Y) - numel(X) adds."""
+    return Cost(flops=broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0)
+
+
+no_gradient("Shape", "Size", "EyeLike", "ConstantOfShape", "OneHot", "NonZero", "Unique")

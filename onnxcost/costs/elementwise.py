@@ -13,7 +13,17 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import OpContext
-from onnxcost.costs._registry import Cost, register, register_zero
+from onnxcost.costs._registry import (
+    Cost,
+    Saved,
+    broadcast_sum,
+    needs_any,
+    no_gradient,
+    register,
+    register_backward,
+    register_zero,
+    saves_inputs,
+)
 
 
 def per_element(ctx: OpContext, flops_each: int) -> Cost:
@@ -265,3 +275,185 @@ def mel_weight_matrix(ctx: OpContext) -> Cost:
     num_mel_bins + 2 band edges to and from the mel scale (O(num_mel_bins)) is not counted.
     """
     return per_element(ctx, 2)
+
+
+# --- backward rules ---------------------------------------------------------------------------
+# g is the gradient of the output; every rule counts what computes the gradient of each input
+# that needs one, with the same one-FLOP-per-primitive rule as the forward. A broadcast input's
+# gradient is summed back to its shape: numel(Y) - numel(X) adds (``broadcast_sum``).
+
+_UNARY_BACKWARD: dict[str, tuple[int, str]] = {
+    # op: (FLOPs per element of dX, what it keeps: "x" its input, "y" its output, "" nothing)
+    "Neg": (1, ""),  # -g
+    "Abs": (2, "x"),  # sign(x) g
+    "Reciprocal": (3, "y"),  # -g y^2: mul, mul, neg
+    "Sqrt": (2, "y"),  # g / (2 y): mul, div
+    "Exp": (1, "y"),  # g y
+    "Log": (1, "x"),  # g / x
+    "Erf": (5, "x"),  # g 2/sqrt(pi) exp(-x^2): square, neg, exp, mul, mul
+    "Sin": (2, "x"),  # g cos(x)
+    "Cos": (3, "x"),  # -g sin(x)
+    "Tan": (3, "y"),  # g (1 + y^2)
+    "Asin": (4, "x"),  # g / sqrt(1 - x^2): square, sub, sqrt, div
+    "Acos": (5, "x"),  # -g / sqrt(1 - x^2)
+    "Atan": (3, "x"),  # g / (1 + x^2)
+    "Sinh": (2, "x"),  # g cosh(x)
+    "Cosh": (2, "x"),  # g sinh(x)
+    "Tanh": (3, "y"),  # g (1 - y^2): square, sub, mul
+    "Asinh": (4, "x"),  # g / sqrt(x^2 + 1)
+    "Acosh": (4, "x"),  # g / sqrt(x^2 - 1)
+    "Atanh": (3, "x"),  # g / (1 - x^2)
+    "Relu": (1, "y"),  # g where y > 0: a compare (the select is free)
+    "ThresholdedRelu": (1, "x"),  # g where x > alpha
+    "LeakyRelu": (2, "x"),  # compare, multiply by the slope
+    "Shrink": (2, "x"),  # g where |x| > lambd: two compares
+    "Elu": (3, "y"),  # y > 0 ? g : g (y + alpha): compare, add, mul
+    "Selu": (3, "y"),  # compare, add, mul (and the gamma scale folded in)
+    "Celu": (3, "y"),  # compare, divide, mul
+    "Sigmoid": (3, "y"),  # g y (1 - y): sub, mul, mul
+    "HardSigmoid": (3, "x"),  # g alpha where 0 < alpha x + beta < 1: two compares, mul
+    "HardSwish": (6, "x"),  # two compares, g (2x + 3) / 6: mul, add, div, mul
+    "Softplus": (5, "x"),  # g sigmoid(x): sigmoid's 4, mul
+    "Softsign": (4, "x"),  # g / (1 + |x|)^2: abs, add, square, div
+    "Mish": (14, "x"),  # tanh(sp) + x sech^2(sp) sigmoid(x): sp 3, tanh, sigmoid 4, 6 more, g
+    "Swish": (9, "x"),  # s (1 + x (1 - s)) g: sigmoid 4, sub, mul, add, mul, mul
+    "Gelu": (11, "x"),  # Phi(x) + x phi(x): Phi 4, phi 4, mul, add, times g
+}
+
+
+def _unary_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = f'(x) g: k FLOPs per element, k from the op's derivative (docs/training.md).
+
+    NB: Gelu with approximate='tanh' counts 17 (the tanh form's derivative), Swish with
+    alpha != 1 one more (alpha x)."""
+    if not (needs and needs[0]):
+        return Cost()
+    k = _UNARY_BACKWARD[ctx.op_type][0]
+    if ctx.op_type == "Gelu" and ctx.attr("approximate", "none") == "tanh":
+        k = 17
+    elif ctx.op_type == "Swish" and float(ctx.attr("alpha", 1.0)) != 1.0:
+        k += 1
+    return per_element(ctx, k)
+
+
+def _unary_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    kept = _UNARY_BACKWARD[ctx.op_type][1]
+    return Saved(inputs=(0,)) if kept == "x" else Saved(outputs=(0,)) if kept == "y" else Saved()
+
+
+for _op in _UNARY_BACKWARD:
+    register_backward(_op, saves=_unary_saves)(_unary_backward)
+
+
+@register_backward("PRelu", saves=saves_inputs(0, 1))
+def prelu_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g (x > 0 ? 1 : slope): 2 per element; dSlope = sum(g x where x < 0): 2 per element + broadcast sum."""
+    flops = 0
+    if needs_any(needs, 0):
+        flops += 2 * ctx.out_numel()
+    if needs_any(needs, 1):
+        flops += 2 * ctx.out_numel() + broadcast_sum(ctx, 1)
+    return Cost(flops=flops)
+
+
+@register_backward("Add", "Sum")
+def add_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX_i = g, summed back to X_i's shape where broadcast: numel(Y) - numel(X_i) adds."""
+    return Cost(flops=sum(broadcast_sum(ctx, i) for i, n in enumerate(needs) if n))
+
+
+@register_backward("Sub")
+def sub_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g, dB = -g (numel(Y) negations), each summed back to its shape where broadcast."""
+    flops = broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0
+    if needs_any(needs, 1):
+        flops += ctx.out_numel() + broadcast_sum(ctx, 1)
+    return Cost(flops=flops)
+
+
+@register_backward("Mean")
+def mean_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX_i = g / n: numel(Y) per input that needs it, plus its broadcast sum."""
+    return Cost(
+        flops=sum(ctx.out_numel() + broadcast_sum(ctx, i) for i, n in enumerate(needs) if n)
+    )
+
+
+def _other_operand(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """Mul keeps B for dA and A for dB."""
+    kept = tuple(sorted({1 - i for i, n in enumerate(needs[:2]) if n}))
+    return Saved(inputs=kept)
+
+
+@register_backward("Mul", saves=_other_operand)
+def mul_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g B, dB = g A: numel(Y) multiplies each, plus its broadcast sum."""
+    return Cost(
+        flops=sum(ctx.out_numel() + broadcast_sum(ctx, i) for i, n in enumerate(needs[:2]) if n)
+    )
+
+
+def _div_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """Div keeps B for both gradients, and Y for dB."""
+    return Saved(inputs=(1,), outputs=(0,) if needs_any(needs, 1) else ())
+
+
+@register_backward("Div", saves=_div_saves)
+def div_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g / B: 1 per element; dB = -g Y / B: 3 per element (mul, div, neg); each plus its broadcast sum."""
+    flops = ctx.out_numel() + broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0
+    if needs_any(needs, 1):
+        flops += 3 * ctx.out_numel() + broadcast_sum(ctx, 1)
+    return Cost(flops=flops)
+
+
+@register_backward("Pow", saves=lambda ctx, needs: Saved(inputs=(0, 1), outputs=(0,)))
+def pow_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g B A^(B-1): 4 per element (sub, pow, mul, mul); dB = g Y log(A): 3 per element; plus broadcast sums."""
+    flops = 4 * ctx.out_numel() + broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0
+    if needs_any(needs, 1):
+        flops += 3 * ctx.out_numel() + broadcast_sum(ctx, 1)
+    return Cost(flops=flops)
+
+
+@register_backward("Mod", saves=saves_inputs(0, 1))
+def mod_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g; dB = -g floor(A / B): 4 per element (div, floor, mul, neg); plus broadcast sums."""
+    flops = broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0
+    if needs_any(needs, 1):
+        flops += 4 * ctx.out_numel() + broadcast_sum(ctx, 1)
+    return Cost(flops=flops)
+
+
+@register_backward(
+    "Max", "Min", saves=lambda ctx, needs: Saved(inputs=tuple(range(len(needs))), outputs=(0,))
+)
+def max_min_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX_i = g where X_i == Y: one compare per element for each input that needs it, plus its broadcast sum."""
+    return Cost(
+        flops=sum(ctx.out_numel() + broadcast_sum(ctx, i) for i, n in enumerate(needs) if n)
+    )
+
+
+@register_backward("Clip", saves=saves_inputs(0))
+def clip_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g where min <= x <= max: one compare per element per bound (2 with attribute bounds, before opset 11)."""
+    if not needs_any(needs, 0):
+        return Cost()
+    bounds = 2 if ctx.opset < 11 else int(ctx.has_input(1)) + int(ctx.has_input(2))
+    return per_element(ctx, bounds)
+
+
+@register_backward("Where", saves=saves_inputs(0))
+def where_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = where(cond, g, 0), dY = where(cond, 0, g): selects (free), plus broadcast sums."""
+    return Cost(flops=sum(broadcast_sum(ctx, i) for i in (1, 2) if needs_any(needs, i)))
+
+
+no_gradient(
+    "Sign", "Round", "Floor", "Ceil", "IsNaN", "IsInf", "Not", "BitwiseNot", "And", "Or", "Xor",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift", "Equal", "Less", "Greater",
+    "LessOrEqual", "GreaterOrEqual", "Range", "RandomUniform", "RandomNormal",
+    "RandomUniformLike", "RandomNormalLike", "Bernoulli", "Multinomial", "HannWindow",
+    "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
+)  # fmt: skip

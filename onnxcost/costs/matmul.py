@@ -6,7 +6,14 @@ import math
 import re
 
 from onnxcost.costs._context import OpContext, UnknownShapeError
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import (
+    Cost,
+    Saved,
+    broadcast_sum,
+    needs_any,
+    register,
+    register_backward,
+)
 
 
 def matmul_macs(a_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> int:
@@ -93,3 +100,46 @@ def einsum(ctx: OpContext) -> Cost:
     if len(shapes) == 1:
         return Cost(flops=max(0, math.prod(shapes[0]) - ctx.out_numel()))
     return Cost.contraction(math.prod(sizes.values()) * (len(shapes) - 1))
+
+
+# --- backward rules: each operand's gradient is one more contraction of the forward's size ----
+
+
+def _other_operands(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """A product keeps, for each operand's gradient, the other operands (A for dB, B for dA)."""
+    n = min(len(needs), 2) if ctx.op_type != "Einsum" else len(needs)
+    kept = sorted({j for i in range(n) if needs[i] for j in range(n) if j != i})
+    return Saved(inputs=tuple(kept))
+
+
+@register_backward("MatMul", saves=_other_operands)
+def matmul_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA = g B^T, dB = A^T g: MACs = numel(Y) x K each (the forward's), broadcast batches summed in."""
+    macs = matmul_macs(ctx.shape(0), ctx.out_shape())
+    return Cost.contraction(macs * sum(1 for n in needs[:2] if n))
+
+
+@register_backward("Gemm", saves=_other_operands)
+def gemm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dA, dB: M x N x K MACs each; dC = beta g summed to C's shape: numel(Y) - numel(C) adds (+ numel(C) if beta != 1); numel(Y) more to scale g by alpha != 1."""
+    a = ctx.shape(0)
+    k = a[0] if ctx.attr("transA", 0) else a[1]
+    y = ctx.out_numel()
+    products = sum(1 for n in needs[:2] if n)
+    extra = y if products and float(ctx.attr("alpha", 1.0)) != 1.0 else 0
+    if needs_any(needs, 2):
+        extra += broadcast_sum(ctx, 2)
+        if float(ctx.attr("beta", 1.0)) != 1.0:
+            extra += ctx.numel(2)
+    return Cost.contraction(y * k * products, extra)
+
+
+@register_backward("Einsum", saves=_other_operands)
+def einsum_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """n >= 2 operands: each operand's gradient is an einsum of g and the others, the forward's MACs each; one operand: 0 (a broadcast of g)."""
+    shapes = [t.concrete_shape for t in ctx.present_inputs()]
+    if len(shapes) == 1:
+        return Cost()
+    sizes, _terms, _out = einsum_sizes(str(ctx.attr("equation")), shapes)
+    macs = math.prod(sizes.values()) * (len(shapes) - 1)
+    return Cost.contraction(macs * sum(1 for n in needs if n))

@@ -14,7 +14,7 @@ import math
 
 from onnxcost.costs._closed_form import clamped_floor_sum
 from onnxcost.costs._context import InvalidAttributeError, OpContext
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 
 
 def standardize_flops(numel: int, groups: int) -> int:
@@ -146,3 +146,114 @@ def lrn(ctx: OpContext) -> Cost:
     channels = shape[1]
     per_channel = numel // channels if channels else 0
     return Cost(flops=5 * numel + per_channel * lrn_window_adds(channels, ctx.int_attr("size")))
+
+
+# --- backward rules ---------------------------------------------------------------------------
+# With x^ = (x - mean) rstd recomputed from the kept input and statistics (2 per element, once
+# for dScale and dX): dBias = sum of g over the normalized rows (numel - features adds),
+# dScale = sum of g x^ (numel multiplies + numel - features adds), and
+# dX = rstd (g s - mean(g s) - x^ mean(g s x^)) with s the scale: g s (1), two row sums with
+# their means (numel - rows + 1 per row, 2 numel - rows + 1 per row), then x^ times the mean,
+# two subtractions and the rstd multiply (4) = 8 per element.
+# Saved: X and two fp32 statistics (mean, rstd) per normalized row, as torch's native norms.
+
+STAT_BYTES = 4
+"""An fp32 statistic (mean, rstd) kept per normalized row."""
+
+
+def norm_backward_flops(
+    numel: int,
+    features: int,
+    needs_x: bool,
+    needs_scale: bool,
+    needs_bias: bool,
+    *,
+    moments: int = 2,
+) -> int:
+    """FLOPs of a norm's backward (see above); ``moments`` 1 for RMS (no mean: x^ costs 1, dX 6)."""
+    flops = 0
+    if needs_x or needs_scale:
+        flops += moments * numel  # x^: (x - mean) rstd, or x rrms
+    if needs_bias:
+        flops += numel - features
+    if needs_scale:
+        flops += 2 * numel - features
+    if needs_x:
+        flops += (8 if moments == 2 else 6) * numel
+    return flops
+
+
+def _norm_saves(groups: int) -> Saved:
+    return Saved(inputs=(0,), extra_bytes=2 * STAT_BYTES * groups)
+
+
+def _ln_rows(ctx: OpContext) -> int:
+    shape = ctx.shape(0)
+    return math.prod(shape[: _axis(ctx.int_attr("axis", -1), len(shape))])
+
+
+@register_backward("LayerNormalization", saves=lambda ctx, needs: _norm_saves(_ln_rows(ctx)))
+def layer_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX: 8 x numel + x^ 2 x numel; dScale: 2 x numel - D; dB: numel - D (D = numel / rows); keeps X, mean and rstd per row."""
+    numel = ctx.numel(0)
+    rows = _ln_rows(ctx)
+    features = numel // rows if rows else 0
+    return Cost(
+        flops=norm_backward_flops(
+            numel, features, needs_any(needs, 0), needs_any(needs, 1), needs_any(needs, 2)
+        )
+    )
+
+
+@register_backward(
+    "RMSNormalization",
+    saves=lambda ctx, needs: Saved(inputs=(0,), extra_bytes=STAT_BYTES * _ln_rows(ctx)),
+)
+def rms_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX: 6 x numel + x^ numel (no mean to subtract); dScale: 2 x numel - D; keeps X and rrms per row."""
+    numel = ctx.numel(0)
+    rows = _ln_rows(ctx)
+    features = numel // rows if rows else 0
+    return Cost(
+        flops=norm_backward_flops(
+            numel, features, needs_any(needs, 0), needs_any(needs, 1), False, moments=1
+        )
+    )
+
+
+def _channel_norm(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """Scale and bias per channel: their gradients sum n elements into C."""
+    numel = ctx.numel(0)
+    channels = ctx.shape(0)[1] if len(ctx.shape(0)) > 1 else 1
+    return Cost(
+        flops=norm_backward_flops(
+            numel, channels, needs_any(needs, 0), needs_any(needs, 1), needs_any(needs, 2)
+        )
+    )
+
+
+@register_backward("BatchNormalization", saves=lambda ctx, needs: _norm_saves(ctx.numel(1)))
+def batch_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """As LayerNorm over the N x spatial elements of each channel (training-mode statistics): dX 8 x numel + x^ 2 x numel; dScale 2 x numel - C; dB numel - C.
+
+    NB: a step trains BatchNorm with batch statistics whatever mode the graph was exported in.
+    """
+    return _channel_norm(ctx, needs)
+
+
+@register_backward(
+    "GroupNormalization",
+    saves=lambda ctx, needs: _norm_saves(ctx.shape(0)[0] * ctx.int_attr("num_groups")),
+)
+def group_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """As LayerNorm per (sample, group): dX 8 x numel + x^ 2 x numel; dScale 2 x numel - C; dB numel - C."""
+    return _channel_norm(ctx, needs)
+
+
+@register_backward(
+    "InstanceNormalization",
+    saves=lambda ctx, needs: _norm_saves(ctx.shape(0)[0] * ctx.shape(0)[1]),
+)
+def instance_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """As LayerNorm per (sample, channel): dX 8 x numel + x^ 2 x numel; dScale 2 x numel - C; dB numel - C."""
+    return _channel_norm(ctx, needs)

@@ -15,7 +15,16 @@ from collections.abc import Sequence
 
 from onnxcost.costs._closed_form import clamped_floor_sum
 from onnxcost.costs._context import InvalidAttributeError, OpContext, as_int
-from onnxcost.costs._registry import AFTER_FIRST, Cost, register, register_zero
+from onnxcost.costs._registry import (
+    AFTER_FIRST,
+    Cost,
+    Saved,
+    needs_any,
+    register,
+    register_backward,
+    register_zero,
+    saves_inputs,
+)
 
 
 def _ints(ctx: OpContext, name: str, n: int, fill: int) -> list[int]:
@@ -232,3 +241,38 @@ def affine_grid(ctx: OpContext) -> Cost:
     """
     grid = ctx.out_shape()
     return Cost.contraction(ctx.out_numel() * (grid[-1] + 1))
+
+
+# --- backward rules ---------------------------------------------------------------------------
+
+
+@register_backward("MaxPool", saves=saves_inputs(0))
+def max_pool_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX: numel(Y) adds, each window's g added at its argmax; keeps X (torch keeps X and the argmax indices)."""
+    return Cost(flops=ctx.out_numel() if needs_any(needs, 0) else 0)
+
+
+@register_backward("AveragePool")
+def average_pool_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g / n spread over each window: one divide per output and one add per tap, taps FLOPs (the forward's)."""
+    return Cost(flops=window_taps(ctx) if needs_any(needs, 0) else 0)
+
+
+@register_backward("GlobalAveragePool")
+def global_average_pool_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g / n broadcast over each channel: numel(Y) divides."""
+    return Cost(flops=ctx.out_numel() if needs_any(needs, 0) else 0)
+
+
+@register_backward("GlobalMaxPool", saves=lambda ctx, needs: Saved(inputs=(0,), outputs=(0,)))
+def global_max_pool_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g where x == y: numel(X) compares; keeps X and Y."""
+    return Cost(flops=ctx.numel(0) if needs_any(needs, 0) else 0)
+
+
+@register_backward("Resize", "Upsample")
+def resize_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX: the adjoint of the interpolation, the forward's FLOPs (each tap's weight times g, added back)."""
+    if not needs_any(needs, 0):
+        return Cost()
+    return resize(ctx) if ctx.op_type == "Resize" else upsample(ctx)

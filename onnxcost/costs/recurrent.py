@@ -26,8 +26,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onnxcost.costs._context import OpContext
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._context import OpContext, element_bits
+from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 from onnxcost.costs.contrib import SILU_FLOPS, activation_flops
 from onnxcost.costs.quantized import MINMAX_FLOPS, QUANTIZE_FLOPS, given
 
@@ -175,3 +175,42 @@ def causal_conv_with_state(ctx: OpContext) -> Cost:
     act = str(ctx.attr("activation", "none")).lower()
     extra = numel * (int(given(ctx, 2)) + (SILU_FLOPS if act in ("silu", "swish") else 0))
     return Cost.contraction(macs, extra)
+
+
+# --- backward rules: back-propagation through time --------------------------------------------
+# Per step the gate gradients dG (G x H per row) come from the gradient of H_t, which needs the
+# recurrent product dG.R back to H_{t-1} whenever any gradient is needed. Then dX = dG.W,
+# dW = dG^T X and dR = dG^T H_{t-1}, each a product of the forward's size:
+#   MACs = D x T x B x G x H x (H [dH_{t-1}] + I [dX] + I [dW] + H [dR])
+# FLOPs = 2 x MACs + 2 x the forward's elementwise FLOPs (each gate's derivative and the
+# products of the cell, about twice the forward's per element) + 2 G H per step for dB.
+# NB: the elementwise factor 2 is an estimate, not a derivation per activation.
+# Kept: X, every H_t (Y) and the G gate activations of every step.
+
+_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+
+
+def _rnn_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    dims = rnn_dims(ctx, batch_first=_batch_first(ctx))
+    size = element_bits(ctx.input(0).elem_type) // 8
+    gates = dims.rows * _GATES[ctx.op_type] * dims.hidden
+    return Saved(inputs=(0,), outputs=(0,), extra_bytes=gates * size)
+
+
+@register_backward("RNN", "GRU", "LSTM", saves=_rnn_saves)
+def rnn_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """MACs = D x T x B x G x H x (H + I [dX] + I [dW] + H [dR]); FLOPs = 2 x MACs + 2 x forward elementwise + 2 G H per step for dB."""
+    if not any(needs):
+        return Cost()
+    dims = rnn_dims(ctx, batch_first=_batch_first(ctx))
+    gates = _GATES[ctx.op_type]
+    unit = dims.rows * gates * dims.hidden
+    macs = unit * (
+        dims.hidden
+        + dims.input_size * (int(needs_any(needs, 0)) + int(needs_any(needs, 1)))
+        + dims.hidden * int(needs_any(needs, 2))
+    )
+    forward = {"RNN": rnn, "GRU": gru, "LSTM": lstm}[ctx.op_type](ctx)
+    elementwise = forward.flops - 2 * forward.macs
+    bias = 2 * unit if needs_any(needs, 3) else 0
+    return Cost.contraction(macs, 2 * elementwise + bias)

@@ -14,7 +14,16 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import InvalidAttributeError, OpContext
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import (
+    Cost,
+    Saved,
+    needs_any,
+    no_gradient,
+    register,
+    register_backward,
+    saves_inputs,
+    saves_outputs,
+)
 
 
 def _axis(axis: int, rank: int) -> int:
@@ -285,3 +294,115 @@ def tf_idf_vectorizer(ctx: OpContext) -> Cost:
     grams = count * (length + 1) - (lo + top) * count // 2
     weighting = ctx.out_numel() if ctx.attr("mode", "TF") == "TFIDF" else 0
     return Cost(flops=rows * grams + weighting)
+
+
+# --- backward rules ---------------------------------------------------------------------------
+
+
+def _reduce_grad(ctx: OpContext, needs: tuple[bool, ...], per_input: int, per_output: int) -> Cost:
+    if not needs_any(needs, 0) or _is_noop(ctx):
+        return Cost()
+    return Cost(flops=per_input * ctx.numel(0) + per_output * ctx.out_numel())
+
+
+@register_backward("ReduceSum")
+def reduce_sum_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g broadcast back over the reduced axes: 0."""
+    return Cost()
+
+
+@register_backward("ReduceMean")
+def reduce_mean_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g / n broadcast: numel(Y) divides."""
+    return _reduce_grad(ctx, needs, 0, 1)
+
+
+@register_backward("ReduceLogSum", saves=saves_outputs(0))
+def reduce_log_sum_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g / exp(y) broadcast: 2 x numel(Y) (exp, divide); keeps Y."""
+    return _reduce_grad(ctx, needs, 0, 2)
+
+
+@register_backward(
+    "ReduceMax", "ReduceMin", saves=lambda ctx, needs: Saved(inputs=(0,), outputs=(0,))
+)
+def reduce_max_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g where x == y: numel(X) compares; keeps X and Y."""
+    return _reduce_grad(ctx, needs, 1, 0)
+
+
+@register_backward("ReduceProd", saves=lambda ctx, needs: Saved(inputs=(0,), outputs=(0,)))
+def reduce_prod_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g y / x: 2 x numel(X); keeps X and Y."""
+    return _reduce_grad(ctx, needs, 2, 0)
+
+
+@register_backward("ReduceSumSquare", "ReduceL1", saves=saves_inputs(0))
+def reduce_sum_square_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = 2 x g (SumSquare) or sign(x) g (L1): 2 x numel(X); keeps X."""
+    return _reduce_grad(ctx, needs, 2, 0)
+
+
+@register_backward(
+    "ReduceL2", "ReduceLogSumExp", saves=lambda ctx, needs: Saved(inputs=(0,), outputs=(0,))
+)
+def reduce_l2_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g x / y (L2: mul, div) or g exp(x - y) (LogSumExp: sub, exp, mul): 2 or 3 x numel(X); keeps X and Y."""
+    return _reduce_grad(ctx, needs, 2 if ctx.op_type == "ReduceL2" else 3, 0)
+
+
+@register_backward("CumSum", "CumProd", saves=lambda ctx, needs: Saved(inputs=(0,), outputs=(0,)))
+def cumulative_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """CumSum: dX is the reversed cumulative sum of g, numel(X); CumProd: g y / x summed in reverse, 3 x numel(X)."""
+    return _reduce_grad(ctx, needs, 1 if ctx.op_type == "CumSum" else 3, 0)
+
+
+@register_backward("TopK", saves=saves_outputs(1))
+def top_k_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX: g scattered into the selected positions, 0 arithmetic; keeps the indices."""
+    return Cost()
+
+
+def _softmax_backward(ctx: OpContext, needs: tuple[bool, ...], rows: int) -> Cost:
+    return Cost(flops=4 * ctx.numel(0) - rows) if needs_any(needs, 0) else Cost()
+
+
+@register_backward("Softmax", until=12, saves=saves_outputs(0))
+def softmax_2d_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = y (g - sum(g y)): 4 x numel - rows (g y, row sum, sub, mul); keeps Y. Rows as the forward (2-D coerced)."""
+    return _softmax_backward(ctx, needs, _rows_coerced(ctx.shape(0), ctx.int_attr("axis", 1)))
+
+
+@register_backward("Softmax", since=13, saves=saves_outputs(0))
+def softmax_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = y (g - sum(g y)): 4 x numel - rows (g y, row sum, sub, mul); keeps Y."""
+    return _softmax_backward(ctx, needs, _rows_along(ctx.shape(0), ctx.int_attr("axis", -1)))
+
+
+@register_backward("LogSoftmax", until=12, saves=saves_outputs(0))
+def log_softmax_2d_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g - exp(y) sum(g): 4 x numel - rows (row sum, exp, mul, sub); keeps Y. Rows as the forward (2-D coerced)."""
+    return _softmax_backward(ctx, needs, _rows_coerced(ctx.shape(0), ctx.int_attr("axis", 1)))
+
+
+@register_backward("LogSoftmax", since=13, saves=saves_outputs(0))
+def log_softmax_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = g - exp(y) sum(g): 4 x numel - rows (row sum, exp, mul, sub); keeps Y."""
+    return _softmax_backward(ctx, needs, _rows_along(ctx.shape(0), ctx.int_attr("axis", -1)))
+
+
+@register_backward("SoftmaxCrossEntropyLoss", saves=saves_inputs(0, 1))
+def softmax_cross_entropy_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dScores = (softmax(x) - onehot) g: softmax 5 x numel - T, subtract at the T targets, scale by g numel: 6 x numel; keeps scores and labels."""
+    return Cost(flops=6 * ctx.numel(0)) if needs_any(needs, 0) else Cost()
+
+
+@register_backward("NegativeLogLikelihoodLoss", saves=saves_inputs(1))
+def nll_loss_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """dX = -g (x weight) at each of the T targets, 0 elsewhere: T (2 T with weights); keeps the targets."""
+    if not needs_any(needs, 0):
+        return Cost()
+    return Cost(flops=ctx.numel(1) * (2 if ctx.has_input(2) else 1))
+
+
+no_gradient("ArgMax", "ArgMin", "Hardmax")

@@ -7,20 +7,22 @@ Markdown cells escaped, control characters written as escapes in both.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
 from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
-    NODE_COLUMNS,
     Field,
     dtype_columns,
+    node_columns,
     op_type_columns,
     table,
     with_cumulative,
 )
 from onnxcost.report.safe_text import md, md_code
 from onnxcost.report.tables import Column, Table
+from onnxcost.report.training import training_table
 from onnxcost.report.tree import tree_view
 from onnxcost.report.writers.csv import to_csv as csv_text
 from onnxcost.report.writers.markdown import to_markdown as md_lines
@@ -42,7 +44,16 @@ CSV_HEADERS = (
 
 
 def csv_table(nodes: Sequence[NodeRecord]) -> Table:
-    """One row per node; counts are exact integers, shapes written like 1x3x224x224."""
+    """One row per node; counts are exact integers, shapes written like 1x3x224x224; with
+    training, each node's backward_macs and backward_flops after the other columns."""
+    if nodes and nodes[0].backward_macs is not None:
+        base = csv_table([replace(n, backward_macs=None, backward_flops=None) for n in nodes])
+        headers = (*base.columns, Column("backward_macs"), Column("backward_flops"))
+        rows_bw = tuple(
+            (*row, n.backward_macs or 0, n.backward_flops or 0)
+            for row, n in zip(base.rows, nodes, strict=True)
+        )
+        return Table("nodes", headers, rows_bw)
     rows = tuple(
         (
             n.name,
@@ -98,6 +109,9 @@ def to_markdown(
     t = a.totals
     out = [f"# {md(a.model.path or a.model.graph_name or 'model')}", ""]
     out += [*md_lines(_totals_table(a)), ""]
+    trained = training_table(a)
+    if trained is not None:
+        out += ["## Training", "", *md_lines(trained), ""]
     live_columns = (Column("tensor"), Column("written by"), Column("bytes", True))
     for title, peak in (("", a.peak_activation), (", onnxruntime's order", a.peak_activation_ort)):
         if peak is not None and peak.live:
@@ -125,7 +139,8 @@ def to_markdown(
         # Indentation that Markdown keeps: two no-break spaces per level.
         out += ["", *md_lines(tree_view(a, depth, title, "\u00a0\u00a0"), level=2)]
     else:
-        out += ["", "## Nodes", "", *_md_table(NODE_COLUMNS, nodes)]
+        columns = node_columns(a.totals.training is not None)
+        out += ["", "## Nodes", "", *_md_table(columns, nodes)]
     if a.warnings:
         out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in a.warnings]
     return "\n".join(out) + "\n"

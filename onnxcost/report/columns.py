@@ -49,6 +49,19 @@ NODE_COLUMNS: Sequence[Field] = (
     _t("status", lambda r: r.status),
 )
 
+BACKWARD_COLUMN = Field(
+    "bwd FLOPs", lambda r: r.backward_flops, lambda r: units.count(r.backward_flops or 0)
+)
+"""With ``training``: each node's backward FLOPs (``NodeRecord.backward_flops``)."""
+
+
+def node_columns(training: bool) -> Sequence[Field]:
+    """``NODE_COLUMNS``, with the backward FLOPs after the FLOPs when ``training``."""
+    if not training:
+        return NODE_COLUMNS
+    k = [c.header for c in NODE_COLUMNS].index("FLOPs") + 1
+    return (*NODE_COLUMNS[:k], BACKWARD_COLUMN, *NODE_COLUMNS[k:])
+
 
 def op_type_columns(total_flops: int, total_macs: int) -> Sequence[Field]:
     """benchmark_model's 'Summary by node type', by cost instead of time."""
@@ -145,6 +158,7 @@ __all__ = [
     "Field",
     "NodeRecord",
     "ScopeSummary",
+    "node_columns",
     "op_type_columns",
     "table",
     "with_cumulative",

@@ -13,9 +13,9 @@ from onnxcost import units
 from onnxcost.analysis.records import NodeRecord, PeakActivation
 from onnxcost.analysis.walk import Analysis
 from onnxcost.report.columns import (
-    NODE_COLUMNS,
     Field,
     dtype_columns,
+    node_columns,
     op_type_columns,
     table,
     with_cumulative,
@@ -185,6 +185,15 @@ def peak_line(peak: PeakActivation, top: int = 3) -> str:
     return lead + ", ".join(items)
 
 
+def render_training(a: Analysis, console: Console) -> None:
+    """The Training section, with ``training=True`` only."""
+    from onnxcost.report.training import training_table
+
+    found = training_table(a)
+    if found is not None:
+        console.print(to_rich(found, console.width))
+
+
 def render_formulas(a: Analysis, console: Console) -> None:
     """The heading (dim names from the model: plain text, word-wrapped), then one formula per
     total, broken between its terms (`` + ``) with the rest indented under the right side."""
@@ -239,6 +248,7 @@ def render(
     render_header(a, console)
     console.print()
     render_totals(a, console)
+    render_training(a, console)
     render_formulas(a, console)
     render_by_op_type(a, console)
     if a.by_dtype:
@@ -253,7 +263,8 @@ def render(
     if tree:
         render_tree(a, console, depth)
     else:
-        console.print(_table("Nodes", NODE_COLUMNS, nodes, width=console.width))
+        columns = node_columns(a.totals.training is not None)
+        console.print(_table("Nodes", columns, nodes, width=console.width))
         if hidden:
             # --sort-by flops is offered only where it would change the list.
             how = (

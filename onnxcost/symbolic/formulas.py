@@ -27,6 +27,7 @@ from onnxcost.symbolic.search import _search
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.training import TrainingOptions
     from onnxcost.analysis.walk import Analysis
 
 
@@ -38,6 +39,7 @@ def symbolic_analysis(
     convention: Convention = "onnxcost",
     max_degree: int = 3,
     allow_reshape: bool = False,
+    training: TrainingOptions | None = None,
 ) -> Analysis:
     """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
     formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
@@ -53,6 +55,7 @@ def symbolic_analysis(
         dims=at_one,
         convention=convention,
         allow_reshape=allow_reshape,
+        training=training,
     )
     costs = symbolic_costs(
         source,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
 from onnxcost.report.tables import Cell, Column, Table
+from onnxcost.report.training import training_table
 from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
 from onnxcost.report.writers.html import script_table
 
@@ -101,6 +102,7 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
         ],
         "unsupported": list(a.unsupported),
         "warnings": list(a.warnings),
+        "training": training_table(a),
     }
 
 

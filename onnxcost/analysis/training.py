@@ -1,0 +1,384 @@
+"""Training cost from the graph: which tensors need a gradient, what each node's backward
+costs (the op's backward rule, beside its forward formula in onnxcost/costs/), and the bytes
+of one training step (docs/training.md).
+
+Requires-grad propagates in topological order, as autograd's does:
+
+* a trainable parameter needs a gradient: a stored float weight (initializer or Constant)
+  counted as a param (``weights.py``: not a BatchNorm statistic, a quantization scale or
+  zero point, an index or a shape) whose name ``frozen`` does not match (``re.search``);
+* a graph input needs one only with ``grad_inputs`` (and only a float one);
+* a node's float outputs need one when one of its inputs does, unless its op carries no
+  gradient (comparisons, rounding, random draws: ``costs._registry.no_gradient``).
+
+A node's backward computes the gradients of exactly the inputs that need one (the first
+convolution of an image model: its weight's, not its input's); a node none of whose inputs
+needs one costs no backward.
+
+Memory of one step (the model and its constants are documented in docs/training.md):
+
+* ``weights_bytes``: every stored weight (params, statistics, quantization params, frozen
+  ones included) as stored; with mixed precision a float one counts 2 bytes per element,
+  the half-precision copy the forward reads;
+* ``gradient_bytes``: one gradient per trainable parameter in its dtype (2 bytes with mixed
+  precision);
+* ``optimizer_bytes``: per trainable parameter, Adam/AdamW two fp32 moments (8 bytes),
+  SGD with momentum one (4), SGD none; with mixed precision plus the fp32 master copy (4):
+  the 16 bytes per parameter of mixed-precision Adam in ZeRO (Rajbhandari et al., 2020, 2 + 2
+  + 12);
+* ``saved_activation_bytes``: each tensor some backward rule keeps (``Saved``), once, plus
+  the rules' own statistics; weights are not activations and do not count; float
+  activations count 2 bytes per element with mixed precision;
+* ``peak_bytes``: weights + gradients + optimizer state + the larger of the forward's
+  activation peak (a tensor lives from its writer to its last reader, or, kept for
+  backward, to the end of the forward) and the backward's (everything kept, plus the largest
+  gradients in flight at one node: its outputs' and the inputs' it computes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import onnx
+
+from onnxcost.analysis.records import NodeRecord, TrainingMemory, TrainingTotals
+from onnxcost.analysis.weights import Weights
+from onnxcost.costs._context import InvalidAttributeError, OpContext
+from onnxcost.costs._registry import NOTHING_SAVED, Cost, Needs, OpSpec, Saved
+from onnxcost.errors import UsageError
+from onnxcost.load.tensors import TensorInfo, UnknownShapeError, element_bits
+
+Optimizer = Literal["adam", "adamw", "sgd", "sgd-momentum"]
+MixedPrecision = Literal["fp16", "bf16"]
+OPTIMIZERS: tuple[Optimizer, ...] = ("adam", "adamw", "sgd", "sgd-momentum")
+MIXED_PRECISIONS: tuple[MixedPrecision, ...] = ("fp16", "bf16")
+
+OPTIMIZER_STATE_BYTES: dict[str, int] = {"adam": 8, "adamw": 8, "sgd-momentum": 4, "sgd": 0}
+"""fp32 state per trainable parameter: Adam's two moments, SGD's momentum buffer."""
+MASTER_WEIGHT_BYTES = 4
+"""The fp32 master copy of a trainable parameter under mixed precision."""
+HALF_BYTES = 2
+
+FLOAT_TYPES = frozenset(
+    {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+        onnx.TensorProto.DOUBLE,
+    }
+)
+"""Element types a gradient flows through (integers, booleans and fp8 do not train)."""
+_WIDE_FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE})
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingOptions:
+    """``analyze(..., training=True, optimizer=..., frozen=..., grad_inputs=...,
+    mixed_precision=...)``, checked (``options``)."""
+
+    optimizer: Optimizer = "adamw"
+    frozen: re.Pattern[str] | None = None
+    grad_inputs: bool = False
+    mixed_precision: MixedPrecision | None = None
+
+
+def options(
+    optimizer: str = "adamw",
+    frozen: str | None = None,
+    grad_inputs: bool = False,
+    mixed_precision: str | None = None,
+) -> TrainingOptions:
+    """Check the training arguments; UsageError naming the bad one and what is allowed."""
+    if optimizer not in OPTIMIZERS:
+        raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {optimizer!r}")
+    if mixed_precision is not None and mixed_precision not in MIXED_PRECISIONS:
+        raise UsageError(
+            f"mixed precision must be one of {', '.join(MIXED_PRECISIONS)}, not {mixed_precision!r}"
+        )
+    pattern = None
+    if frozen is not None:
+        try:
+            pattern = re.compile(frozen)
+        except re.error as e:
+            raise UsageError(
+                f"--frozen {frozen!r} is not a valid regular expression ({e}); "
+                f"pass a Python regex such as 'encoder\\.' or '^(?!lora)'"
+            ) from e
+    return TrainingOptions(optimizer, pattern, grad_inputs, mixed_precision)
+
+
+def _nbytes(info: TensorInfo | None, half: bool) -> int:
+    """Bytes of an activation (0 unknown); a float32/64 one counts 2 bytes per element with
+    mixed precision."""
+    if info is None or info.known_nbytes < 0:
+        return 0
+    if half and info.elem_type in _WIDE_FLOATS:
+        return HALF_BYTES * info.known_numel
+    return info.known_nbytes
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingResult:
+    totals: TrainingTotals
+    warnings: tuple[str, ...]
+
+
+def trainable_roots(weights: Weights, frozen: re.Pattern[str] | None) -> dict[str, int]:
+    """Stored float weights counted as params that ``frozen`` does not match: name -> count."""
+    roots: dict[str, int] = {}
+    for name, counted in weights.counted.items():
+        if (
+            counted.role == "param"
+            and counted.elem_type in FLOAT_TYPES
+            and name in weights.stored
+            and not (frozen is not None and frozen.search(name))
+        ):
+            roots[name] = counted.elements
+    return roots
+
+
+def train(
+    *,
+    nodes: Sequence[onnx.NodeProto],
+    op_types: Sequence[str],
+    inputs: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+    kinds: Sequence[int],
+    records: Sequence[NodeRecord],
+    spec_of: Callable[[int], tuple[int, OpSpec | None]],
+    types: Mapping[str, TensorInfo],
+    weights: Weights,
+    graph_inputs: Sequence[str],
+    graph_outputs: Sequence[str],
+    last_use: Mapping[str, int],
+    flops: Callable[[Cost], int],
+    forward_flops: int,
+    opts: TrainingOptions,
+) -> TrainingResult:
+    """Backward per main-graph node (written into its record) and the step's totals.
+
+    ``spec_of(k)``: node k's (opset, registry entry); ``flops``: FLOPs of a Cost in the
+    analysis convention; ``forward_flops``: the analysis' total in that convention."""
+    half = opts.mixed_precision is not None
+    roots = trainable_roots(weights, opts.frozen)
+    grad: set[str] = set(roots)
+    if opts.grad_inputs:
+        grad.update(
+            n
+            for n in graph_inputs
+            if (t := types.get(n)) is not None and t.elem_type in FLOAT_TYPES
+        )
+    constant = weights.constant
+    memo: dict[tuple[int, Needs], tuple[Cost, Saved]] = {}
+    missing: Counter[str] = Counter()
+    failed: list[str] = []
+    saved: dict[str, int] = {}
+    extra_saved = 0
+    total = Cost()
+    # Per node: (its saved tensors' extra bytes, the gradient bytes in flight at its backward).
+    in_flight = 0
+    kept_extra: list[int] = [0] * len(nodes)
+    for k, ins in enumerate(inputs):
+        rec = records[k]
+        needs = tuple([bool(n) and n in grad for n in ins])
+        if not any(needs):
+            rec.backward_macs = rec.backward_flops = 0
+            continue
+        opset, spec = spec_of(k)
+        differentiable = spec is None or spec.differentiable
+        if differentiable:
+            for o in outputs[k]:
+                t = types.get(o) if o else None
+                if t is not None and t.elem_type in FLOAT_TYPES:
+                    grad.add(o)
+        cost, kept = Cost(), NOTHING_SAVED
+        if spec is None or not differentiable or rec.status not in ("ok", "zero"):
+            if spec is None or (differentiable and rec.status == "unsupported"):
+                missing[op_types[k]] += 1
+        elif spec.backward is None:
+            if not spec.zero:
+                missing[op_types[k]] += 1
+        else:
+            key = (kinds[k], needs)
+            found = memo.get(key) if kinds[k] >= 0 else None
+            if found is None:
+                ctx = OpContext(
+                    nodes[k],
+                    opset,
+                    tuple([types.get(n) if n else None for n in ins]),
+                    tuple([types.get(n) if n else None for n in outputs[k]]),
+                )
+                try:
+                    found = (
+                        spec.backward(ctx, needs),
+                        spec.saves(ctx, needs) if spec.saves is not None else NOTHING_SAVED,
+                    )
+                except (UnknownShapeError, InvalidAttributeError, IndexError, ValueError) as e:
+                    failed.append(f"{rec.name} ({op_types[k]}): {e}")
+                    found = (Cost(), NOTHING_SAVED)
+                if kinds[k] >= 0:
+                    memo[key] = found
+            cost, kept = found
+        rec.backward_macs = cost.macs
+        rec.backward_flops = flops(cost)
+        total = total + cost
+        for i in kept.inputs:
+            if i < len(ins) and ins[i] and ins[i] not in constant:
+                saved[ins[i]] = _nbytes(types.get(ins[i]), half)
+        for j in kept.outputs:
+            outs = outputs[k]
+            if j < len(outs) and outs[j] and outs[j] not in constant:
+                saved[outs[j]] = _nbytes(types.get(outs[j]), half)
+        extra_saved += kept.extra_bytes
+        kept_extra[k] = kept.extra_bytes
+        # Gradients in flight while this node's backward runs: its outputs' and its inputs'.
+        # (A weight's gradient is in gradient_bytes already.)
+        flight = sum(_nbytes(types.get(o), half) for o in outputs[k] if o in grad)
+        flight += sum(
+            _nbytes(types.get(n), half)
+            for n, need in zip(ins, needs, strict=True)
+            if need and n not in constant
+        )
+        in_flight = max(in_flight, flight)
+    saved_bytes = sum(saved.values()) + extra_saved
+    forward_peak = _forward_peak(
+        inputs,
+        outputs,
+        types,
+        constant,
+        graph_inputs,
+        graph_outputs,
+        last_use,
+        saved,
+        kept_extra,
+        half,
+    )
+    memory = _memory(weights, roots, opts, saved_bytes, max(forward_peak, saved_bytes + in_flight))
+    backward_flops = flops(total)
+    warnings = []
+    if missing:
+        listed = ", ".join(f"{op} ({n})" for op, n in sorted(missing.items()))
+        warnings.append(
+            f"training: {sum(missing.values())} nodes on the gradient path have no backward "
+            f"rule and count 0 backward: {listed}; see `onnxcost ops`"
+        )
+    if failed:
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        warnings.append(
+            f"training: {len(failed)} nodes' backward could not be costed and count 0: "
+            f"{'; '.join(failed[:3])}{more}"
+        )
+    if not roots and not opts.grad_inputs:
+        warnings.append(
+            "training: no trainable parameter (every float weight is frozen or there is none): "
+            "backward costs 0; check --frozen"
+        )
+    return TrainingResult(
+        TrainingTotals(
+            backward_macs=total.macs,
+            backward_flops=backward_flops,
+            training_flops=forward_flops + backward_flops,
+            trainable_params=sum(roots.values()),
+            training_memory=memory,
+            optimizer=opts.optimizer,
+            mixed_precision=opts.mixed_precision,
+            frozen=None if opts.frozen is None else opts.frozen.pattern,
+        ),
+        tuple(warnings),
+    )
+
+
+def _forward_peak(
+    inputs: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+    types: Mapping[str, TensorInfo],
+    constant: set[str],
+    graph_inputs: Sequence[str],
+    graph_outputs: Sequence[str],
+    last_use: Mapping[str, int],
+    saved: Mapping[str, int],
+    kept_extra: Sequence[int],
+    half: bool,
+) -> int:
+    """The forward's activation peak when the tensors backward keeps live to its end: a
+    tensor lives from its writer (a graph input from the start) to its last reader, a kept
+    one or a graph output to the end; a node's own statistics from it to the end."""
+    n = len(inputs)
+    delta = [0] * (n + 1)
+
+    def add(name: str, start: int) -> None:
+        if not name or name in constant:
+            return
+        size = saved.get(name)
+        if size is None:
+            size = _nbytes(types.get(name), half)
+            end = last_use.get(name, start)
+        else:
+            end = n - 1
+        if name in outs_of_graph:
+            end = n - 1
+        delta[start] += size
+        delta[max(start, end) + 1] -= size
+
+    outs_of_graph = frozenset(graph_outputs)
+    for name in graph_inputs:
+        add(name, 0)
+    for k, outs in enumerate(outputs):
+        for o in outs:
+            add(o, k)
+        if kept_extra[k]:
+            delta[k] += kept_extra[k]
+            delta[n] -= kept_extra[k]
+    peak = live = 0
+    for k in range(n):
+        live += delta[k]
+        peak = max(peak, live)
+    return peak
+
+
+def _memory(
+    weights: Weights,
+    roots: Mapping[str, int],
+    opts: TrainingOptions,
+    saved_bytes: int,
+    activation_peak: int,
+) -> TrainingMemory:
+    half = opts.mixed_precision is not None
+    weights_bytes = 0
+    for counted in weights.counted.values():
+        if half and counted.elem_type in _WIDE_FLOATS:
+            weights_bytes += HALF_BYTES * counted.elements
+        else:
+            weights_bytes += counted.nbytes
+    gradient_bytes = 0
+    for name, elements in roots.items():
+        per = HALF_BYTES * 8 if half else element_bits(weights.counted[name].elem_type)
+        gradient_bytes += elements * per // 8
+    trainable = sum(roots.values())
+    optimizer_bytes = trainable * (
+        OPTIMIZER_STATE_BYTES[opts.optimizer] + (MASTER_WEIGHT_BYTES if half else 0)
+    )
+    return TrainingMemory(
+        weights_bytes=weights_bytes,
+        gradient_bytes=gradient_bytes,
+        optimizer_bytes=optimizer_bytes,
+        saved_activation_bytes=saved_bytes,
+        peak_bytes=weights_bytes + gradient_bytes + optimizer_bytes + activation_peak,
+    )
+
+
+__all__ = [
+    "MIXED_PRECISIONS",
+    "OPTIMIZERS",
+    "MixedPrecision",
+    "Optimizer",
+    "TrainingOptions",
+    "TrainingResult",
+    "options",
+    "train",
+    "trainable_roots",
+]

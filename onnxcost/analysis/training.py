@@ -308,31 +308,27 @@ def _forward_peak(
     tensor lives from its writer (a graph input from the start) to its last reader, a kept
     one or a graph output to the end; a node's own statistics from it to the end."""
     n = len(inputs)
+    if n == 0:
+        return 0
     delta = [0] * (n + 1)
-
-    def add(name: str, start: int) -> None:
+    ends = frozenset(graph_outputs)
+    written = [(name, 0) for name in graph_inputs]
+    written += [(o, k) for k, outs in enumerate(outputs) for o in outs]
+    for name, start in written:
         if not name or name in constant:
-            return
+            continue
         size = saved.get(name)
         if size is None:
             size = _nbytes(types.get(name), half)
-            end = last_use.get(name, start)
+            end = n - 1 if name in ends else last_use.get(name, start)
         else:
-            end = n - 1
-        if name in outs_of_graph:
             end = n - 1
         delta[start] += size
         delta[max(start, end) + 1] -= size
-
-    outs_of_graph = frozenset(graph_outputs)
-    for name in graph_inputs:
-        add(name, 0)
-    for k, outs in enumerate(outputs):
-        for o in outs:
-            add(o, k)
-        if kept_extra[k]:
-            delta[k] += kept_extra[k]
-            delta[n] -= kept_extra[k]
+    for k, extra in enumerate(kept_extra):
+        if extra:
+            delta[k] += extra
+            delta[n] -= extra
     peak = live = 0
     for k in range(n):
         live += delta[k]

@@ -39,9 +39,11 @@ def ops(
 
     def as_text(csv: bool) -> str:
         sep = "," if csv else " | "
-        head = ["domain", "op_type", "opsets", "status", "formula"]
+        head = ["domain", "op_type", "opsets", "status", "formula", "backward"]
         lines = (
-            [sep.join(head)] if csv else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+            [sep.join(head)]
+            if csv
+            else ["| " + " | ".join(head) + " |", "|---|---|---|---|---|---|"]
         )
         for r in [*rows, *missing]:
             cells = [
@@ -50,6 +52,7 @@ def ops(
                 r.opsets,
                 r.status,
                 r.formula.replace(",", ";") if csv else r.formula,
+                r.backward.replace(",", ";") if csv else r.backward,
             ]
             lines.append(sep.join(cells) if csv else "| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
@@ -71,13 +74,13 @@ def ops(
             parts.append(
                 fitted(
                     f"{name}: {costed} with a formula, {len(group) - costed} without",
-                    ("op", "opsets", "status", "formula"),
-                    (False,) * 4,
-                    [[r.op_type, r.opsets, r.status, r.formula] for r in group],
+                    ("op", "opsets", "status", "formula", "backward"),
+                    (False,) * 5,
+                    [[r.op_type, r.opsets, r.status, r.formula, r.backward] for r in group],
                     console.width,
                     drop=[1],
-                    trim=[3, 0],
-                    tail=[3],
+                    trim=[4, 3, 0],
+                    tail=[4, 3],
                 )
             )
         console.print(Group(*parts))

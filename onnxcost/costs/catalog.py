@@ -7,7 +7,7 @@ from typing import NamedTuple
 import onnx.defs
 
 from onnxcost.costs import REGISTRY
-from onnxcost.costs._registry import OPSET_MAX
+from onnxcost.costs._registry import OPSET_MAX, OpSpec
 from onnxcost.load.tensors import normalize_domain
 
 
@@ -17,6 +17,19 @@ class OpRow(NamedTuple):
     opsets: str
     status: str
     formula: str
+    backward: str = ""
+    """The backward rule (docs/training.md): its formula, or why there is none."""
+
+
+ROUTED = "0: routes the gradient as it is (a copy, slice, reshape or concat)"
+NO_RULE = "no backward rule yet: counts 0 on the gradient path, with a warning"
+
+
+def backward_text(spec: OpSpec) -> str:
+    """The backward column of ``onnxcost ops`` for one entry."""
+    if spec.backward_summary:
+        return spec.backward_summary
+    return ROUTED if spec.zero else NO_RULE
 
 
 def _matches(domain: str | None, d: str) -> bool:
@@ -35,6 +48,7 @@ def supported(domain: str | None = None) -> list[OpRow]:
                     opsets,
                     "zero" if s.zero else "formula",
                     s.summary,
+                    backward_text(s),
                 )
             )
     return rows

@@ -14,6 +14,8 @@ import math
 
 from onnxcost.costs._context import OpContext
 from onnxcost.costs._registry import (
+    OPSET_MAX,
+    REGISTRY,
     Cost,
     Saved,
     broadcast_sum,
@@ -282,42 +284,43 @@ def mel_weight_matrix(ctx: OpContext) -> Cost:
 # that needs one, with the same one-FLOP-per-primitive rule as the forward. A broadcast input's
 # gradient is summed back to its shape: numel(Y) - numel(X) adds (``broadcast_sum``).
 
-_UNARY_BACKWARD: dict[str, tuple[int, str]] = {
-    # op: (FLOPs per element of dX, what it keeps: "x" its input, "y" its output, "" nothing)
-    "Neg": (1, ""),  # -g
-    "Abs": (2, "x"),  # sign(x) g
-    "Reciprocal": (3, "y"),  # -g y^2: mul, mul, neg
-    "Sqrt": (2, "y"),  # g / (2 y): mul, div
-    "Exp": (1, "y"),  # g y
-    "Log": (1, "x"),  # g / x
-    "Erf": (5, "x"),  # g 2/sqrt(pi) exp(-x^2): square, neg, exp, mul, mul
-    "Sin": (2, "x"),  # g cos(x)
-    "Cos": (3, "x"),  # -g sin(x)
-    "Tan": (3, "y"),  # g (1 + y^2)
-    "Asin": (4, "x"),  # g / sqrt(1 - x^2): square, sub, sqrt, div
-    "Acos": (5, "x"),  # -g / sqrt(1 - x^2)
-    "Atan": (3, "x"),  # g / (1 + x^2)
-    "Sinh": (2, "x"),  # g cosh(x)
-    "Cosh": (2, "x"),  # g sinh(x)
-    "Tanh": (3, "y"),  # g (1 - y^2): square, sub, mul
-    "Asinh": (4, "x"),  # g / sqrt(x^2 + 1)
-    "Acosh": (4, "x"),  # g / sqrt(x^2 - 1)
-    "Atanh": (3, "x"),  # g / (1 - x^2)
-    "Relu": (1, "y"),  # g where y > 0: a compare (the select is free)
-    "ThresholdedRelu": (1, "x"),  # g where x > alpha
-    "LeakyRelu": (2, "x"),  # compare, multiply by the slope
-    "Shrink": (2, "x"),  # g where |x| > lambd: two compares
-    "Elu": (3, "y"),  # y > 0 ? g : g (y + alpha): compare, add, mul
-    "Selu": (3, "y"),  # compare, add, mul (and the gamma scale folded in)
-    "Celu": (3, "y"),  # compare, divide, mul
-    "Sigmoid": (3, "y"),  # g y (1 - y): sub, mul, mul
-    "HardSigmoid": (3, "x"),  # g alpha where 0 < alpha x + beta < 1: two compares, mul
-    "HardSwish": (6, "x"),  # two compares, g (2x + 3) / 6: mul, add, div, mul
-    "Softplus": (5, "x"),  # g sigmoid(x): sigmoid's 4, mul
-    "Softsign": (4, "x"),  # g / (1 + |x|)^2: abs, add, square, div
-    "Mish": (14, "x"),  # tanh(sp) + x sech^2(sp) sigmoid(x): sp 3, tanh, sigmoid 4, 6 more, g
-    "Swish": (9, "x"),  # s (1 + x (1 - s)) g: sigmoid 4, sub, mul, add, mul, mul
-    "Gelu": (11, "x"),  # Phi(x) + x phi(x): Phi 4, phi 4, mul, add, times g
+_UNARY_BACKWARD: dict[str, tuple[int, str, str]] = {
+    # op: (FLOPs per element of dX, what it keeps: "x" its input, "y" its output, "" nothing,
+    # dX as computed from g, the output's gradient)
+    "Neg": (1, "", "-g"),
+    "Abs": (2, "x", "sign(x) g"),
+    "Reciprocal": (3, "y", "-g y^2: mul, mul, neg"),
+    "Sqrt": (2, "y", "g / (2 y): mul, div"),
+    "Exp": (1, "y", "g y"),
+    "Log": (1, "x", "g / x"),
+    "Erf": (5, "x", "g 2/sqrt(pi) exp(-x^2): square, neg, exp, mul, mul"),
+    "Sin": (2, "x", "g cos(x)"),
+    "Cos": (3, "x", "-g sin(x)"),
+    "Tan": (3, "y", "g (1 + y^2)"),
+    "Asin": (4, "x", "g / sqrt(1 - x^2): square, sub, sqrt, div"),
+    "Acos": (5, "x", "-g / sqrt(1 - x^2)"),
+    "Atan": (3, "x", "g / (1 + x^2)"),
+    "Sinh": (2, "x", "g cosh(x)"),
+    "Cosh": (2, "x", "g sinh(x)"),
+    "Tanh": (3, "y", "g (1 - y^2): square, sub, mul"),
+    "Asinh": (4, "x", "g / sqrt(x^2 + 1)"),
+    "Acosh": (4, "x", "g / sqrt(x^2 - 1)"),
+    "Atanh": (3, "x", "g / (1 - x^2)"),
+    "Relu": (1, "y", "g where y > 0: a compare (the select is free)"),
+    "ThresholdedRelu": (1, "x", "g where x > alpha"),
+    "LeakyRelu": (2, "x", "g (x > 0 ? 1 : alpha): compare, mul"),
+    "Shrink": (2, "x", "g where |x| > lambd: two compares"),
+    "Elu": (3, "y", "y > 0 ? g : g (y + alpha): compare, add, mul"),
+    "Selu": (3, "y", "y > 0 ? gamma g : g (y + gamma alpha): compare, add, mul"),
+    "Celu": (4, "y", "y > 0 ? g : g (y / alpha + 1): compare, div, add, mul"),
+    "Sigmoid": (3, "y", "g y (1 - y): sub, mul, mul"),
+    "HardSigmoid": (3, "x", "g alpha where 0 < alpha x + beta < 1: two compares, mul"),
+    "HardSwish": (6, "x", "two compares, g (2x + 3) / 6: mul, add, div, mul"),
+    "Softplus": (5, "x", "g sigmoid(x): sigmoid's 4, mul"),
+    "Softsign": (4, "x", "g / (1 + |x|)^2: abs, add, square, div"),
+    "Mish": (14, "x", "tanh(sp) + x sech^2(sp) sigmoid(x): sp 3, tanh, sigmoid 4, 6 more, g"),
+    "Swish": (9, "x", "s (1 + x (1 - s)) g: sigmoid 4, sub, mul, add, mul, mul"),
+    "Gelu": (11, "x", "g (Phi(x) + x phi(x)): Phi 4, phi 4, mul, add, mul (tanh form: 17)"),
 }
 
 
@@ -341,8 +344,17 @@ def _unary_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
     return Saved(inputs=(0,)) if kept == "x" else Saved(outputs=(0,)) if kept == "y" else Saved()
 
 
-for _op in _UNARY_BACKWARD:
-    register_backward(_op, saves=_unary_saves)(_unary_backward)
+_KEEPS = {"x": "; keeps X", "y": "; keeps Y", "": ""}
+for _op, (_k, _kept, _expr) in _UNARY_BACKWARD.items():
+    REGISTRY.attach(
+        "",
+        _op,
+        1,
+        OPSET_MAX,
+        backward=_unary_backward,
+        saves=_unary_saves,
+        backward_summary=f"dX = {_expr}: {_k} x numel(Y) FLOPs{_KEEPS[_kept]}",
+    )
 
 
 @register_backward("PRelu", saves=saves_inputs(0, 1))

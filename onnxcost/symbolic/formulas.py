@@ -66,7 +66,48 @@ def symbolic_analysis(
         max_degree=max_degree,
         allow_reshape=allow_reshape,
     )
+    if training is not None and symbols:
+        costs = _with_training(
+            source, costs, base, input_shapes, dims, convention, allow_reshape, training
+        )
     return replace(base, symbolic=costs, warnings=(*base.warnings, *costs.warnings))
+
+
+def _with_training(
+    source: PreparedModel,
+    costs: SymbolicCosts,
+    base: Analysis,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    dims: Mapping[str, int],
+    convention: Convention,
+    allow_reshape: bool,
+    training: TrainingOptions,
+) -> SymbolicCosts:
+    """``costs`` with the formulas of the training totals (``symbolic.training``)."""
+    from onnxcost.analysis.walk import costs_at
+    from onnxcost.symbolic.training import training_formulas, training_vector
+
+    def run(values: dict[str, int]) -> list[int] | None:
+        point = with_derived(source.proto, input_shapes or {}, {**dims, **values})
+        a = costs_at(
+            source,
+            input_shapes=input_shapes,
+            dims=point,
+            convention=convention,
+            allow_reshape=allow_reshape,
+            training=training,
+        )
+        return training_vector(a.totals.training)
+
+    at_one = training_vector(base.totals.training)
+    assert at_one is not None
+    found, warnings, runs = training_formulas(costs.symbols, run, at_one)
+    return replace(
+        costs,
+        totals={**costs.totals, **found},
+        warnings=(*costs.warnings, *warnings),
+        analyses=costs.analyses + runs,
+    )
 
 
 def symbolic_costs(

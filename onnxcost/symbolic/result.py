@@ -23,6 +23,15 @@ _LABELS = {
     "bytes_written": "bytes written",
     "params": "params",
     "param_bytes": "param bytes",
+    "backward_macs": "backward MACs",
+    "backward_flops": "backward FLOPs",
+    "training_flops": "training FLOPs",
+    "trainable_params": "trainable params",
+    "weights_bytes": "training weights bytes",
+    "gradient_bytes": "gradient bytes",
+    "optimizer_bytes": "optimizer bytes",
+    "saved_activation_bytes": "saved activation bytes",
+    "peak_bytes": "training peak bytes",
 }
 
 
@@ -32,7 +41,7 @@ class SymbolicCosts:
 
     symbols: tuple[str, ...]
     totals: dict[str, Formula | None]
-    """Keys ``TOTAL_KEYS``."""
+    """Keys ``TOTAL_KEYS``, then with ``training`` ``training.TRAINING_KEYS``."""
     nodes: tuple[dict[str, Formula | None], ...]
     """One per record of ``Analysis.nodes``, in the same order; keys ``NODE_KEYS``."""
     zero_allowed: dict[str, bool]
@@ -91,6 +100,16 @@ class FormulaTotals:
     bytes_written: int | None
     params: int | None
     param_bytes: int | None
+    backward_macs: int | None = None
+    """This and the keys below: with ``training=True`` only (``training.TRAINING_KEYS``)."""
+    backward_flops: int | None = None
+    training_flops: int | None = None
+    trainable_params: int | None = None
+    weights_bytes: int | None = None
+    gradient_bytes: int | None = None
+    optimizer_bytes: int | None = None
+    saved_activation_bytes: int | None = None
+    peak_bytes: int | None = None
 
 
 def _strings(formulas: Mapping[str, Formula | None]) -> dict[str, str | None]:

@@ -320,9 +320,11 @@ def _datasheet(
 
 _H100_NOTE = (
     "measured by onnxcost on one H100 80GB HBM3 with onnxruntime-gpu 1.31.1 (docs/gpu.md): "
-    "MatMul 8192^3 in TF32 412.2 TFLOP/s, Add of 256 Mi float32 2,925 GB/s; node overhead "
-    "from the batch-1 latencies of resnet18/resnet50/bert_base/gpt2 fp32 there (host-bound); "
-    "no per-class curves (no per-op sweep was run on it): every op at those ceilings"
+    "MatMul 8192^3 in TF32 412.2 TFLOP/s, Add of 256 Mi float32 2,925 GB/s; 4.6 us per node "
+    "launched, from the batch-1 fp32 latencies there (vit_b_16, bert_base and gpt2 agree: "
+    "4.56-4.60 us; resnet18 and resnet50 took 11-17 us per node, so CNNs at batch 1 are "
+    "predicted too fast); no per-class curves (no per-op sweep ran there): every op at those "
+    "ceilings"
 )
 
 BUILTIN: dict[str, Device] = {
@@ -331,7 +333,7 @@ BUILTIN: dict[str, Device] = {
         ceilings=Ceilings(
             412.2e12, 2925e9, CUDA, "NVIDIA H100 80GB HBM3", "float32", "1.31.1", "2026-11-23"
         ),
-        node_overhead_us=0.0,  # set below from the measured batch-1 figures
+        node_overhead_us=4.6,
         run_overhead_us=0.0,
         threads=None,
         source="measured",

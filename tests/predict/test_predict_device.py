@@ -168,7 +168,8 @@ def test_built_in_devices_by_name_any_case() -> None:
         412.2e12,
         2925e9,
     )
-    assert h100.source == "measured" and not h100.roofline_bound
+    assert h100.source == "measured"
+    assert not h100.roofline_bound
 
 
 @pytest.mark.parametrize(
@@ -191,7 +192,8 @@ def test_datasheet_devices_say_they_are_a_roofline_bound(
         peak,
         bandwidth,
     )
-    assert "a roofline bound" in device.note and "not a calibration" in device.note
+    assert "a roofline bound" in device.note
+    assert "not a calibration" in device.note
     assert device.node_overhead_us == 0.0
     assert from_dict(device.to_dict()) == device
 

@@ -42,9 +42,7 @@ ROOFLINE = Device(
 
 
 def _node(op: str, flops: int, read: int, written: int, shapes: tuple = ()) -> NodeRecord:  # type: ignore[type-arg]
-    return NodeRecord(
-        op, op, "", "ok", 0, flops, 0, read, written, shapes, (), ("a", "b"), ("y",)
-    )
+    return NodeRecord(op, op, "", "ok", 0, flops, 0, read, written, shapes, (), ("a", "b"), ("y",))
 
 
 def test_compute_bound_node() -> None:

@@ -1,0 +1,255 @@
+"""``onnxcost predict`` as a terminal table, markdown or an HTML page: the same rows in each.
+
+A summary (device, latency, throughput, time by bound), the op-type summary, and the nodes
+with the most predicted time first (``top`` of them; 0: all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from onnxcost.predict.estimate import NodeTime
+from onnxcost.predict.llm import LlmPrediction
+from onnxcost.predict.result import Prediction
+from onnxcost.predict.versus import Versus
+from onnxcost.report import units
+from onnxcost.report.safe_text import hanging, md, plain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+DEFAULT_TOP = 20
+"""Nodes listed by default: the ones with the most predicted time."""
+
+
+def _us(v: float) -> str:
+    return f"{v:,.2f}" if v < 1000 else f"{v:,.0f}"
+
+
+def summary_rows(p: Prediction) -> list[tuple[str, str]]:
+    """Label and value per figure of the summary."""
+    d = p.device
+    threads = "onnxruntime's default" if d.threads is None else str(d.threads)
+    rows = [
+        ("model", p.model or "(in memory)"),
+        ("device", f"{d.name} ({d.source}{', a roofline bound' if d.roofline_bound else ''})"),
+        ("provider", f"{d.provider}, threads {threads}, {d.ceilings.dtype}"),
+        (
+            "ceilings",
+            f"{d.ceilings.peak_flops_per_s / 1e9:,.1f} GFLOP/s, "
+            f"{d.ceilings.bandwidth_bytes_per_s / 1e9:,.1f} GB/s, "
+            f"{d.node_overhead_us:.2f} us per node",
+        ),
+        ("latency", f"{p.latency_ms:,.4f} ms (run overhead {_us(p.run_overhead_us)} us)"),
+        ("throughput", f"{p.throughput_per_s:,.1f} per s at batch {p.batch}"),
+    ]
+    for bound in ("compute", "memory", "overhead"):
+        stats = p.by_bound[bound]
+        rows.append(
+            (f"{bound}-bound", f"{int(stats['nodes'])} nodes, {_us(stats['predicted_us'])} us")
+        )
+    rows.append(("free", f"{p.free_nodes} nodes onnxruntime folds, eliminates or fuses away"))
+    return rows
+
+
+def node_rows(nodes: Sequence[NodeTime]) -> list[list[str]]:
+    return [
+        [
+            n.name,
+            n.op_type,
+            n.op_class,
+            n.bound,
+            _us(n.predicted_us),
+            _us(n.compute_us),
+            _us(n.memory_us),
+            units.count(n.flops),
+            units.nbytes(n.bytes),
+        ]
+        for n in nodes
+    ]
+
+
+NODE_HEADERS = (
+    "node",
+    "op",
+    "class",
+    "bound",
+    "predicted us",
+    "compute us",
+    "memory us",
+    "FLOPs",
+    "bytes",
+)
+_NUMERIC = (False, False, False, False, True, True, True, True, True)
+
+
+def top_nodes(p: Prediction, top: int | None) -> list[NodeTime]:
+    """The ``top`` nodes with the most predicted time (0: all, None: ``DEFAULT_TOP``)."""
+    ranked = sorted(p.nodes, key=lambda n: -n.predicted_us)
+    limit = DEFAULT_TOP if top is None else top
+    return ranked if limit == 0 else ranked[:limit]
+
+
+def op_rows(p: Prediction) -> list[list[str]]:
+    return [[o.op_type, str(o.count), _us(o.predicted_us), f"{o.share:.1%}"] for o in p.by_op_type]
+
+
+def render(p: Prediction, console: Console, top: int | None = None) -> None:
+    from rich.text import Text
+
+    from onnxcost.report.fit import fitted
+
+    width = console.width
+    summary = fitted(
+        None,
+        ("figure", "value"),
+        (False, False),
+        [[plain(k), plain(v)] for k, v in summary_rows(p)],
+        width,
+        trim=[1],
+        tail=[1],
+        show_header=False,
+    )
+    summary.columns[0].style = "bold"
+    console.print(summary)
+    console.print(
+        fitted(
+            "by op type",
+            ("op", "nodes", "predicted us", "share"),
+            (False, True, True, True),
+            op_rows(p),
+            width,
+        )
+    )
+    chosen = top_nodes(p, top)
+    title = f"nodes, most predicted time first ({len(chosen)} of {len(p.nodes)})"
+    console.print(fitted(title, NODE_HEADERS, _NUMERIC, node_rows(chosen), width, trim=[0]))
+    for w in p.warnings:
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
+
+
+def to_markdown(p: Prediction, top: int | None = None) -> str:
+    out = [f"# onnxcost predict: {md(p.model or '(in memory)')}", ""]
+    out += ["| figure | value |", "|---|---|"]
+    out += [f"| {md(k)} | {md(v)} |" for k, v in summary_rows(p)]
+    out += [
+        "",
+        "## By op type",
+        "",
+        "| op | nodes | predicted us | share |",
+        "|---|---:|---:|---:|",
+    ]
+    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in op_rows(p)]
+    chosen = top_nodes(p, top)
+    out += ["", f"## Nodes ({len(chosen)} of {len(p.nodes)}, most predicted time first)", ""]
+    out += ["| " + " | ".join(NODE_HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in node_rows(chosen)]
+    if p.warnings:
+        out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in p.warnings]
+    return "\n".join(out) + "\n"
+
+
+def predict_html(p: Prediction, top: int | None = None) -> str:
+    """One self-contained page: the summary, the op types and the nodes."""
+    from onnxcost.report.html.page import page
+
+    chosen = top_nodes(p, top)
+    return page(
+        "predict.html.j2",
+        title=f"onnxcost predict: {p.model or '(in memory)'}",
+        what="predicted latency on a device",
+        data={"charts": {}, "tables": []},
+        heading=p.model or "(in memory)",
+        cards=[
+            ("latency", f"{p.latency_ms:,.4f} ms", ""),
+            ("throughput", f"{p.throughput_per_s:,.1f} /s", f"batch {p.batch}"),
+            ("device", p.device.name, p.device.source),
+        ],
+        rows=summary_rows(p),
+        op_headers=("op", "nodes", "predicted us", "share"),
+        op_rows=op_rows(p),
+        node_headers=NODE_HEADERS,
+        node_rows=node_rows(chosen),
+        shown=len(chosen),
+        total=len(p.nodes),
+        warnings=list(p.warnings),
+    )
+
+
+def versus_rows(v: Versus, top: int | None = None) -> list[list[str]]:
+    """Per profiled row: measured and predicted microseconds and the miss, largest first."""
+    limit = DEFAULT_TOP if top is None else top
+    chosen = v.nodes if limit == 0 else v.nodes[:limit]
+    return [
+        [n.name, n.op_type, _us(n.measured_us), _us(n.predicted_us), f"{n.miss_us:+,.1f}"]
+        for n in chosen
+    ]
+
+
+VERSUS_HEADERS = ("node", "op", "measured us", "predicted us", "miss us")
+
+
+def versus_summary(v: Versus) -> str:
+    return (
+        f"predicted on {v.device}: {v.predicted_ms:,.4f} ms against {v.measured_ms:,.4f} ms "
+        f"measured (median), {v.error:+.1%}"
+    )
+
+
+def render_versus(v: Versus, console: Console, top: int | None = None) -> None:
+    from onnxcost.report.fit import fitted
+
+    console.print(plain(versus_summary(v)))
+    if v.nodes:
+        rows = versus_rows(v, top)
+        console.print(
+            fitted(
+                f"predicted against measured, largest misses first ({len(rows)} of {len(v.nodes)})",
+                VERSUS_HEADERS,
+                (False, False, True, True, True),
+                rows,
+                console.width,
+                trim=[0],
+            )
+        )
+
+
+def versus_markdown(v: Versus, top: int | None = None) -> str:
+    out = ["", "## Predicted against measured", "", md(versus_summary(v)), ""]
+    if v.nodes:
+        out += ["| " + " | ".join(VERSUS_HEADERS) + " |", "|---|---|---:|---:|---:|"]
+        out += ["| " + " | ".join(md(c) for c in row) + " |" for row in versus_rows(v, top)]
+    return "\n".join(out) + "\n"
+
+
+def llm_rows(p: LlmPrediction) -> list[tuple[str, str]]:
+    """The predicted figures of ``onnxcost llm --device``."""
+    bound = ", a roofline bound" if p.roofline_bound else ""
+    rows = [
+        ("predicted on", f"{p.device} ({p.device_source}{bound})"),
+        ("predicted time to first token", f"{p.time_to_first_token_ms:,.3f} ms"),
+    ]
+    if p.decode_step_ms is not None and p.tokens_per_s is not None:
+        rows += [
+            (
+                "predicted decode step",
+                f"{p.decode_step_ms:,.3f} ms (first {p.decode_first_ms:,.3f}, "
+                f"last {p.decode_last_ms:,.3f})",
+            ),
+            ("predicted tokens/s", f"{p.tokens_per_s:,.1f} (batch {p.batch})"),
+        ]
+    rows.append(("predicted generation", f"{p.generation_ms:,.3f} ms"))
+    return rows
+
+
+__all__ = [
+    "llm_rows",
+    "predict_html",
+    "render",
+    "render_versus",
+    "summary_rows",
+    "to_markdown",
+    "top_nodes",
+    "versus_markdown",
+]

@@ -36,7 +36,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxcost import zoo
-from onnxcost.analyze import analyze
+from onnxcost.api import analyze
 from onnxcost.bench._ort import import_ort
 from onnxcost.bench.inputs import input_specs, make_inputs
 from onnxcost.bench.session import SessionConfig, opt_level, prepare_model, session_options

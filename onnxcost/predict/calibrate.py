@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from onnxcost import __version__
+from onnxcost._version import __version__
 from onnxcost.bench.progress import BenchProgress, ProgressFn
 from onnxcost.bench.session import SessionConfig
 from onnxcost.errors import BenchError
@@ -339,7 +339,7 @@ def cache_bytes() -> int:
 
 def _measured_size(model: onnx.ModelProto, basis: str) -> int:
     """The probe node's FLOPs or bytes read + written, as onnxcost's analysis counts them."""
-    from onnxcost.analyze import analyze
+    from onnxcost.api import analyze
 
     node = max(analyze(model).nodes, key=lambda n: (n.flops, n.bytes_total))
     return node.flops if basis == "flops" else node.bytes_total

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from onnxcost.analysis.records import Const, Layout, to_jsonable
 from onnxcost.bench.providers import ALIASES, CPU, CUDA
 from onnxcost.bench.roofline import Ceilings
 from onnxcost.errors import OnnxcostError
-from onnxcost.records import Const, Layout, to_jsonable
 
 SCHEMA = "onnxcost.device/1"
 """The device file's schema name and version; another version is refused."""

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.predict.device import Curve, Device
-from onnxcost.records import NodeRecord
 
 Bound = Literal["compute", "memory", "overhead", "free"]
 

@@ -11,13 +11,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from onnxcost.analyze import analyze
-from onnxcost.formulas import with_derived
-from onnxcost.llm import detect
-from onnxcost.model import ModelSource
+from onnxcost.api import analyze
+from onnxcost.llm.cost import detect
+from onnxcost.load.model import ModelSource
 from onnxcost.predict.device import Device, load_device
 from onnxcost.predict.run import predict_analysis, static_inputs
 from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.symbolic.formulas import with_derived
 
 
 @dataclass(frozen=True, slots=True)

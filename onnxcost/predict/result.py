@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from onnxcost.analysis.records import Const, Group, Layout, to_jsonable
 from onnxcost.predict.device import Device
 from onnxcost.predict.estimate import NodeTime
-from onnxcost.records import Const, Group, Layout, to_jsonable
 
 SCHEMA = "onnxcost.predict/1"
 

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import onnx
 
-from onnxcost.analyze import Analysis, analyze
-from onnxcost.model import ModelSource
+from onnxcost.analysis.walk import Analysis
+from onnxcost.api import analyze
+from onnxcost.load.model import ModelSource
 from onnxcost.predict.device import Device, load_device
 from onnxcost.predict.estimate import NodeTime, predict_nodes
 from onnxcost.predict.result import OpTypeTime, Prediction

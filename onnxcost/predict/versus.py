@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from onnxcost.analysis.records import Layout
 from onnxcost.bench.result import BenchResult
 from onnxcost.predict.result import Prediction
-from onnxcost.records import Layout
 
 
 @dataclass(frozen=True, slots=True)

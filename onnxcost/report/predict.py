@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from onnxcost import units
 from onnxcost.predict.estimate import NodeTime
 from onnxcost.predict.llm import LlmPrediction
 from onnxcost.predict.result import Prediction
 from onnxcost.predict.versus import Versus
-from onnxcost.report import units
 from onnxcost.report.safe_text import hanging, md, plain
 
 if TYPE_CHECKING:

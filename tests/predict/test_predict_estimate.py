@@ -11,12 +11,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnxcost_testing import parse
 
-from onnxcost.analyze import analyze
+from onnxcost.analysis.records import NodeRecord
+from onnxcost.api import analyze
 from onnxcost.bench.roofline import Ceilings
 from onnxcost.predict.device import Curve, Device
 from onnxcost.predict.estimate import free_nodes, node_time, op_class
 from onnxcost.predict.run import predict, predict_analysis, static_inputs
-from onnxcost.records import NodeRecord
 
 # peak 1e9 FLOP/s, bandwidth 1e8 bytes/s, 2 us per node, 5 us per run.
 DEVICE = Device(

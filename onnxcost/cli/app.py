@@ -17,7 +17,19 @@ from typing import Annotated, Any
 import typer
 
 from onnxcost._version import __version__
-from onnxcost.cli import analyze, annotate, bench, check, compare, llm, ops, providers, zoo
+from onnxcost.cli import (
+    analyze,
+    annotate,
+    bench,
+    calibrate,
+    check,
+    compare,
+    llm,
+    ops,
+    predict,
+    providers,
+    zoo,
+)
 
 app = typer.Typer(
     name="onnxcost",
@@ -53,6 +65,8 @@ app.command("llm")(llm.llm_cmd)
 app.command("compare")(compare.compare_cmd)
 app.command("check")(check.check_cmd)
 app.command()(bench.bench)
+app.command()(calibrate.calibrate)
+app.command("predict")(predict.predict_cmd)
 app.command()(providers.providers)
 app.add_typer(zoo.zoo_app, name="zoo")
 

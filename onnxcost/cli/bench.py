@@ -8,7 +8,7 @@ import enum
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,8 +26,14 @@ from onnxcost.cli.options import (
     parse_shape_flags,
     provider_option,
 )
-from onnxcost.cli.render import Format, render
+from onnxcost.cli.render import Format, Views, render, views
 from onnxcost.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from onnxcost.bench.result import BenchResult
+    from onnxcost.predict.versus import Versus
 
 BENCH_PROFILE_RUNS = 50
 """``onnxcost.bench.options.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
@@ -43,7 +49,7 @@ class OptLevel(str, enum.Enum):
     all = "all"
 
 
-def _progress_callback(quiet: bool) -> tuple[Callable[[object], None] | None, Callable[[], None]]:
+def progress_callback(quiet: bool) -> tuple[Callable[[object], None] | None, Callable[[], None]]:
     """A rich progress bar on stderr (only on a terminal, never with --quiet) and its closer."""
     if quiet or not sys.stderr.isatty():
         return None, lambda: None
@@ -180,6 +186,16 @@ def bench(
             min=0,
         ),
     ] = BENCH_TIMEOUT_S,
+    predict: Annotated[
+        str | None,
+        typer.Option(
+            "--predict",
+            help="Also predict on this device (a device file or a built-in name) and put "
+            "predicted and measured side by side per node, largest misses first (turns on "
+            "--profile).",
+            show_default=False,
+        ),
+    ] = None,
     format: ReportFormatOpt = "table",
     output: OutputOpt = None,
     top: Annotated[
@@ -218,7 +234,14 @@ def bench(
             static = run_analysis(
                 prepared, input_shapes=shapes, dims=dims, allow_reshape=allow_reshape
             )
-        callback, close = _progress_callback(quiet)
+        if predict is not None:
+            if fmt not in (Format.table, Format.markdown, Format.json):
+                raise UsageError("--predict writes table, markdown or json; pick one with --format")
+            from onnxcost.predict.device import load_device
+
+            # Refused before any run: a device for another provider, or a corrupt file.
+            target = load_device(predict, provider)
+        callback, close = progress_callback(quiet)
         try:
             result = run_bench(
                 prepared if netron else model,
@@ -235,7 +258,7 @@ def bench(
                     warmup=warmup,
                     runs=runs,
                     min_seconds=min_seconds,
-                    profile=profile,
+                    profile=profile or predict is not None,
                     trace_out=trace_out,
                     include_copies=include_copies,
                     cuda_graph=cuda_graph,
@@ -252,6 +275,22 @@ def bench(
             )
         finally:
             close()
+        if predict is not None:
+            from onnxcost.predict.run import predict as run_predict
+            from onnxcost.predict.versus import versus
+
+            prediction = versus(
+                result,
+                run_predict(
+                    prepared if netron else model,
+                    target,
+                    input_shapes=shapes,
+                    dims=dims,
+                    allow_reshape=allow_reshape,
+                ),
+            )
+            render(_with_versus(result, prediction, top), fmt, out, wide=wide)
+            return
         render(
             result,
             fmt,
@@ -263,3 +302,28 @@ def bench(
         )
 
     run_guarded(debug, go)
+
+
+def _with_versus(result: "BenchResult", prediction: "Versus", top: int) -> Views:
+    """The bench report's views with predicted against measured after them (JSON:
+    ``predicted``)."""
+    from onnxcost.analysis.records import to_json, to_jsonable
+    from onnxcost.report.predict import render_versus, versus_markdown
+
+    base = views(result, top=top or None)
+
+    def table(console: "Console") -> None:
+        base.table(console)
+        render_versus(prediction, console, top)
+
+    def as_json() -> str:
+        data = result.to_dict()
+        data["predicted"] = to_jsonable(prediction)
+        return to_json(data)
+
+    def markdown() -> str:
+        return (base.markdown() if base.markdown is not None else "") + versus_markdown(
+            prediction, top
+        )
+
+    return Views(table=table, json=as_json, markdown=markdown)

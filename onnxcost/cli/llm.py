@@ -25,11 +25,15 @@ from onnxcost.cli.options import (
     parse_shape_flags,
     provider_option,
 )
-from onnxcost.cli.render import Format, render
+from onnxcost.cli.render import Format, Views, render, views
 from onnxcost.errors import OnnxcostError, UsageError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from onnxcost.bench.roofline import Ceilings
+    from onnxcost.llm.cost import LlmReport
+    from onnxcost.predict.llm import LlmPrediction
 
 
 def llm_cmd(
@@ -79,6 +83,15 @@ def llm_cmd(
         str, provider_option("Execution provider for --bench and the cached calibration.")
     ] = "cpu",
     threads: GateThreadsOpt = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="Also predict time to first token, decode step and tokens/s on this device: a "
+            "device file (onnxcost calibrate) or a built-in name (H100, A100, H200, L4).",
+            show_default=False,
+        ),
+    ] = None,
     format: PageFormatOpt = "table",
     output: OutputOpt = None,
     force: ForceOpt = False,
@@ -125,9 +138,56 @@ def llm_cmd(
                 config=SessionConfig(resolve_provider(provider), intra_op_threads=threads),
             )
             report = dataclasses.replace(report, bench=timing)
-        render(report, Format(format), out)
+        if device is None:
+            render(report, Format(format), out)
+            return
+        if format == "html":
+            raise UsageError("--device writes table, markdown or json; drop --format html")
+        from onnxcost.predict.llm import predict_llm
+
+        predicted = predict_llm(
+            prepared,
+            device,
+            prompt=prompt,
+            generate=generate,
+            batch=batch,
+            dims=dims,
+            batch_dim=batch_dim,
+            seq_dim=seq_dim,
+            past_dim=past_dim,
+        )
+        render(_with_prediction(report, predicted), Format(format), out)
 
     run_guarded(debug, go)
+
+
+def _with_prediction(report: "LlmReport", predicted: "LlmPrediction") -> Views:
+    """The report's views with the predicted figures after its own (JSON: ``predicted``)."""
+    import json
+
+    from onnxcost.analysis.records import to_jsonable
+    from onnxcost.report.predict import llm_rows
+    from onnxcost.report.safe_text import md, text
+
+    base = views(report)
+    rows = llm_rows(predicted)
+
+    def table(console: "Console") -> None:
+        base.table(console)
+        for label, value in rows:
+            console.print(text(f"{label}: {value}"))
+
+    def as_json() -> str:
+        data = report.to_dict()
+        data["predicted"] = to_jsonable(predicted)
+        return json.dumps(data, indent=2)
+
+    def markdown() -> str:
+        head = base.markdown() if base.markdown is not None else ""
+        lines = ["", "## Predicted", "", "| figure | value |", "|---|---|"]
+        return head + "\n".join(lines + [f"| {md(k)} | {md(v)} |" for k, v in rows]) + "\n"
+
+    return Views(table=table, json=as_json, markdown=markdown)
 
 
 def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> "Ceilings | None":

@@ -51,7 +51,7 @@ def static_inputs(model: onnx.ModelProto) -> bool:
 
 
 def predict_analysis(
-    analysis: Analysis, device: Device, *, static_shapes: bool = True
+    analysis: Analysis, device: Device, *, static_shapes: bool = True, model: str | None = None
 ) -> Prediction:
     """The prediction for a model already analysed (its shapes as the analysis set them).
     ``static_shapes``: the model file fixes every input dim (``static_inputs``)."""
@@ -67,7 +67,7 @@ def predict_analysis(
     if device.roofline_bound:
         warnings.append(f"{device.name}: {device.note}")
     return Prediction(
-        analysis.model.path,
+        model or analysis.model.path,
         device,
         _batch(analysis),
         len(analysis.inputs),
@@ -93,7 +93,8 @@ def predict(
     prepared = model if isinstance(model, PreparedModel) else prepare(model)
     static = static_inputs(prepared.proto)
     analysis = analyze(prepared, input_shapes=input_shapes, dims=dims, allow_reshape=allow_reshape)
-    return predict_analysis(analysis, dev, static_shapes=static)
+    name = prepared.builtin or prepared.display
+    return predict_analysis(analysis, dev, static_shapes=static, model=name)
 
 
 __all__ = ["predict", "predict_analysis"]

@@ -70,6 +70,7 @@ CLASSES: tuple[str, ...] = (
     "conv",
     "conv_1x1",
     "conv_depthwise",
+    "conv_grouped",
     "elementwise",
     "transcendental",
     "reduction",
@@ -117,7 +118,9 @@ def op_class(node: NodeRecord) -> str:
             if isinstance(channels, int) and isinstance(per_group, int) and per_group > 0:
                 if per_group == 1 and channels > 1:
                     return "conv_depthwise"
-                if channels == per_group and all(k == 1 for k in w[2:]):
+                if channels != per_group:
+                    return "conv_grouped"
+                if all(k == 1 for k in w[2:]):
                     return "conv_1x1"
     return cls
 
@@ -272,6 +275,9 @@ def node_time(
         cold_s = weight_bytes / (
             device.weight_bandwidth_bytes_per_s or device.ceilings.bandwidth_bytes_per_s
         )
+    if cls == "view" and m_curve is not None:
+        # An alias: onnxruntime copies nothing, so no size takes longer than the smallest.
+        nbytes = min(nbytes, int(m_curve.points[0][0]))
     compute_s = flops / (device.ceilings.peak_flops_per_s * _eff(c_curve, flops))
     memory_s = nbytes / (device.ceilings.bandwidth_bytes_per_s * _eff(m_curve, nbytes)) + cold_s
     compute_us, memory_us = compute_s * 1e6, memory_s * 1e6

@@ -202,15 +202,30 @@ def test_more_inputs_and_outputs_add_their_overheads() -> None:
         ("Conv <group = 8, pads = [1, 1, 1, 1]> (x, wd)", "conv_depthwise"),
         ("Conv (x, w1)", "conv_1x1"),
         ("Conv <pads = [1, 1, 1, 1]> (x, w3)", "conv"),
+        ("Conv <group = 2, pads = [1, 1, 1, 1]> (x, wg)", "conv_grouped"),
     ],
 )
 def test_conv_classes(conv: str, expected: str) -> None:
     text = f"""
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[1, 8, 8, 8] x, float[8, 1, 3, 3] wd, float[8, 8, 1, 1] w1, float[8, 8, 3, 3] w3)
-        => (float[1, 8, 8, 8] y) {{
+    g (float[1, 8, 8, 8] x, float[8, 1, 3, 3] wd, float[8, 8, 1, 1] w1, float[8, 8, 3, 3] w3,
+       float[8, 4, 3, 3] wg) => (float[1, 8, 8, 8] y) {{
         y = {conv}
     }}
     """
     (node,) = analyze(parse(text)).nodes
     assert op_class(node) == expected
+
+
+def test_a_reshape_takes_no_longer_for_more_bytes() -> None:
+    # onnxruntime's Reshape aliases its input: its time is the view curve's smallest point's,
+    # 256 bytes at 0.02 of 1e8 bytes/s = 128 us, for 256 bytes or 4 MB alike.
+    device = Device(
+        "v", ROOFLINE.ceilings, 0.0, 0.0, 1, "calibrated",
+        curves={"view": Curve("bytes", ((256, 0.02), (65536, 5.12)))},
+    )  # fmt: skip
+    small = node_time(_node("Reshape", 0, 128, 128), device)
+    large = node_time(_node("Reshape", 0, 2_000_000, 2_000_000), device)
+    assert small.op_class == large.op_class == "view"
+    assert math.isclose(small.memory_us, 128.0)
+    assert math.isclose(large.memory_us, 128.0)

@@ -173,6 +173,70 @@ def measure(model: Any, dims: dict[str, int], device: Device, seconds: float) ->
     }
 
 
+H100_BATCH1_FP32 = {
+    # docs/gpu.md, "The H100 figures": median ms at batch 1, fp32, inputs bound on the GPU.
+    "resnet18": (0.849, {}),
+    "resnet50": (1.465, {}),
+    "vit_b_16": (1.971, {}),
+    "bert_base": (2.090, {"seq": 128}),
+    "gpt2": (2.138, {"seq": 128}),
+}
+
+
+CONV_CLASSES = ("conv", "conv_1x1", "conv_depthwise", "conv_grouped")
+
+
+def fit_overheads(rows: list[tuple[float, float, int, int]]) -> tuple[float, float]:
+    """(conv, other) per-node overhead in us minimising the squared relative error of
+    measured = predicted without overhead + conv nodes x conv + other nodes x other, over
+    ``rows`` of (measured ms, predicted ms, conv nodes, other nodes)."""
+    # Normal equations of the weighted least squares, each row divided by its measured ms.
+    scc = sco = soo = syc = syo = 0.0
+    for ms, lat, conv, other in rows:
+        y, c, o = (ms - lat) * 1e3 / ms, conv / ms, other / ms
+        scc, sco, soo, syc, syo = scc + c * c, sco + c * o, soo + o * o, syc + y * c, syo + y * o
+    det = scc * soo - sco * sco
+    return (syc * soo - syo * sco) / det, (scc * syo - sco * syc) / det
+
+
+def h100_leave_one_out() -> int:
+    """The H100 built-in's per-node overheads (convolutions, other nodes), left out one model
+    at a time: fitted on the other four's measured batch-1 latencies (``fit_overheads``),
+    then the fifth predicted with them."""
+    import dataclasses
+
+    from onnxcost.predict.device import BUILTIN
+    from onnxcost.predict.run import predict
+
+    bare = dataclasses.replace(BUILTIN["H100"], node_overhead_us=0.0, curves={})
+    rows: dict[str, tuple[float, float, int, int]] = {}
+    for name, (ms, dims) in H100_BATCH1_FP32.items():
+        p = predict(name, bare, dims={"batch": 1, **dims})
+        run = [n for n in p.nodes if n.bound != "free"]
+        conv = sum(1 for n in run if n.op_class in CONV_CLASSES)
+        rows[name] = (ms, p.latency_ms, conv, len(run) - conv)
+    print(
+        "| model (batch 1, fp32) | measured ms | conv nodes | other nodes | overheads fitted "
+        "on the others (conv, other; us) | predicted ms | error % |"
+    )
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
+    errors = []
+    for name, (ms, lat, conv, other) in rows.items():
+        a, b = fit_overheads([r for k, r in rows.items() if k != name])
+        predicted = lat + (a * conv + b * other) / 1e3
+        errors.append(abs(predicted - ms) / ms * 100)
+        print(
+            f"| {name} | {ms:.3f} | {conv} | {other} | {a:.2f}, {b:.2f} | {predicted:.3f} | "
+            f"{(predicted - ms) / ms * 100:+.1f} |"
+        )
+    a, b = fit_overheads(list(rows.values()))
+    print(
+        f"fitted on all five: {a:.2f} us per convolution, {b:.2f} us per other node; "
+        f"leave-one-out median |error| {statistics.median(errors):.1f}%"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", help="a device file or built-in name (default: calibrate)")
@@ -182,7 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=1.5, help="measuring time per model")
     ap.add_argument("--only", nargs="*", help="only the cases whose name contains one of these")
     ap.add_argument("--json", type=Path, help="write the rows as JSON here")
+    ap.add_argument(
+        "--h100-loo",
+        action="store_true",
+        help="only the H100 built-in's leave-one-out check on the project's measured figures",
+    )
     args = ap.parse_args(argv)
+    if args.h100_loo:
+        return h100_leave_one_out()
     if args.device:
         device = load_device(args.device)
     else:

@@ -36,7 +36,7 @@ from onnxcost.errors import BenchError
 from onnxcost.predict.device import Curve, Device
 from onnxcost.predict.estimate import BASIS
 
-ROUNDS = 3
+ROUNDS = 5
 """Each point is timed in this many rounds and the least round median kept: another process
 that takes the caches or the core for a while slows one round, not all."""
 

@@ -49,13 +49,17 @@ class Curve:
 
     basis: Basis
     points: tuple[tuple[float, float], ...]
-    """``(size, efficiency)`` in increasing size, efficiency above 0."""
+    """``(size, efficiency)`` in increasing size, efficiency above 0; none: efficiency 1."""
+    overhead_us: float | None = None
+    """This class's per-node overhead, where it differs from the device's ``node_overhead_us``."""
 
     def efficiency(self, size: float) -> float:
         """Efficiency at ``size``: linear in log(size) between points; beyond the largest, the
         largest's; below the smallest, what keeps the smallest's time (an op's time does not
         fall below that of the smallest size measured)."""
         pts = self.points
+        if not pts:
+            return 1.0
         if size <= pts[0][0]:
             return pts[0][1] * size / pts[0][0]
         if size >= pts[-1][0]:
@@ -139,10 +143,12 @@ class Device:
 
     @property
     def classes_json(self) -> dict[str, Any]:
-        return {
-            k: {"basis": c.basis, "points": [list(p) for p in c.points]}
-            for k, c in sorted(self.curves.items())
-        }
+        out: dict[str, Any] = {}
+        for k, c in sorted(self.curves.items()):
+            out[k] = {"basis": c.basis, "points": [list(p) for p in c.points]}
+            if c.overhead_us is not None:
+                out[k]["overhead_us"] = c.overhead_us
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)  # type: ignore[no-any-return]
@@ -175,7 +181,10 @@ def _curve(name: str, data: Any, where: str) -> Curve:
     if not isinstance(data, Mapping) or data.get("basis") not in ("flops", "bytes"):
         raise _corrupt(where, f"class {name!r} has no basis 'flops' or 'bytes'")
     raw = data.get("points")
-    if not isinstance(raw, list) or not raw:
+    overhead = data.get("overhead_us")
+    if overhead is not None:
+        overhead = _number(data, "overhead_us", where, positive=False)
+    if not isinstance(raw, list) or (not raw and overhead is None):
         raise _corrupt(where, f"class {name!r} has no points")
     points: list[tuple[float, float]] = []
     for p in raw:
@@ -190,7 +199,7 @@ def _curve(name: str, data: Any, where: str) -> Curve:
         points.append((float(p[0]), float(p[1])))
     if any(b[0] <= a[0] for a, b in itertools.pairwise(points)):
         raise _corrupt(where, f"class {name!r} has points out of size order")
-    return Curve(data["basis"], tuple(points))
+    return Curve(data["basis"], tuple(points), overhead)
 
 
 def _texts(data: Any) -> dict[str, str]:
@@ -320,12 +329,13 @@ def _datasheet(
 
 _H100_NOTE = (
     "measured by onnxcost on one H100 80GB HBM3 with onnxruntime-gpu 1.31.1 (docs/gpu.md): "
-    "MatMul 8192^3 in TF32 412.2 TFLOP/s, Add of 256 Mi float32 2,925 GB/s; 4.6 us per node "
-    "launched, from the batch-1 fp32 latencies there (vit_b_16, bert_base and gpt2 agree: "
-    "4.56-4.60 us; resnet18 and resnet50 took 11-17 us per node, so CNNs at batch 1 are "
-    "predicted too fast); no per-class curves (no per-op sweep ran there): every op at those "
-    "ceilings"
+    "MatMul 8192^3 in TF32 412.2 TFLOP/s, Add of 256 Mi float32 2,925 GB/s; per node run "
+    "30.66 us for a convolution and 1.86 us for any other, fitted to the batch-1 fp32 "
+    "latencies of resnet18, resnet50, vit_b_16, bert_base and gpt2 there (host-bound: the "
+    "GPU waits for launches); no per-op sweep ran there, so every op at those ceilings "
+    "(leave-one-out: median error 34%, scripts/bench_predict.py --h100-loo)"
 )
+_H100_CONV = Curve("flops", (), overhead_us=30.66)
 
 BUILTIN: dict[str, Device] = {
     "H100": Device(
@@ -333,10 +343,11 @@ BUILTIN: dict[str, Device] = {
         ceilings=Ceilings(
             412.2e12, 2925e9, CUDA, "NVIDIA H100 80GB HBM3", "float32", "1.31.1", "2026-11-23"
         ),
-        node_overhead_us=4.6,
+        node_overhead_us=1.86,
         run_overhead_us=0.0,
         threads=None,
         source="measured",
+        curves=dict.fromkeys(("conv", "conv_1x1", "conv_depthwise", "conv_grouped"), _H100_CONV),
         note=_H100_NOTE,
     ),
     "A100": _datasheet("A100", 156e12, 312e12, 2039e9, "float32"),

@@ -282,6 +282,8 @@ def node_time(
     memory_s = nbytes / (device.ceilings.bandwidth_bytes_per_s * _eff(m_curve, nbytes)) + cold_s
     compute_us, memory_us = compute_s * 1e6, memory_s * 1e6
     overhead = device.node_overhead_us
+    if curve is not None and curve.overhead_us is not None:
+        overhead = curve.overhead_us
     work = max(compute_us, memory_us)
     bound: Bound = (
         "overhead" if overhead > work else ("compute" if compute_us >= memory_us else "memory")

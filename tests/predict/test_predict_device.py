@@ -210,3 +210,14 @@ def test_curve_interpolates_in_log_size_and_holds_time_below_the_smallest() -> N
     # Below the smallest, the smallest's time: size 100 at 0.5 x 100 / 1000 = 0.05, so
     # 100 / 0.05 = 2,000 = 1,000 / 0.5.
     assert math.isclose(curve.efficiency(100), 0.05)
+
+
+def test_a_class_may_carry_its_own_overhead_without_points(tmp_path: Path) -> None:
+    data = _device().to_dict()
+    data["classes"]["conv"] = {"basis": "flops", "points": [], "overhead_us": 30}
+    device = read_device(_write(tmp_path, data))
+    assert device.curves["conv"] == Curve("flops", (), 30.0)
+    assert device.curves["conv"].efficiency(1e9) == 1.0
+    del data["classes"]["conv"]["overhead_us"]
+    with pytest.raises(DeviceError, match=r"class 'conv' has no points"):
+        read_device(_write(tmp_path, data))

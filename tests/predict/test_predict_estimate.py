@@ -229,3 +229,14 @@ def test_a_reshape_takes_no_longer_for_more_bytes() -> None:
     assert small.op_class == large.op_class == "view"
     assert math.isclose(small.memory_us, 128.0)
     assert math.isclose(large.memory_us, 128.0)
+
+
+def test_a_class_overhead_replaces_the_devices() -> None:
+    # The Relu of test_overhead_bound_node_on_a_roofline_device (0.24 us of memory) where
+    # elementwise nodes cost 7 us each instead of the device's 2: 7.24 us.
+    device = Device(
+        "c", ROOFLINE.ceilings, 2.0, 0.0, 1, "datasheet",
+        curves={"elementwise": Curve("bytes", (), overhead_us=7.0)},
+    )  # fmt: skip
+    t = node_time(_node("Relu", 3, 12, 12), device)
+    assert math.isclose(t.predicted_us, 7.24)

@@ -8,8 +8,8 @@ them used by the calibration, which runs single-node models only): predicts its 
 and measures it in the same run with a bare onnxruntime loop (a fresh session with the
 device file's provider, threads and optimization level, seeded random inputs,
 ``perf_counter_ns`` and the thread's CPU time around each ``session.run``; 3 warm-up runs,
-then 3 rounds of ``--seconds`` / 3, at least 5 runs each). Prints a table: model, predicted
-ms, measured ms (the least of the 3 round medians, as calibrate measures, and the median of
+then 5 rounds of ``--seconds`` / 5, at least 5 runs each). Prints a table: model, predicted
+ms, measured ms (the least of the 5 round medians, as calibrate measures, and the median of
 all runs), error %, then the share within +-15% and the median |error| against each.
 ``--timing thread`` (one thread, CPU provider) calibrates and compares by the thread's CPU
 time, which leaves out what other processes take on a shared machine.
@@ -124,7 +124,7 @@ def cases() -> list[Case]:
     return out
 
 
-ROUNDS = 3
+ROUNDS = 5
 
 
 def measure(model: Any, dims: dict[str, int], device: Device, seconds: float) -> dict[str, float]:

@@ -8,3 +8,24 @@ time model over an analysis.
 """
 
 from __future__ import annotations
+
+from onnxcost.predict.calibrate import calibrate_device
+from onnxcost.predict.device import BUILTIN, Curve, Device, DeviceError, load_device, read_device
+from onnxcost.predict.llm import LlmPrediction, predict_llm
+from onnxcost.predict.result import Prediction
+from onnxcost.predict.run import predict, predict_analysis
+
+__all__ = [
+    "BUILTIN",
+    "Curve",
+    "Device",
+    "DeviceError",
+    "LlmPrediction",
+    "Prediction",
+    "calibrate_device",
+    "load_device",
+    "predict",
+    "predict_analysis",
+    "predict_llm",
+    "read_device",
+]

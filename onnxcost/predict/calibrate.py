@@ -31,6 +31,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxcost._version import __version__
 from onnxcost.bench.progress import BenchProgress, ProgressFn
+from onnxcost.bench.roofline import Ceilings
 from onnxcost.bench.session import SessionConfig
 from onnxcost.errors import BenchError
 from onnxcost.predict.device import Curve, Device
@@ -339,6 +340,33 @@ def cache_bytes() -> int:
     return best
 
 
+def _cpu_ceilings(timer: _Timer, dtype: str, sizes: tuple[int, int]) -> Ceilings:
+    """Peak FLOP/s from an N x N MatMul (2 N^3 FLOPs) and bandwidth from an Add of M
+    elements (3 x M x element size bytes), timed as every other point (the calibration's
+    clock, the least round median)."""
+    from onnxcost.bench.system import cpu_name
+
+    n, numel = sizes
+    elem = _DTYPES[dtype]
+    matmul = helper.make_node("MatMul", ["A", "B"], ["C"])
+    add = helper.make_node("Add", ["A", "B"], ["C"])
+    t_mm = timer.median_s(
+        _model([matmul], [("A", (n, n)), ("B", (n, n))], ("C", None), elem), "peak"
+    )
+    t_add = timer.median_s(
+        _model([add], [("A", (numel,)), ("B", (numel,))], ("C", None), elem), "bandwidth"
+    )
+    return Ceilings(
+        peak_flops_per_s=2 * n**3 / t_mm,
+        bandwidth_bytes_per_s=3 * np.dtype(dtype).itemsize * numel / t_add,
+        provider="CPUExecutionProvider",
+        device=cpu_name(),
+        dtype=dtype,
+        onnxruntime_version=str(timer.ort.__version__),
+        measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
 def _measured_size(model: onnx.ModelProto, basis: str) -> int:
     """The probe node's FLOPs or bytes read + written, as onnxcost's analysis counts them."""
     from onnxcost.api import analyze
@@ -391,17 +419,20 @@ def calibrate_device(
             progress(BenchProgress("calibrate", done, total, message))
 
     say(0, "peak compute and bandwidth")
-    with tempfile.TemporaryDirectory(prefix="onnxcost-calibrate-") as folder:
-        n, numel = ceilings_sizes or (None, None)
-        ceilings, _ = calibrate_ceilings(
-            config,
-            dtype=dtype,
-            matmul_n=n,
-            add_numel=numel,
-            refresh=True,
-            cache=Path(folder) / "ceilings.json",
-        )
     timer = _Timer(config, seconds_per_point, timing)
+    if config.provider == "CPUExecutionProvider":
+        ceilings = _cpu_ceilings(timer, dtype, ceilings_sizes or (1024, 1 << 24))
+    else:  # inputs and outputs bound on the device: bench's own calibration
+        with tempfile.TemporaryDirectory(prefix="onnxcost-calibrate-") as folder:
+            n, numel = ceilings_sizes or (None, None)
+            ceilings, _ = calibrate_ceilings(
+                config,
+                dtype=dtype,
+                matmul_n=n,
+                add_numel=numel,
+                refresh=True,
+                cache=Path(folder) / "ceilings.json",
+            )
     say(1, "per-node overhead")
     node_s, run_s, input_s, output_s = _overheads(timer, elem)
     say(1, "weights read from memory")

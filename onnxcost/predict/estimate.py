@@ -2,10 +2,12 @@
 
 For a node of op class c with F FLOPs and B bytes read + written::
 
-    compute_s = F / (peak x eff_c(F))        (eff from c's curve when its basis is flops)
+    compute_s = F / (peak x eff_c(F))        (eff from c's curve when its basis is flops;
+                                              0 when c's curve is measured against bytes,
+                                              whose times hold the arithmetic already)
     memory_s  = B / (bandwidth x eff_m(B))   (eff from c's curve when its basis is bytes,
                                               else from the "elementwise" curve)
-    time      = max(compute_s, memory_s) + node_overhead
+    time      = max(compute_s, memory_s) + node_overhead (c's own where it has one)
 
 A class without a curve runs at the ceilings (efficiency 1), which is what a datasheet device
 has everywhere. ``bound`` names the larger term, or "overhead" when the overhead is larger
@@ -278,7 +280,12 @@ def node_time(
     if cls == "view" and m_curve is not None:
         # An alias: onnxruntime copies nothing, so no size takes longer than the smallest.
         nbytes = min(nbytes, int(m_curve.points[0][0]))
-    compute_s = flops / (device.ceilings.peak_flops_per_s * _eff(c_curve, flops))
+    # A class measured against bytes has its arithmetic in its curve's times already.
+    compute_s = (
+        0.0
+        if curve is not None and curve.basis == "bytes"
+        else flops / (device.ceilings.peak_flops_per_s * _eff(c_curve, flops))
+    )
     memory_s = nbytes / (device.ceilings.bandwidth_bytes_per_s * _eff(m_curve, nbytes)) + cold_s
     compute_us, memory_us = compute_s * 1e6, memory_s * 1e6
     overhead = device.node_overhead_us

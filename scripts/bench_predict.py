@@ -103,7 +103,7 @@ def cases() -> list[Case]:
         dims = {"batch": 1}
         if path.name.startswith("decoder"):
             dims.update({"seq": 1, "past_seq": 16, "total_seq": 17})
-        out.append(Case(f"models/{path.stem}", _path(path), dims))
+        out.append(Case(f"models/{path.name}", _path(path), dims))
     small: list[tuple[str, dict[str, Any], dict[str, int]]] = [
         ("mlp", {}, {"batch": 1}),
         ("resnet20_cifar", {}, {"batch": 1}),

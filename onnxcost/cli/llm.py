@@ -163,9 +163,7 @@ def llm_cmd(
 
 def _with_prediction(report: "LlmReport", predicted: "LlmPrediction") -> Views:
     """The report's views with the predicted figures after its own (JSON: ``predicted``)."""
-    import json
-
-    from onnxcost.analysis.records import to_jsonable
+    from onnxcost.analysis.records import to_json, to_jsonable
     from onnxcost.report.predict import llm_rows
     from onnxcost.report.safe_text import md, text
 
@@ -180,7 +178,7 @@ def _with_prediction(report: "LlmReport", predicted: "LlmPrediction") -> Views:
     def as_json() -> str:
         data = report.to_dict()
         data["predicted"] = to_jsonable(predicted)
-        return json.dumps(data, indent=2)
+        return to_json(data)
 
     def markdown() -> str:
         head = base.markdown() if base.markdown is not None else ""

@@ -12,7 +12,7 @@ import typer
 
 from onnxcost.cli.bench import progress_callback
 from onnxcost.cli.guard import run_guarded
-from onnxcost.cli.options import DebugOpt, ForceOpt, checked_output
+from onnxcost.cli.options import DebugOpt, ForceOpt, checked_output, provider_option
 
 
 class CalibrateDtype(str, enum.Enum):
@@ -25,9 +25,7 @@ def calibrate(
         Path,
         typer.Option("--output", "-o", help="The device file to write (JSON).", show_default=False),
     ],
-    provider: Annotated[
-        str, typer.Option("--provider", help="Execution provider: cpu, cuda, ...")
-    ] = "cpu",
+    provider: Annotated[str, provider_option("Execution provider: cpu, cuda, ...")] = "cpu",
     threads: Annotated[
         int | None,
         typer.Option(help="Intra-op threads (default: onnxruntime's).", min=1, show_default=False),

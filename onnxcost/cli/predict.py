@@ -21,6 +21,7 @@ from onnxcost.cli.options import (
     WideOpt,
     checked_output,
     parse_shape_flags,
+    provider_option,
 )
 from onnxcost.cli.render import Format, Views, render
 
@@ -44,10 +45,8 @@ def predict_cmd(
     allow_reshape: AllowReshapeOpt = False,
     provider: Annotated[
         str | None,
-        typer.Option(
-            "--provider",
-            help="Refuse a device file made for another provider than this one.",
-            show_default=False,
+        provider_option(
+            "Refuse a device file made for another provider than this one.", show_default=False
         ),
     ] = None,
     format: PageFormatOpt = "table",

@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from onnxcost.cli.bench import progress_callback
 from onnxcost.cli.guard import run_guarded
 from onnxcost.cli.options import DebugOpt, ForceOpt, checked_output, provider_option
+from onnxcost.cli.progress import progress_callback
 
 
 class CalibrateDtype(str, enum.Enum):

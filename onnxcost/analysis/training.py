@@ -173,29 +173,42 @@ def train(
             if (t := types.get(n)) is not None and t.elem_type in FLOAT_TYPES
         )
     constant = weights.constant
-    memo: dict[tuple[int, Needs], tuple[Cost, Saved]] = {}
+    memo: dict[tuple[int, Needs], tuple[Cost, int, Saved]] = {}
+    """(node kind, gradients needed) -> (backward, its FLOPs in the convention, what it keeps):
+    nodes of one kind (same op, attributes and tensor types) cost the same."""
     missing: Counter[str] = Counter()
     failed: list[str] = []
     saved: dict[str, int] = {}
+    sizes: dict[str, int] = {}
     extra_saved = 0
-    total = Cost()
-    # Per node: (its saved tensors' extra bytes, the gradient bytes in flight at its backward).
+    macs_total = flops_total = 0
     in_flight = 0
+    """The most gradient bytes in flight at one node's backward: its outputs' and the
+    activations' it computes (a weight's gradient is in gradient_bytes already)."""
     kept_extra: list[int] = [0] * len(nodes)
+    no_cost = (Cost(), 0, NOTHING_SAVED)
+
+    def size(name: str) -> int:
+        found = sizes.get(name)
+        if found is None:
+            found = sizes[name] = _nbytes(types.get(name), half)
+        return found
+
     for k, ins in enumerate(inputs):
         rec = records[k]
-        needs = tuple([bool(n) and n in grad for n in ins])
-        if not any(needs):
+        needs = tuple([n in grad for n in ins]) if ins else ()
+        if True not in needs:
             rec.backward_macs = rec.backward_flops = 0
             continue
         opset, spec = spec_of(k)
         differentiable = spec is None or spec.differentiable
+        outs = outputs[k]
         if differentiable:
-            for o in outputs[k]:
+            for o in outs:
                 t = types.get(o) if o else None
                 if t is not None and t.elem_type in FLOAT_TYPES:
                     grad.add(o)
-        cost, kept = Cost(), NOTHING_SAVED
+        found = no_cost
         if spec is None or not differentiable or rec.status not in ("ok", "zero"):
             if spec is None or (differentiable and rec.status == "unsupported"):
                 missing[op_types[k]] += 1
@@ -203,47 +216,48 @@ def train(
             if not spec.zero:
                 missing[op_types[k]] += 1
         else:
-            key = (kinds[k], needs)
-            found = memo.get(key) if kinds[k] >= 0 else None
-            if found is None:
+            kind = kinds[k]
+            memo_hit = memo.get((kind, needs)) if kind >= 0 else None
+            if memo_hit is None:
                 ctx = OpContext(
                     nodes[k],
                     opset,
                     tuple([types.get(n) if n else None for n in ins]),
-                    tuple([types.get(n) if n else None for n in outputs[k]]),
+                    tuple([types.get(n) if n else None for n in outs]),
                 )
                 try:
-                    found = (
-                        spec.backward(ctx, needs),
-                        spec.saves(ctx, needs) if spec.saves is not None else NOTHING_SAVED,
-                    )
+                    cost = spec.backward(ctx, needs)
+                    kept = spec.saves(ctx, needs) if spec.saves is not None else NOTHING_SAVED
+                    memo_hit = (cost, flops(cost), kept)
                 except (UnknownShapeError, InvalidAttributeError, IndexError, ValueError) as e:
                     failed.append(f"{rec.name} ({op_types[k]}): {e}")
-                    found = (Cost(), NOTHING_SAVED)
-                if kinds[k] >= 0:
-                    memo[key] = found
-            cost, kept = found
+                    memo_hit = no_cost
+                if kind >= 0:
+                    memo[kind, needs] = memo_hit
+            found = memo_hit
+        cost, cost_flops, kept = found
         rec.backward_macs = cost.macs
-        rec.backward_flops = flops(cost)
-        total = total + cost
+        rec.backward_flops = cost_flops
+        macs_total += cost.macs
+        flops_total += cost_flops
         for i in kept.inputs:
             if i < len(ins) and ins[i] and ins[i] not in constant:
-                saved[ins[i]] = _nbytes(types.get(ins[i]), half)
+                saved[ins[i]] = size(ins[i])
         for j in kept.outputs:
-            outs = outputs[k]
             if j < len(outs) and outs[j] and outs[j] not in constant:
-                saved[outs[j]] = _nbytes(types.get(outs[j]), half)
-        extra_saved += kept.extra_bytes
-        kept_extra[k] = kept.extra_bytes
-        # Gradients in flight while this node's backward runs: its outputs' and its inputs'.
-        # (A weight's gradient is in gradient_bytes already.)
-        flight = sum(_nbytes(types.get(o), half) for o in outputs[k] if o in grad)
-        flight += sum(
-            _nbytes(types.get(n), half)
-            for n, need in zip(ins, needs, strict=True)
-            if need and n not in constant
-        )
-        in_flight = max(in_flight, flight)
+                saved[outs[j]] = size(outs[j])
+        if kept.extra_bytes:
+            extra_saved += kept.extra_bytes
+            kept_extra[k] = kept.extra_bytes
+        flight = 0
+        for o in outs:
+            if o in grad:
+                flight += size(o)
+        for n, need in zip(ins, needs, strict=True):
+            if need and n not in constant:
+                flight += size(n)
+        if flight > in_flight:
+            in_flight = flight
     saved_bytes = sum(saved.values()) + extra_saved
     forward_peak = _forward_peak(
         inputs,
@@ -258,7 +272,7 @@ def train(
         half,
     )
     memory = _memory(weights, roots, opts, saved_bytes, max(forward_peak, saved_bytes + in_flight))
-    backward_flops = flops(total)
+    backward_flops = flops_total
     warnings = []
     if missing:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(missing.items()))
@@ -279,7 +293,7 @@ def train(
         )
     return TrainingResult(
         TrainingTotals(
-            backward_macs=total.macs,
+            backward_macs=macs_total,
             backward_flops=backward_flops,
             training_flops=forward_flops + backward_flops,
             trainable_params=sum(roots.values()),
@@ -324,15 +338,16 @@ def _forward_peak(
         else:
             end = n - 1
         delta[start] += size
-        delta[max(start, end) + 1] -= size
+        delta[(end if end > start else start) + 1] -= size
     for k, extra in enumerate(kept_extra):
         if extra:
             delta[k] += extra
             delta[n] -= extra
     peak = live = 0
-    for k in range(n):
-        live += delta[k]
-        peak = max(peak, live)
+    for change in delta[:n]:
+        live += change
+        if live > peak:
+            peak = live
     return peak
 
 

@@ -419,7 +419,12 @@ def div_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
     return Cost(flops=flops)
 
 
-@register_backward("Pow", saves=lambda ctx, needs: Saved(inputs=(0, 1), outputs=(0,)))
+def _pow_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """Pow keeps A and B for dA, and A and Y for dB (Y only there: an exponent that trains)."""
+    return Saved(inputs=(0, 1), outputs=(0,) if needs_any(needs, 1) else ())
+
+
+@register_backward("Pow", saves=_pow_saves)
 def pow_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
     """dA = g B A^(B-1): 4 per element (sub, pow, mul, mul); dB = g Y log(A): 3 per element; plus broadcast sums."""
     flops = 4 * ctx.out_numel() + broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0

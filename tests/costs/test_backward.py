@@ -320,3 +320,18 @@ def test_backward_rule_registered_twice_is_an_error() -> None:
 def test_backward_rule_needs_a_forward_entry() -> None:
     with pytest.raises(RegistryError, match="needs a forward entry"):
         REGISTRY.attach("", "NoSuchOp", 1, 10_000, backward=lambda ctx, needs: None)
+
+
+def test_pow_keeps_its_output_only_for_a_trained_exponent() -> None:
+    # x [2,3] ** 3 (a constant exponent): dX = g 3 x^2 needs x (24 B), not y; the exponent is
+    # a lone scalar, no activation. Saved: 24 B (keeping y as well would make 48).
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[2,3] y) <float p = {3.0}> {
+  y = Pow (x, p)
+}"""
+    a = analyze_text(text, training=True, grad_inputs=True)
+    assert a.totals.training is not None
+    assert a.totals.training.training_memory.saved_activation_bytes == 24
+    # dX: 4 per element (sub, pow, mul, mul): 24 FLOPs.
+    assert backward(text, "Pow") == (0, 24)

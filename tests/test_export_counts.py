@@ -15,7 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxcost_testing import analyze_text, parse
 
 import onnxcost
-from onnxcost.shapes.folding import _FOLD_MAX_ELEMENTS, KnownValues, _fold_values
+from onnxcost.load.wire import FOLD_MAX_ELEMENTS
+from onnxcost.shapes.folding import KnownValues, _fold_values
 
 # --- Pad through Transpose ------------------------------------------------------------------
 
@@ -88,7 +89,7 @@ g (int64[1] a, int64[1] r) => (int64[?] y) {
         assert time.perf_counter() - start < 1.0
         result = results[0] if results else None
         assert (None if result is None else result.tolist()) == expected
-    assert 3 <= _FOLD_MAX_ELEMENTS < 1 << 40
+    assert 3 <= FOLD_MAX_ELEMENTS < 1 << 40
 
 
 def test_fresh_torch_time_shift_export(tmp_path: Path) -> None:

@@ -154,9 +154,15 @@ def test_what_is_kept_and_what_is_cut(lazy: None) -> None:
     assert cut == ["big_i64", "weight_f16", "typed_f64", "typed_i64"]
 
 
-def test_the_kept_types_are_those_folding_reads() -> None:
-    assert set(shapes._VALUE_DTYPES) <= wire.FOLDABLE_TYPES
-    assert wire.FOLD_MAX_ELEMENTS == shapes._FOLD_MAX_ELEMENTS
+def test_folding_reads_every_type_the_lazy_parse_keeps() -> None:
+    # A tensor of each kept type, 3 elements [1, 0, 2], reads back as those values.
+    for elem in sorted(wire.FOLDABLE_TYPES):
+        dtype = helper.tensor_dtype_to_np_dtype(elem)
+        t = numpy_helper.from_array(np.array([1, 0, 2], dtype=dtype), "t")
+        assert t.data_type == elem
+        value = shapes._tensor_to_array(t)
+        assert value is not None, elem
+        assert value.tolist() == np.array([1, 0, 2], dtype=dtype).tolist()
 
 
 def test_fields_in_any_order(lazy: None) -> None:

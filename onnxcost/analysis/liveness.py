@@ -57,11 +57,7 @@ def peak_activation(
     # An activation of known size adds its bytes from the step that writes it (a graph
     # input: -1, counted from step 0) through its last read; ``delta`` holds the changes.
     delta = [0] * (n + 1)
-    # Each counted tensor's writer step and last step, in columns (not a tuple per tensor:
-    # thousands of tuples made the collector run more often).
-    tensors: list[str] = []
-    writers: list[int] = []
-    lasts: list[int] = []
+    counted: list[tuple[str, int, int]] = []  # (tensor, the step that writes it, its last step)
     writes = chain(
         ((name, -1) for name in graph_inputs),
         ((o, k) for k, outs in enumerate(outputs) for o in outs if o),
@@ -79,16 +75,14 @@ def peak_activation(
             end = start
         delta[start] += nbytes
         delta[end + 1] -= nbytes
-        tensors.append(tensor)
-        writers.append(k)
-        lasts.append(end)
+        counted.append((tensor, k, end))
     levels = list(accumulate(delta[:n]))  # the live bytes at each step
     peak = max(levels)
     at = levels.index(peak) if peak > 0 else 0  # the first step at the peak
     live = sorted(
         (
             LiveTensor(tensor, names[k] if k >= 0 else GRAPH_INPUT, types[tensor].known_nbytes)
-            for tensor, k, end in zip(tensors, writers, lasts, strict=True)
+            for tensor, k, end in counted
             if k <= at <= end
         ),
         key=lambda t: (-t.bytes, t.tensor),

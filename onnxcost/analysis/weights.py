@@ -117,9 +117,8 @@ class Weights:
         if op_type == "Constant" and default_domain:
             for o in outputs:
                 info = types.get(o) if o else None
-                if info is not None:  # add_stored, inline: nearly half of a decoder's nodes
-                    self.stored[o] = info
-                    self.constant.add(o)
+                if info is not None:
+                    self.add_stored(o, info)
             return True
         constant = self.constant
         if inputs and inputs[0] and inputs[0] not in constant:

@@ -39,7 +39,7 @@ FOLD_MAX_ELEMENTS = 1 << 16
 FOLDABLE_TYPES = frozenset(
     {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, TensorProto.FLOAT}
 )
-"""The element types shape folding reads (``onnxcost.shapes.folding._VALUE_DTYPES``)."""
+"""The element types shape folding reads (``onnxcost.shapes.folding`` takes them from here)."""
 
 
 _MAX_BYTES_PER_ELEMENT = 11

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import onnx
@@ -16,9 +17,16 @@ from onnxcost.errors import OnnxcostError, ShapeError
 from onnxcost.load.graph import build
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
 from onnxcost.prepare import PreparedModel
+from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS
 
 if TYPE_CHECKING:
     from onnxcost.analysis.walk import Analysis
+
+
+_TOTAL_COSTS = attrgetter(*TOTAL_KEYS)
+"""An analysis's totals, in the order of ``TOTAL_KEYS``."""
+_NODE_COSTS = attrgetter(*NODE_KEYS)
+"""A node record's costs, in the order of ``NODE_KEYS``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +68,8 @@ class _ReducedMissError(Exception):
 def _vector(a: Analysis, units: _Units) -> _Sample:
     """The sample of a whole model's analysis. Raises _ReducedMissError where two nodes of
     one unit cost differently."""
-    t = a.totals
-    values = [t.macs, t.flops, t.bytes_read, t.bytes_written, t.params, t.param_bytes]
-    costs = [(n.macs, n.flops, n.bytes_read, n.bytes_written) for n in a.nodes]
+    values: list[int] = list(_TOTAL_COSTS(a.totals))
+    costs = [_NODE_COSTS(n) for n in a.nodes]
     for node in units.first:
         values += costs[node]
     if len(units.first) < len(costs) and any(
@@ -92,8 +99,8 @@ class _Reduced:
 
     def sample(self, a: Analysis) -> _Sample:
         """The whole model's costs from the reduced model's analysis."""
-        per_class = [(r.macs, r.flops, r.bytes_read, r.bytes_written) for r in a.nodes]
-        totals = [0, 0, 0, 0]
+        per_class = [_NODE_COSTS(r) for r in a.nodes]
+        totals = [0] * len(NODE_KEYS)
         values: list[int] = []
         for costs, size in zip(per_class, self.units.sizes, strict=True):
             values += costs

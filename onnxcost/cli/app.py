@@ -28,6 +28,7 @@ from onnxcost.cli import (
     ops,
     predict,
     providers,
+    sweep,
     zoo,
 )
 
@@ -68,6 +69,7 @@ app.command()(bench.bench)
 app.command()(calibrate.calibrate)
 app.command("predict")(predict.predict_cmd)
 app.command()(providers.providers)
+app.command("sweep")(sweep.sweep_cmd)
 app.add_typer(zoo.zoo_app, name="zoo")
 
 

@@ -57,8 +57,8 @@ def _format_choices(command: Any, path: str = "onnxcost") -> dict[str, list[str]
 
 def test_every_offered_format_is_one_of_the_one_enum() -> None:
     choices = _format_choices(typer.main.get_command(app))
-    # analyze, bench, compare, llm, ops, predict, providers, zoo list
-    assert len(choices) == 8
+    # analyze, bench, compare, llm, ops, predict, providers, sweep, zoo list
+    assert len(choices) == 9
     for path, offered in choices.items():
         assert offered[0] == "table", path
         assert {Format(c) for c in offered} <= set(Format), path

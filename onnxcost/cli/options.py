@@ -25,6 +25,8 @@ PageFormat = Literal["table", "json", "markdown", "html"]
 """llm, compare."""
 ReportFormat = Literal["table", "json", "csv", "markdown", "html", "netron"]
 """analyze, bench."""
+SweepFormat = Literal["table", "json", "markdown", "csv", "html"]
+"""sweep."""
 
 
 class SortBy(str, enum.Enum):

@@ -7,12 +7,12 @@ start (see onnxcost/cli/__init__.py); names imported for type checking only are 
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from onnxcost.cli.guard import run_guarded
-from onnxcost.cli.options import DebugOpt, WideOpt
+from onnxcost.cli.options import DebugOpt, SweepFormat, WideOpt
 from onnxcost.cli.render import Format, Views, render
 from onnxcost.errors import UsageError
 
@@ -20,18 +20,13 @@ if TYPE_CHECKING:
     from onnxcost.report.sweep import Pivot
     from onnxcost.sweep.grid import Option
 
-SweepFormat = Literal["table", "json", "markdown", "csv", "html"]
 
-
-def command_options() -> "dict[str, dict[str, Option]]":
-    """The long options of each command a sweep may run, read off the typer app, each with
-    its own parsing of a value (click's type: ranges, choices; the shape flags' parsers)."""
-    import typer.main
-
-    from onnxcost.cli.app import app
+def command_options(root: Any) -> "dict[str, dict[str, Option]]":
+    """The long options of each command a sweep may run, read off ``root`` (the app's command
+    group), each with its own parsing of a value (click's type: ranges, choices; the shape
+    flags' parsers)."""
     from onnxcost.sweep.grid import COMMANDS, Option
 
-    root: Any = typer.main.get_command(app)
     out: dict[str, dict[str, Option]] = {}
     for name in COMMANDS:
         command = root.commands.get(name)
@@ -105,6 +100,7 @@ def _pivot(path: Path, metric: list[str] | None) -> "Pivot":
 
 
 def sweep_cmd(
+    ctx: typer.Context,
     grid: Annotated[
         Path | None,
         typer.Argument(
@@ -195,7 +191,7 @@ def sweep_cmd(
         from onnxcost.sweep import run
         from onnxcost.sweep.cells import count
 
-        checked = grids.load(grid, command_options(), builtins=zoo.names())
+        checked = grids.load(grid, command_options(ctx.find_root().command), builtins=zoo.names())
         results = output if output is not None else Path(f"{grid.stem}.jsonl")
         if results.suffix.lower() == ".onnx" or results.resolve() == grid.resolve():
             raise UsageError(f"-o {results}: the results file is JSONL, e.g. -o results.jsonl")

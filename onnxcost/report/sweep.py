@@ -27,7 +27,7 @@ DEFAULT_METRICS: Mapping[str, str] = {
     "onnxcost.analysis/1": "totals.macs",
     "onnxcost.bench/1": "latency_ms.median",
     "onnxcost.llm/1": "generation.flops",
-    "onnxcost.predict/1": "predicted_us",
+    "onnxcost.predict/1": "latency_ms",
 }
 """The figure shown by default, by the result's ``schema``."""
 

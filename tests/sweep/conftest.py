@@ -29,6 +29,9 @@ def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProc
 
 @pytest.fixture(scope="session")
 def options() -> dict[str, object]:
+    import typer.main
+
+    from onnxcost.cli.app import app
     from onnxcost.cli.sweep import command_options
 
-    return command_options()  # type: ignore[return-value]
+    return command_options(typer.main.get_command(app))  # type: ignore[return-value]

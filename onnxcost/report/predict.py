@@ -7,6 +7,7 @@ with the most predicted time first (``top`` of them; 0: all).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from onnxcost import units
@@ -15,6 +16,9 @@ from onnxcost.predict.llm import LlmPrediction
 from onnxcost.predict.result import Prediction
 from onnxcost.predict.versus import Versus
 from onnxcost.report.safe_text import hanging, md, plain
+from onnxcost.report.tables import Column, Table, by_header
+from onnxcost.report.writers.markdown import to_markdown as md_lines
+from onnxcost.report.writers.rich import to_rich
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -81,7 +85,7 @@ NODE_HEADERS = (
     "FLOPs",
     "bytes",
 )
-_NUMERIC = (False, False, False, False, True, True, True, True, True)
+OP_HEADERS = ("op", "nodes", "predicted us", "share")
 
 
 def top_nodes(p: Prediction, top: int | None) -> list[NodeTime]:
@@ -95,56 +99,56 @@ def op_rows(p: Prediction) -> list[list[str]]:
     return [[o.op_type, str(o.count), _us(o.predicted_us), f"{o.share:.1%}"] for o in p.by_op_type]
 
 
+def summary_table(p: Prediction) -> Table:
+    return Table(
+        "",
+        (Column("figure", style="bold"), Column("value", cut="end")),
+        tuple(summary_rows(p)),
+        show_header=False,
+    )
+
+
+def op_table(p: Prediction) -> Table:
+    return Table(
+        "by op type",
+        (Column("op"), *(Column(h, numeric=True) for h in OP_HEADERS[1:])),
+        tuple(tuple(r) for r in op_rows(p)),
+    )
+
+
+def node_table(p: Prediction, top: int | None) -> Table:
+    """The nodes with the most predicted time; a narrow terminal hides the breakdown (bytes,
+    FLOPs, memory and compute time, class) before it shortens a name."""
+    chosen = top_nodes(p, top)
+    return Table(
+        f"nodes, most predicted time first ({len(chosen)} of {len(p.nodes)})",
+        (
+            Column("node", cut="middle"),
+            Column("op"),
+            Column("class"),
+            Column("bound"),
+            *(Column(h, numeric=True) for h in NODE_HEADERS[4:]),
+        ),
+        tuple(tuple(r) for r in node_rows(chosen)),
+        drop=by_header(NODE_HEADERS, ("bytes", "FLOPs", "memory us", "compute us", "class")),
+    )
+
+
 def render(p: Prediction, console: Console, top: int | None = None) -> None:
     from rich.text import Text
 
-    from onnxcost.report.fit import fitted
-
-    width = console.width
-    summary = fitted(
-        None,
-        ("figure", "value"),
-        (False, False),
-        [[plain(k), plain(v)] for k, v in summary_rows(p)],
-        width,
-        trim=[1],
-        tail=[1],
-        show_header=False,
-    )
-    summary.columns[0].style = "bold"
-    console.print(summary)
-    console.print(
-        fitted(
-            "by op type",
-            ("op", "nodes", "predicted us", "share"),
-            (False, True, True, True),
-            op_rows(p),
-            width,
-        )
-    )
-    chosen = top_nodes(p, top)
-    title = f"nodes, most predicted time first ({len(chosen)} of {len(p.nodes)})"
-    console.print(fitted(title, NODE_HEADERS, _NUMERIC, node_rows(chosen), width, trim=[0]))
+    for table in (summary_table(p), op_table(p), node_table(p, top)):
+        console.print(to_rich(table, console.width))
     for w in p.warnings:
         console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
 
 def to_markdown(p: Prediction, top: int | None = None) -> str:
+    ops, nodes = op_table(p), node_table(p, top)
     out = [f"# onnxcost predict: {md(p.model or '(in memory)')}", ""]
-    out += ["| figure | value |", "|---|---|"]
-    out += [f"| {md(k)} | {md(v)} |" for k, v in summary_rows(p)]
-    out += [
-        "",
-        "## By op type",
-        "",
-        "| op | nodes | predicted us | share |",
-        "|---|---:|---:|---:|",
-    ]
-    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in op_rows(p)]
-    chosen = top_nodes(p, top)
-    out += ["", f"## Nodes ({len(chosen)} of {len(p.nodes)}, most predicted time first)", ""]
-    out += ["| " + " | ".join(NODE_HEADERS) + " |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
-    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in node_rows(chosen)]
+    out += md_lines(Table("", (Column("figure"), Column("value")), summary_table(p).rows))
+    out += ["", *md_lines(replace(ops, title="By op type"), level=2)]
+    out += ["", *md_lines(replace(nodes, title=nodes.title.capitalize()), level=2)]
     if p.warnings:
         out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in p.warnings]
     return "\n".join(out) + "\n"
@@ -167,7 +171,7 @@ def predict_html(p: Prediction, top: int | None = None) -> str:
             ("device", p.device.name, p.device.source),
         ],
         rows=summary_rows(p),
-        op_headers=("op", "nodes", "predicted us", "share"),
+        op_headers=OP_HEADERS,
         op_rows=op_rows(p),
         node_headers=NODE_HEADERS,
         node_rows=node_rows(chosen),
@@ -197,29 +201,30 @@ def versus_summary(v: Versus) -> str:
     )
 
 
-def render_versus(v: Versus, console: Console, top: int | None = None) -> None:
-    from onnxcost.report.fit import fitted
+def versus_table(v: Versus, top: int | None = None) -> Table:
+    rows = versus_rows(v, top)
+    return Table(
+        f"predicted against measured, largest misses first ({len(rows)} of {len(v.nodes)})",
+        (
+            Column("node", cut="middle"),
+            Column("op"),
+            *(Column(h, numeric=True) for h in VERSUS_HEADERS[2:]),
+        ),
+        tuple(tuple(r) for r in rows),
+    )
 
+
+def render_versus(v: Versus, console: Console, top: int | None = None) -> None:
     console.print(plain(versus_summary(v)))
     if v.nodes:
-        rows = versus_rows(v, top)
-        console.print(
-            fitted(
-                f"predicted against measured, largest misses first ({len(rows)} of {len(v.nodes)})",
-                VERSUS_HEADERS,
-                (False, False, True, True, True),
-                rows,
-                console.width,
-                trim=[0],
-            )
-        )
+        console.print(to_rich(versus_table(v, top), console.width))
 
 
 def versus_markdown(v: Versus, top: int | None = None) -> str:
     out = ["", "## Predicted against measured", "", md(versus_summary(v)), ""]
     if v.nodes:
-        out += ["| " + " | ".join(VERSUS_HEADERS) + " |", "|---|---|---:|---:|---:|"]
-        out += ["| " + " | ".join(md(c) for c in row) + " |" for row in versus_rows(v, top)]
+        table = versus_table(v, top)
+        out += md_lines(Table("", table.columns, table.rows))
     return "\n".join(out) + "\n"
 
 

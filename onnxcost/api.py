@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from onnxcost.analysis.records import Convention
+from onnxcost.analysis.traffic import Traffic, check_traffic
 from onnxcost.analysis.training import TrainingOptions, options
 from onnxcost.analysis.walk import Analysis, check_convention, count
 from onnxcost.costs import REGISTRY
@@ -32,6 +33,7 @@ def analyze(
     frozen: str | None = None,
     grad_inputs: bool = False,
     mixed_precision: str | None = None,
+    traffic: Traffic = "runtime",
 ) -> Analysis:
     """Count MACs, FLOPs, parameters and memory traffic of every node of ``model``.
 
@@ -53,9 +55,14 @@ def analyze(
     ``optimizer`` (adam, adamw, sgd, sgd-momentum), ``frozen`` (a regex: initializers whose
     name it matches, by ``re.search``, are not trained), ``grad_inputs`` (the graph inputs
     need a gradient too) and ``mixed_precision`` (fp16 or bf16).
+    ``traffic``: how bytes read and written are counted (onnxcost/analysis/traffic.py):
+    ``"runtime"``, what a runtime moves per run (a Gather reads the rows it selects, a
+    subgraph of constants is folded at load), or ``"all-inputs"``, every input and output of
+    every node whole (torchstat's MemRead; onnxcost's bytes before this convention).
     """
     check_convention(convention)
     opts = _training_options(training, optimizer, frozen, grad_inputs, mixed_precision)
+    check_traffic(traffic)
     if symbolic:
         if registry is not REGISTRY:
             raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
@@ -68,6 +75,7 @@ def analyze(
             convention=convention,
             allow_reshape=allow_reshape,
             training=opts,
+            traffic=traffic,
         )
     else:
         result = count(
@@ -78,6 +86,7 @@ def analyze(
             registry=registry,
             allow_reshape=allow_reshape,
             training=opts,
+            traffic=traffic,
         )
     if not ort_peak:
         return result

@@ -104,9 +104,12 @@ g (float[N, 4] x) => (float[N, 2] y)
 ANALYSIS_MAPS = frozenset({"model.opsets", "model.params_by_dtype"})
 TENSOR = ["name", "dtype", "shape"]
 SUMS = ["count", "macs", "flops", "params", "bytes_read", "bytes_written"]
+TRAFFIC = ["bytes_read_weights", "bytes_read_kv_cache", "bytes_written_kv_cache"]
+TRAFFIC += ["bytes_read_activations", "bytes_written_activations"]
 ANALYSIS = [
     "schema",
     "convention",
+    "traffic",
     "model",
     *(f"model.{k}" for k in ("path", "ir_version", "opsets", "producer", "producer_version")),
     *(f"model.{k}" for k in ("graph_name", "node_count", "model_bytes", "params_by_dtype")),
@@ -119,10 +122,12 @@ ANALYSIS = [
     *(f"totals.{k}" for k in ("bytes_read", "bytes_written", "peak_activation_bytes")),
     "totals.quant_params",
     "totals.peak_activation_bytes_ort",
+    *(f"totals.{k}" for k in TRAFFIC),
     "nodes",
     *(f"nodes[].{k}" for k in ("name", "op_type", "domain", "status", "macs", "flops")),
     *(f"nodes[].{k}" for k in ("params", "bytes_read", "bytes_written", "input_shapes")),
     *(f"nodes[].{k}" for k in ("output_shapes", "graph", "note")),
+    *(f"nodes[].{k}" for k in TRAFFIC),
     "by_op_type",
     *(f"by_op_type[].{k}" for k in [*SUMS, "op_type", "domain"]),
     "by_dtype",
@@ -149,7 +154,7 @@ def test_analysis_keys() -> None:
 
 def test_symbolic_analysis_keys() -> None:
     d = analyze(parse(MATMUL_RELU), symbolic=True).to_dict()
-    node_end = ANALYSIS.index("nodes[].note") + 1
+    node_end = ANALYSIS.index("nodes[].bytes_written_activations") + 1
     expected = [
         *ANALYSIS[:node_end],
         "nodes[].formulas",
@@ -168,7 +173,7 @@ def test_symbolic_analysis_keys() -> None:
 # --- onnxcost.compare/1 -------------------------------------------------------------------------
 
 TOTALS = ["macs", "flops", "params", "param_bytes", "stat_params", "bytes_read", "bytes_written"]
-TOTALS += ["peak_activation_bytes", "quant_params", "peak_activation_bytes_ort"]
+TOTALS += ["peak_activation_bytes", "quant_params", "peak_activation_bytes_ort", *TRAFFIC]
 COMPUTE_NODE = ["name", "op_type", "domain", "macs", "input_shape", "weight_shape"]
 COMPUTE_NODE += ["output_shape", "bias", "attributes"]
 MODEL = [
@@ -211,7 +216,7 @@ def test_compare_keys() -> None:
     assert c.only_in, "the two exports differ in their non-compute ops (only_in has rows)"
     d = c.to_dict()
     maps = COMPARE_MAPS | {"alignment[].b[].attributes"}
-    assert key_paths(d, maps) == ["schema", "convention", *MODEL, *COMPARE_TAIL]
+    assert key_paths(d, maps) == ["schema", "convention", "traffic", *MODEL, *COMPARE_TAIL]
     assert d["schema"] == "onnxcost.compare/1"
 
 
@@ -225,7 +230,14 @@ def test_compare_keys_with_a_bench() -> None:
     model = [*MODEL, "models[].bench", *(f"models[].bench.{k}" for k in BENCH_SUMMARY)]
     bench_rows = ["bench_by_op_type", "bench_by_op_type[].op_type"]
     bench_rows += ["bench_by_op_type[].count", "bench_by_op_type[].mean_us"]
-    assert key_paths(d, maps) == ["schema", "convention", *model, *COMPARE_TAIL, *bench_rows]
+    assert key_paths(d, maps) == [
+        "schema",
+        "convention",
+        "traffic",
+        *model,
+        *COMPARE_TAIL,
+        *bench_rows,
+    ]
     assert d["bench_by_op_type"] == [{"op_type": "Gemm", "count": [3, 3], "mean_us": [2.5, 2.5]}]
 
 

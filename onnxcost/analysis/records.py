@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
@@ -55,6 +55,28 @@ class NodeRecord:
     """With ``training``: MACs of this node's backward (``analysis.training``), else None."""
     backward_flops: int | None = field(default=None, metadata={"json_omit_none": True})
     """With ``training``: FLOPs of its backward in the analysis convention, else None."""
+    bytes_read_weights: int = 0
+    """Of ``bytes_read``, the bytes of weights: constants and what is computed only from them
+    (``analysis.traffic``)."""
+    bytes_read_kv_cache: int = 0
+    """Of ``bytes_read``, the bytes of the KV cache (cache inputs, outputs and their copies)."""
+    bytes_written_kv_cache: int = 0
+    """Of ``bytes_written``, the bytes of the KV cache."""
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
+        "bytes_read_activations",
+        "bytes_written_activations",
+    )
+
+    @property
+    def bytes_read_activations(self) -> int:
+        """Of ``bytes_read``, what is neither weights nor KV cache."""
+        return self.bytes_read - self.bytes_read_weights - self.bytes_read_kv_cache
+
+    @property
+    def bytes_written_activations(self) -> int:
+        """Of ``bytes_written``, what is not KV cache."""
+        return self.bytes_written - self.bytes_written_kv_cache
 
     @property
     def bytes_total(self) -> int:
@@ -138,6 +160,17 @@ class Totals:
     training: TrainingTotals | None = field(default=None, metadata={"json_merge": True})
     """With ``training=True``: backward, training FLOPs and step memory; its keys are
     merged into the totals' JSON (none without training)."""
+    bytes_read_weights: int = 0
+    """Of ``bytes_read``, the bytes of weights (``analysis.traffic``): under the runtime
+    convention, each weight read once per consumer (a Gather's table: the rows it selects)."""
+    bytes_read_kv_cache: int = 0
+    """Of ``bytes_read``, the bytes of the KV cache: the cache inputs and outputs and their copies."""
+    bytes_written_kv_cache: int = 0
+    """Of ``bytes_written``, the bytes of the KV cache (the present outputs and their copies)."""
+    bytes_read_activations: int = 0
+    """Of ``bytes_read``, the bytes of activations: neither weights nor KV cache."""
+    bytes_written_activations: int = 0
+    """Of ``bytes_written``, the bytes of activations: not KV cache."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

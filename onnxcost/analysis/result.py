@@ -26,6 +26,7 @@ from onnxcost.analysis.records import (
     to_json,
     to_jsonable,
 )
+from onnxcost.analysis.traffic import Traffic
 from onnxcost.errors import UsageError
 from onnxcost.prepare import PreparedModel
 
@@ -92,6 +93,9 @@ class Analysis:
     """Where the topological-order peak of activation memory happens and what is live there."""
     peak_activation_ort: PeakActivation | None = None
     """The same under onnxruntime's execution order (``ort_peak=True``), else None."""
+    traffic: Traffic = "runtime"
+    """How ``bytes_read`` and ``bytes_written`` are counted (``analysis.traffic``): what a
+    runtime moves (``runtime``), or every input and output whole (``all-inputs``)."""
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -154,6 +158,7 @@ class Analysis:
     JSON_LAYOUT: ClassVar[Layout] = (
         ("schema", Const(SCHEMA)),
         "convention",
+        "traffic",
         "model",
         "inputs",
         "outputs",

@@ -28,6 +28,14 @@ from onnxcost.analysis.records import (
     summed,
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
+from onnxcost.analysis.traffic import (
+    NOTHING,
+    NodeTraffic,
+    Traffic,
+    check_traffic,
+    kv_cache_names,
+    node_traffic,
+)
 from onnxcost.analysis.training import TrainingOptions, TrainingResult, train
 from onnxcost.analysis.weights import Weights, dequantising_scales
 from onnxcost.costs import REGISTRY
@@ -84,6 +92,11 @@ class _Walk:
     two nodes of a kind may differ in whether an operand is dequantized)."""
     lean: bool = False
     """Costs only (``costs_at``): no ``labels``, which only the summaries read."""
+    traffic: Traffic = "runtime"
+    kv: set[str] = field(default_factory=set)
+    """The KV-cache tensors so far (``traffic.node_traffic``)."""
+    constant_traffic: dict[int, NodeTraffic] = field(default_factory=dict)
+    """Node kind -> the traffic of a main-graph Constant of that kind."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -143,6 +156,11 @@ class _Costed(NamedTuple):
     input_shapes: tuple[ShapeOut, ...]
     output_shapes: tuple[ShapeOut, ...]
     note: str
+    reads: tuple[int, ...]
+    """Bytes read of each input: under the op's traffic rule with ``traffic="runtime"``,
+    else whole (0 where omitted or unknown)."""
+    writes: tuple[int, ...]
+    """Bytes written of each output (0 where omitted or unknown)."""
 
 
 def _types_of(
@@ -164,8 +182,10 @@ def _cost_node(
     domain, opset, spec = _spec_of(w, node_domain, op_type)
     params = 0
     types = w.shapes.types
+    folded = False
     if in_names or op_type == "Constant":
-        if not w.weights.see(op_type, in_names, out_names, spec, types, domain == ""):
+        folded = w.weights.see(op_type, in_names, out_names, spec, types, domain == "")
+        if not folded:
 
             def context() -> OpContext:
                 """The node's OpContext: an op with a packed weight needs it for its count."""
@@ -194,13 +214,32 @@ def _cost_node(
         note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
     elif status == "error":
         w.errors.append(f"{name} ({_op_label(domain, op_type)}): {note}")
-    return _node_record(node, domain, costed, params, scope, note), cost
+    moved = node_traffic(
+        op_type,
+        domain == "",
+        in_names,
+        costed.reads,
+        out_names,
+        costed.writes,
+        folded=folded,
+        runtime=w.traffic == "runtime",
+        constant=w.weights.constant,
+        kv=w.kv,
+    )
+    return _node_record(node, domain, costed, params, scope, note, moved), cost
 
 
 def _node_record(
-    node: _Node, domain: str, costed: _Costed, params: int, scope: str, note: str
+    node: _Node,
+    domain: str,
+    costed: _Costed,
+    params: int,
+    scope: str,
+    note: str,
+    moved: NodeTraffic,
 ) -> NodeRecord:
-    """The record of ``node``, of a kind that costs ``costed``, bringing in ``params``."""
+    """The record of ``node``, of a kind that costs ``costed``, bringing in ``params`` and
+    moving ``moved``."""
     return NodeRecord(
         node.name,
         node.op_type,
@@ -209,14 +248,17 @@ def _node_record(
         costed.cost.macs,
         costed.flops,
         params,
-        costed.bytes_read,
-        costed.bytes_written,
+        moved.read,
+        moved.written,
         costed.input_shapes,
         costed.output_shapes,
         node.inputs,
         node.outputs,
         scope,
         note,
+        bytes_read_weights=moved.read_weights,
+        bytes_read_kv_cache=moved.read_kv_cache,
+        bytes_written_kv_cache=moved.written_kv_cache,
     )
 
 
@@ -303,9 +345,12 @@ def _costs(
             note = f"cost formula raised {type(e).__name__}: {e}"
     if spec is not None and not spec.reads_data:
         bytes_read, inputs_known = 0, True  # Shape, Size: the input's shape only
+        reads: tuple[int, ...] = (0,) * len(inputs)
     else:
         bytes_read, inputs_known = known_bytes(inputs)
+        reads = _reads(w, spec, proto, opset, inputs, outputs)
     bytes_written, outputs_known = known_bytes(outputs)
+    writes = _whole(outputs)
     # A named input that nothing typed is unknown, not an omitted optional one. (An untyped
     # output is allowed: contrib formulas size their outputs from their inputs.)
     if inputs_known and spec is not None and spec.reads_data:
@@ -317,6 +362,8 @@ def _costs(
     if multiplier != 1:
         cost = cost * multiplier
         bytes_read, bytes_written = bytes_read * multiplier, bytes_written * multiplier
+        reads = tuple([b * multiplier for b in reads])
+        writes = tuple([b * multiplier for b in writes])
         note = (note + "; " if note else "") + f"x{multiplier} iterations"
     return _Costed(
         status,
@@ -327,7 +374,36 @@ def _costs(
         tuple([None if t is None else t.shape for t in inputs]),
         tuple([None if t is None else t.shape for t in outputs]),
         note,
+        reads,
+        writes,
     )
+
+
+def _whole(tensors: Sequence[TensorInfo | None]) -> tuple[int, ...]:
+    """Bytes of each tensor, 0 where omitted or of unknown size."""
+    return tuple([0 if t is None or t.known_nbytes < 0 else t.known_nbytes for t in tensors])
+
+
+def _reads(
+    w: _Walk,
+    spec: OpSpec | None,
+    proto: onnx.NodeProto,
+    opset: int,
+    inputs: tuple[TensorInfo | None, ...],
+    outputs: tuple[TensorInfo | None, ...],
+) -> tuple[int, ...]:
+    """Bytes read of each input: the op's traffic rule with ``traffic="runtime"``, else (or
+    where the rule cannot size them: a shape unknown) each input whole."""
+    whole = _whole(inputs)
+    if spec is None or spec.reads is None or w.traffic != "runtime":
+        return whole
+    try:
+        found = spec.reads(OpContext(proto, opset, inputs, outputs))
+    except (UnknownShapeError, InvalidAttributeError, IndexError, ValueError, ZeroDivisionError):
+        return whole
+    # Not clamped at the whole input: a Gather with repeated indices reads a row once per
+    # index, and a clamp would make the bytes piecewise, with no formula (--symbolic).
+    return whole if len(found) != len(whole) else tuple(found)
 
 
 def _label(w: _Walk, node: _Node, kind: int) -> str:
@@ -382,7 +458,14 @@ def _record_constant(
         params = w.weights.count(outs, None, types, None, generated=False)
     if not w.lean:
         w.labels.append(_label(w, node, kind))
-    rec = _node_record(node, "", costed, params, scope, costed.note)
+    moved = w.constant_traffic.get(kind)
+    if moved is None:
+        moved = w.constant_traffic[kind] = (
+            NOTHING
+            if w.traffic == "runtime"  # evaluated once at load
+            else NodeTraffic(0, costed.bytes_written, 0, 0, 0)
+        )
+    rec = _node_record(node, "", costed, params, scope, costed.note, moved)
     w.records.append(rec)
     w.counted.append(counted)
     return rec, costed.cost
@@ -445,14 +528,23 @@ def count(
     registry: Registry = REGISTRY,
     allow_reshape: bool = False,
     training: TrainingOptions | None = None,
+    traffic: Traffic = "runtime",
 ) -> Analysis:
     """The analysis of ``model`` at one point: what ``onnxcost.analyze`` gives without its
     formulas (``symbolic``) and without onnxruntime's order (``ort_peak``), which the layers
     above this one add (``onnxcost.api``). The arguments are ``analyze``'s; ``training``
     (``analysis.training.options``) adds the backward and the step's memory."""
     check_convention(convention)
+    check_traffic(traffic)
     return _analyze(
-        model, input_shapes, dims, convention, registry, allow_reshape, training=training
+        model,
+        input_shapes,
+        dims,
+        convention,
+        registry,
+        allow_reshape,
+        training=training,
+        traffic=traffic,
     )
 
 
@@ -471,6 +563,7 @@ def _analyze(
     allow_reshape: bool = False,
     lean: bool = False,
     training: TrainingOptions | None = None,
+    traffic: Traffic = "runtime",
 ) -> Analysis:
     """``analyze``; with ``lean`` (``costs_at``), only the totals and the node records: no
     model checks, warnings, peak memory, inputs, outputs or summaries."""
@@ -501,8 +594,13 @@ def _analyze(
         registry,
         warnings=[*shapes.warnings, *([checked] if checked else [])],
         lean=lean,
+        traffic=traffic,
+        kv=kv_cache_names(
+            [vi.name for vi in proto.graph.input], [vi.name for vi in proto.graph.output]
+        ),
     )
     total_macs = total_flops = total_read = total_written = 0
+    read_weights = read_kv = written_kv = 0
     kinds = shapes.kinds or (-1,) * len(view.order)
     rows = map(
         _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
@@ -516,6 +614,9 @@ def _analyze(
         total_flops += cost.flops
         total_read += rec.bytes_read
         total_written += rec.bytes_written
+        read_weights += rec.bytes_read_weights
+        read_kv += rec.bytes_read_kv_cache
+        written_kv += rec.bytes_written_kv_cache
     if walk.unsupported and not lean:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
         walk.warnings.append(
@@ -558,6 +659,11 @@ def _analyze(
         peak_activation_bytes=peak.bytes,
         quant_params=weights.totals["quant"],
         training=None if trained is None else trained.totals,
+        bytes_read_weights=read_weights,
+        bytes_read_activations=total_read - read_weights - read_kv,
+        bytes_read_kv_cache=read_kv,
+        bytes_written_activations=total_written - written_kv,
+        bytes_written_kv_cache=written_kv,
     )
     info = _model_info(
         str(prepared.path) if prepared.path else None, proto, prepared.model_bytes, params_by_dtype
@@ -575,6 +681,7 @@ def _analyze(
             convention=convention,
             _counted=counted,
             _kinds=shapes.kinds,
+            traffic=traffic,
         )
     return Analysis(
         model=info,
@@ -591,6 +698,7 @@ def _analyze(
         _counted=counted,
         _kinds=shapes.kinds,
         prepared=given,
+        traffic=traffic,
     )
 
 
@@ -642,6 +750,7 @@ def costs_at(
     convention: Convention,
     allow_reshape: bool,
     training: TrainingOptions | None = None,
+    traffic: Traffic = "runtime",
 ) -> Analysis:
     """The analysis of ``model`` at ``dims`` reduced to what the formulas sample
     (formulas.py): the totals, every node's record, walked as ``analyze`` walks them, and
@@ -649,7 +758,15 @@ def costs_at(
     ``inputs``, ``outputs``, the summaries and the warnings are empty, the peak activation
     is 0, and the model checks are not made: ``analyze`` of the same model has made them."""
     return _analyze(
-        model, input_shapes, dims, convention, REGISTRY, allow_reshape, lean=True, training=training
+        model,
+        input_shapes,
+        dims,
+        convention,
+        REGISTRY,
+        allow_reshape,
+        lean=True,
+        training=training,
+        traffic=traffic,
     )
 
 

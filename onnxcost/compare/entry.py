@@ -10,6 +10,7 @@ from typing import Literal
 import onnx
 
 from onnxcost.analysis.records import Convention, TrainingTotals
+from onnxcost.analysis.traffic import Traffic
 from onnxcost.analysis.walk import Analysis
 from onnxcost.api import analyze
 from onnxcost.compare.alignment import align_models
@@ -116,6 +117,7 @@ def compare(
     labels: Sequence[str] | None = None,
     bench: BenchSettings | None = None,
     allow_reshape: bool = False,
+    traffic: Traffic = "runtime",
 ) -> Comparison:
     """Compare ``models``; the first is the baseline.
 
@@ -125,7 +127,8 @@ def compare(
     ``compare([analyze(prepare(a)), analyze(prepare(b))])``). ``labels`` name the models in
     the report (default A, B, C...). ``bench`` also measures every model with onnxruntime
     under the same settings, one after the other. ``allow_reshape`` lets ``input_shapes``
-    change dims the models fix (see ``analyze``).
+    change dims the models fix (see ``analyze``). ``traffic``: how bytes are counted
+    (``analyze``); an ``Analysis`` given must count them so.
     """
     if len(models) < 2:
         raise UsageError(f"compare needs at least two models, got {len(models)}")
@@ -136,6 +139,11 @@ def compare(
             raise UsageError(
                 f"{_which(i, names[i], item)} counts FLOPs by the {item.convention!r} "
                 f"convention; pass convention={item.convention!r} or analyse it again"
+            )
+        if isinstance(item, Analysis) and item.traffic != traffic:
+            raise UsageError(
+                f"{_which(i, names[i], item)} counts bytes by the {item.traffic!r} traffic "
+                f"convention; pass traffic={item.traffic!r} or analyse it again"
             )
         try:
             prepared.append(_prepared(item, weights=bench is not None))
@@ -156,6 +164,7 @@ def compare(
                     dims=model_dims,
                     convention=convention,
                     allow_reshape=allow_reshape,
+                    traffic=traffic,
                 )
             )
         except OnnxcostError as e:
@@ -179,10 +188,12 @@ def compare(
                 raise type(e)(f"{_which(i, names[i], models[i])}: {e}") from e
             measured.append(replace(m, bench=summary))
         compared = measured
-    return compare_analysed(compared, convention)
+    return compare_analysed(compared, convention, traffic)
 
 
-def compare_analysed(compared: Sequence[ComparedModel], convention: Convention) -> Comparison:
+def compare_analysed(
+    compared: Sequence[ComparedModel], convention: Convention, traffic: Traffic = "runtime"
+) -> Comparison:
     """The comparison of models already analysed (and measured): alignment, tables, findings."""
     base = compared[0]
     alignments = tuple(align_models(base, c) for c in compared[1:])
@@ -197,6 +208,7 @@ def compare_analysed(compared: Sequence[ComparedModel], convention: Convention) 
         inputs_differ=any(io_text(m) != io_text(base) for m in compared[1:]),
         convention=convention,
         time_by_op_type=time_rows(compared),
+        traffic=traffic,
     )
 
 

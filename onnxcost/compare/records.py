@@ -19,6 +19,7 @@ from onnxcost.analysis.records import (
     json_key,
     to_jsonable,
 )
+from onnxcost.analysis.traffic import Traffic
 from onnxcost.analysis.walk import Analysis
 
 SCHEMA = "onnxcost.compare/1"
@@ -255,6 +256,8 @@ class Comparison:
     convention: Convention = "onnxcost"
     time_by_op_type: tuple[TimeRow, ...] = ()
     """Measured kernel time by op type, side by side (with a profiled bench)."""
+    traffic: Traffic = "runtime"
+    """How the models' bytes are counted (``analysis.traffic``)."""
 
     def __repr__(self) -> str:
         """One line: what a notebook or a log shows."""
@@ -314,6 +317,7 @@ class Comparison:
     JSON_LAYOUT: ClassVar[Layout] = (
         ("schema", Const(SCHEMA)),
         "convention",
+        "traffic",
         "models",
         ("totals_diff", "totals"),
         "by_op_type",

@@ -44,6 +44,8 @@ class Cost:
 
 
 Formula = Callable[[OpContext], Cost]
+Reads = Callable[[OpContext], tuple[int, ...]]
+"""A traffic rule: the bytes a runtime reads of each input position (0 for an omitted one)."""
 
 Needs = tuple[bool, ...]
 """Per input position of a node: whether backward must compute the gradient of that input
@@ -107,6 +109,10 @@ class OpSpec:
     backward_summary: str = ""
     differentiable: bool = True
     """False for ops whose outputs carry no gradient (comparisons, rounding, random draws)."""
+    reads: Reads | None = None
+    """The traffic rule (``register_reads``): the bytes a runtime reads of each input, where
+    that is less than the whole input (a Gather reads the rows it selects). None: each input
+    is read whole."""
 
     @property
     def family(self) -> str:
@@ -154,9 +160,9 @@ class Registry:
         return (normalize_domain(domain), op_type) in self._specs
 
     def attach(self, domain: str, op_type: str, since: int, until: int, **changes: object) -> None:
-        """Set ``changes`` (backward, saves, backward_summary, differentiable) on the entries of
-        ``op_type`` whose opsets overlap [since, until]; RegistryError where there is none, or
-        where a backward rule is set twice."""
+        """Set ``changes`` (backward, saves, backward_summary, differentiable, reads) on the
+        entries of ``op_type`` whose opsets overlap [since, until]; RegistryError where there is
+        none, or where a backward or traffic rule is set twice."""
         key = (normalize_domain(domain), op_type)
         specs = self._specs.get(key, [])
         hit = False
@@ -167,11 +173,17 @@ class Registry:
                         f"{domain or 'ai.onnx'}::{op_type} opsets {spec.since}-{spec.until} "
                         f"already has a backward rule"
                     )
+                if "reads" in changes and spec.reads is not None:
+                    raise RegistryError(
+                        f"{domain or 'ai.onnx'}::{op_type} opsets {spec.since}-{spec.until} "
+                        f"already has a traffic rule"
+                    )
                 specs[k] = replace(spec, **changes)  # type: ignore[arg-type]
                 hit = True
         if not hit:
+            what = "a traffic rule" if "reads" in changes else "a backward rule"
             raise RegistryError(
-                f"{domain or 'ai.onnx'}::{op_type}: a backward rule needs a forward entry first"
+                f"{domain or 'ai.onnx'}::{op_type}: {what} needs a forward entry first"
             )
 
     def with_formula(self, op_type: str, formula: Formula, *, domain: str = "") -> Registry:
@@ -281,6 +293,19 @@ def register_backward(
             REGISTRY.attach(
                 domain, op, since, until, backward=fn, saves=saves, backward_summary=_summary(fn)
             )
+        return fn
+
+    return deco
+
+
+def register_reads(*op_types: str, domain: str = "") -> Callable[[Reads], Reads]:
+    """Register ``fn`` as the traffic rule of ``op_types`` (every opset their cost formula is
+    registered for): the bytes a runtime reads of each input. The op must be registered
+    already (its cost formula first, in the same module); a second rule is an error."""
+
+    def deco(fn: Reads) -> Reads:
+        for op in op_types:
+            REGISTRY.attach(domain, op, 1, OPSET_MAX, reads=fn)
         return fn
 
     return deco

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import OpContext, UnknownShapeError
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._context import OpContext, UnknownShapeError, tensor_bytes
+from onnxcost.costs._registry import Cost, register, register_reads
 from onnxcost.costs.normalization import standardize_flops
 from onnxcost.costs.quantized import (
     DEQUANTIZE_FLOPS,
@@ -287,6 +287,25 @@ def qembed_layer_norm(ctx: OpContext) -> Cost:
     tables = 2 + int(given(ctx, 4) and given(ctx, 1))
     dequantized = tables * batch * seq * hidden + 2 * hidden
     return embed_layer_norm(ctx) + Cost(flops=DEQUANTIZE_FLOPS * dequantized)
+
+
+@register_reads("EmbedLayerNormalization", "QEmbedLayerNormalization", domain=MS)
+def embed_layer_norm_reads(ctx: OpContext) -> tuple[int, ...]:
+    """Bytes read = B x S rows of each embedding table given (word, position, segment: inputs 2-4), every other input whole.
+
+    Each token reads its row of each table, not the table.
+    NB: a position row shared by the batch is counted once per sequence.
+    """
+    batch, seq = ctx.shape(0)
+    out: list[int] = []
+    for i, t in enumerate(ctx.inputs):
+        if t is None:
+            out.append(0)
+        elif i in (2, 3, 4):
+            out.append(tensor_bytes(batch * seq * t.concrete_shape[-1], t.elem_type))
+        else:
+            out.append(t.nbytes)
+    return tuple(out)
 
 
 @register("GroupNorm", "SkipGroupNorm", domain=MS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import OpContext, tensor_bytes
 from onnxcost.costs._registry import (
     AFTER_FIRST,
     Cost,
@@ -20,6 +20,7 @@ from onnxcost.costs._registry import (
     no_gradient,
     register,
     register_backward,
+    register_reads,
     register_zero,
     saves_inputs,
 )
@@ -35,6 +36,29 @@ register_zero(
     "SpaceToDepth",
 )
 register_zero("Gather", "GatherElements", "GatherND", "Scatter", meta_inputs=(1,))
+
+
+def selected_reads(ctx: OpContext, data: int = 0, selected: int | None = None) -> tuple[int, ...]:
+    """Per input: ``selected`` elements of input ``data`` (default numel(Y)) at its element
+    size, every other input whole (0 where omitted)."""
+    count = ctx.out_numel() if selected is None else selected
+    return tuple(
+        0 if t is None else tensor_bytes(count, t.elem_type) if i == data else t.nbytes
+        for i, t in enumerate(ctx.inputs)
+    )
+
+
+@register_reads("Gather", "GatherElements", "GatherND", "Slice")
+def gather_reads(ctx: OpContext) -> tuple[int, ...]:
+    """Bytes read = numel(Y) x element size of data + the indices (starts, ends, axes, steps) whole.
+
+    A gather or slice reads the elements it selects, one per output element, not the whole
+    data tensor (an embedding Gather reads its rows, not the table).
+    NB: an index repeated is read again (one read per output element); cache lines are not modelled.
+    """
+    return selected_reads(ctx)
+
+
 register_zero("TensorScatter", meta_inputs=(2,))
 register_zero("Compress", "ReverseSequence", "Trilu", "CenterCropPad", meta_inputs=(1,))
 register_zero("OneHot", meta_inputs=(1, 2))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import onnx
 
 from onnxcost.costs._context import OpContext, UnknownShapeError
-from onnxcost.costs._registry import Cost, register
+from onnxcost.costs._registry import Cost, register, register_reads
 from onnxcost.costs.conv import check_group, conv_macs
 from onnxcost.costs.matmul import matmul_macs
 from onnxcost.shapes.rules import broadcast_shape, matmul_shape, window_spatial
@@ -332,6 +332,29 @@ def gather_block_quantized(ctx: OpContext) -> Cost:
     y = ctx.numel(1) * math.prod(d for i, d in enumerate(data) if i != axis)
     per = 1 if ctx.input(0).elem_type in _FLOAT_CODES else DEQUANTIZE_FLOPS
     return Cost(flops=per * y)
+
+
+@register_reads("GatherBlockQuantized", domain=MS)
+def gather_block_quantized_reads(ctx: OpContext) -> tuple[int, ...]:
+    """Bytes read = ceil(bytes(T) x numel(indices) / data[gather_axis]) of data, scales and zero points (T), the indices whole.
+
+    The rows gathered, with their blocks' scales and zero points, not the whole table.
+    NB: a scale or zero point tensor not split along gather_axis (the quantize axis) is read whole.
+    """
+    data = ctx.shape(0)
+    axis = ctx.int_attr("gather_axis", 0) % len(data)
+    rows, picked = data[axis], ctx.numel(1)
+    out: list[int] = []
+    for i, t in enumerate(ctx.inputs):
+        if t is None:
+            out.append(0)
+        elif i == 1:
+            out.append(t.nbytes)
+        else:
+            shape = t.concrete_shape
+            split = rows > 0 and len(shape) == len(data) and shape[axis] == rows
+            out.append(-(-t.nbytes * picked // rows) if split else t.nbytes)
+    return tuple(out)
 
 
 # --- QLinear elementwise, concat and pools ---------------------------------------------------

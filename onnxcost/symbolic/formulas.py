@@ -27,6 +27,7 @@ from onnxcost.symbolic.search import _search
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.traffic import Traffic
     from onnxcost.analysis.training import TrainingOptions
     from onnxcost.analysis.walk import Analysis
 
@@ -40,6 +41,7 @@ def symbolic_analysis(
     max_degree: int = 3,
     allow_reshape: bool = False,
     training: TrainingOptions | None = None,
+    traffic: Traffic = "runtime",
 ) -> Analysis:
     """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
     formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
@@ -56,6 +58,7 @@ def symbolic_analysis(
         convention=convention,
         allow_reshape=allow_reshape,
         training=training,
+        traffic=traffic,
     )
     costs = symbolic_costs(
         source,

@@ -162,6 +162,7 @@ def _search(
             dims=point,
             convention=convention,
             allow_reshape=allow_reshape,
+            traffic=base.traffic,  # the bytes counted as the base analysis counts them
         )
 
     names = tuple(n.name for n in base.nodes)

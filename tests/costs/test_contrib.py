@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -23,13 +24,13 @@ MS = '["" : 17, "com.microsoft" : 1]'
 OPTIMIZED = Path(__file__).resolve().parents[1] / "data" / "optimized"
 
 
-def ms_node(text: str, op_type: str) -> NodeRecord:
-    """The record of the one ``op_type`` node.
+def ms_node(text: str, op_type: str, **kwargs: Any) -> NodeRecord:
+    """The record of the one ``op_type`` node (``kwargs``: ``analyze``'s).
 
     ONNX shape inference does not know com.microsoft ops, so a contrib op's output has no
     shape; the test models route it through an Identity instead of declaring it a graph output.
     """
-    records: tuple[NodeRecord, ...] = analyze_text(text).nodes
+    records: tuple[NodeRecord, ...] = analyze_text(text, **kwargs).nodes
     nodes = [n for n in records if n.op_type == op_type]
     assert len(nodes) == 1, [n.op_type for n in records]
     return nodes[0]
@@ -270,6 +271,23 @@ def test_embed_layer_norm(inputs: str, flops: int, params: int) -> None:
     text = one_op(node, "int32[2,8] ids, int32[2,8] segs, int32[2,8] mask", EMBED_INITS)
     n = ms_node(text, "EmbedLayerNormalization")
     assert (n.flops, n.params) == (flops, params)
+
+
+@pytest.mark.parametrize(
+    ("traffic", "bytes_read"),
+    [
+        # ids, segs, mask int32 [2, 8]: 64 B each = 192; the 16 tokens' rows of word, pos and
+        # seg: 3 x 16 x 32 x 4 = 6,144; gamma, beta 2 x 128 = 256 -> 6,592
+        ("runtime", 6_592),
+        # whole tables: word 50 x 32 x 4 = 6,400, pos 16 x 128 = 2,048, seg 2 x 128 = 256:
+        # 192 + 8,704 + 256 = 9,152
+        ("all-inputs", 9_152),
+    ],
+)
+def test_embed_layer_norm_reads_the_rows_it_gathers(traffic: str, bytes_read: int) -> None:
+    node = "y, mask_index = com.microsoft.EmbedLayerNormalization <epsilon=1e-5> (ids, segs, word, pos, seg, gamma, beta, mask)"
+    text = one_op(node, "int32[2,8] ids, int32[2,8] segs, int32[2,8] mask", EMBED_INITS)
+    assert ms_node(text, "EmbedLayerNormalization", traffic=traffic).bytes_read == bytes_read
 
 
 @pytest.mark.parametrize(

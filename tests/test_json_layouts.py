@@ -251,6 +251,7 @@ LLM = [
     "batch",
     "prompt",
     "generate",
+    "traffic",
     "symbols",
     "symbols.batch",
     "symbols.seq",
@@ -265,6 +266,8 @@ LLM = [
     *(f"decode.formulas.{k}" for k in STEP),
     "decode.first",
     *(f"decode.first.{k}" for k in STEP),
+    "decode.first_read",
+    *(f"decode.first_read.{k}" for k in ("weights", "kv_cache", "activations")),
     "decode.last",
     *(f"decode.last.{k}" for k in STEP),
     "generation",
@@ -308,7 +311,8 @@ def test_llm_keys_with_a_ceiling_and_a_bench() -> None:
 def test_llm_keys_of_one_token_without_a_ceiling() -> None:
     d = llm_report("gpt2", prompt=4, generate=1, params={**TINY_GPT2, "kv_cache": "true"}).to_dict()
     # No decode step: first and last are null; no ceiling: its object and the bounds are null.
-    no_steps = [k for k in LLM if not k.startswith(("decode.first.", "decode.last."))]
+    steps = ("decode.first.", "decode.first_read.", "decode.last.")
+    no_steps = [k for k in LLM if not k.startswith(steps)]
     no_ceiling = [k for k in no_steps if not k.startswith("roofline.ceiling.")]
     assert key_paths(d) == no_ceiling
     assert (d["decode"]["first"], d["decode"]["last"]) == (None, None)

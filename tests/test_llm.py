@@ -92,7 +92,8 @@ def test_json_schema(tiny: Path) -> None:
     assert d["schema"] == "onnxcost.llm/1"
     assert d["symbols"] == {"batch": "batch", "seq": "seq", "past": "past_seq"}
     assert set(d["prefill"]) == {"macs", "flops", "bytes_read", "bytes_written"}
-    assert set(d["decode"]) == {"formulas", "first", "last"}
+    assert set(d["decode"]) == {"formulas", "first", "first_read", "last"}
+    assert set(d["decode"]["first_read"]) == {"weights", "kv_cache", "activations"}
     assert set(d["decode"]["formulas"]) == {"macs", "flops", "bytes_read"}
     assert set(d["decode"]["last"]) == {"macs", "flops", "bytes_read"}
     assert set(d["generation"]) == {"macs", "flops", "bytes_read"}

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import onnx
 
 from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
+from onnxcost.analysis.traffic import PAST, PRESENT, Traffic
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.load.model import ModelSource
 from onnxcost.load.tensors import tensor_bytes
@@ -49,8 +50,8 @@ if TYPE_CHECKING:
 
 SCHEMA = "onnxcost.llm/1"
 _FLAGS = "--batch-dim, --seq-dim and --past-dim"
-_PAST = re.compile(r"^(past|cache)", re.IGNORECASE)
-_PRESENT = re.compile(r"^(present|cache)", re.IGNORECASE)
+_PAST = PAST  # the analysis finds the cache's bytes by the same names (analysis.traffic)
+_PRESENT = PRESENT
 
 
 class DecoderError(ShapeError):
@@ -299,6 +300,15 @@ class Roofline:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadByRole:
+    """The bytes one phase reads, by role (``analysis.traffic``)."""
+
+    weights: int
+    kv_cache: int
+    activations: int
+
+
+@dataclass(frozen=True, slots=True)
 class LlmReport:
     """``onnxcost llm``: the static figures of one generation (and, with --bench, measured)."""
 
@@ -322,6 +332,10 @@ class LlmReport:
     warnings: tuple[str, ...] = ()
     bench: Any = None
     """``onnxcost.llm.loop.LoopTiming`` with --bench."""
+    traffic: Traffic = "runtime"
+    """How bytes are counted (``analysis.traffic``)."""
+    decode_first_read: ReadByRole | None = None
+    """What the step at past = N reads, by role (None when M = 1)."""
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -366,6 +380,7 @@ class LlmReport:
         "batch",
         "prompt",
         "generate",
+        "traffic",
         ("symbols", Group(("batch", "seq", "past"), of="layout")),
         "weights_bytes",
         "kv_cache_bytes_per_token",
@@ -377,6 +392,7 @@ class LlmReport:
                 (
                     ("formulas", "decode_formula_texts"),
                     ("first", Group(_STEP, of="decode_first")),
+                    ("first_read", "decode_first_read"),
                     ("last", Group(_STEP, of="decode_last")),
                 )
             ),
@@ -428,6 +444,7 @@ def llm_report(
     seq_dim: str | None = None,
     past_dim: str | None = None,
     convention: Convention = "onnxcost",
+    traffic: Traffic = "runtime",
     ceilings: Ceilings | None = None,
     ceilings_source: str = "flags",
     calibrated: Callable[[str], tuple[Ceilings, str] | None] | None = None,
@@ -469,7 +486,7 @@ def llm_report(
 
     def at(values: Mapping[str, int]) -> Analysis:
         point = with_derived(proto, {}, {**fixed, **values})
-        return analyze(source, dims=point, convention=convention)
+        return analyze(source, dims=point, convention=convention, traffic=traffic)
 
     prefill_a = at({layout.batch: batch, layout.seq: prompt, layout.past: 0})
     warnings = list(prefill_a.warnings)
@@ -484,7 +501,11 @@ def llm_report(
         values = {layout.batch: batch, layout.past: past}
         found = _at(decode, values)
         if found is None:  # no exact formula: the concrete analysis of that step
-            found = _phase(analyze(source, dims={**step_dims, **values}, convention=convention))
+            found = _phase(
+                analyze(
+                    source, dims={**step_dims, **values}, convention=convention, traffic=traffic
+                )
+            )
         return found
 
     exact = all(decode.get(k) is not None for k in _KEYS)
@@ -509,6 +530,12 @@ def llm_report(
         for past in steps:
             total = total + step(past)
     first = step(prompt) if generate > 1 else None
+    first_read = None
+    if generate > 1:  # the first step's bytes by role, from its concrete analysis
+        t = at({**step_dims, layout.batch: batch, layout.past: prompt}).totals
+        first_read = ReadByRole(
+            t.bytes_read_weights, t.bytes_read_kv_cache, t.bytes_read_activations
+        )
     last = step(prompt + generate - 2) if generate > 1 else None
     if ceilings is None and calibrated is not None:
         found_ceiling = calibrated(weights_dtype(proto))
@@ -543,6 +570,8 @@ def llm_report(
         decode_total=total,
         roofline=roofline,
         warnings=tuple(dict.fromkeys(warnings)),
+        traffic=traffic,
+        decode_first_read=first_read,
     )
 
 

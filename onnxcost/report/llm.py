@@ -54,6 +54,15 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
         )
     if r.decode_first is not None and r.decode_last is not None:
         out.append((f"  first step (past {n})", _phase(r.decode_first, False)))
+        if r.decode_first_read is not None:
+            by = r.decode_first_read
+            out.append(
+                (
+                    "    read by role",
+                    f"weights {units.nbytes(by.weights)} | KV cache {units.nbytes(by.kv_cache)} "
+                    f"| activations {units.nbytes(by.activations)} ({r.traffic} traffic)",
+                )
+            )
         out.append((f"  last step (past {n + m - 2})", _phase(r.decode_last, False)))
         out.append(("  intensity (all steps)", f"{r.decode_flops_per_byte:.2f} FLOP/B"))
     else:

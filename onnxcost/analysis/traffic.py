@@ -112,12 +112,16 @@ def node_traffic(
     op's traffic rule with ``runtime``, else whole) and writes of each output. ``folded``:
     the node computes only from constants. ``kv`` (the KV-cache tensors so far) gains the
     node's outputs where it is a layout op over the cache; call in topological order."""
-    if default_domain and op_type in KV_LAYOUT_OPS and inputs and not folded:
+    if kv and default_domain and op_type in KV_LAYOUT_OPS and inputs and not folded:
         carries = any(n in kv for n in inputs) if op_type == "Concat" else inputs[0] in kv
         if carries:
             kv.update(o for o in outputs if o)
     if folded and runtime:
         return NOTHING
+    if constant.isdisjoint(inputs) and (
+        not kv or (kv.isdisjoint(inputs) and kv.isdisjoint(outputs))
+    ):  # the usual node: activations in, activations out (an omitted input reads 0)
+        return NodeTraffic(sum(reads), sum(writes), 0, 0, 0)
     read = read_weights = read_kv = 0
     for name, size in zip(inputs, reads, strict=False):
         if not name or not size:

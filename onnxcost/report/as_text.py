@@ -18,6 +18,7 @@ from onnxcost.report.columns import (
     node_columns,
     op_type_columns,
     table,
+    traffic_text,
     with_cumulative,
 )
 from onnxcost.report.safe_text import md, md_code
@@ -40,6 +41,10 @@ CSV_HEADERS = (
     "bytes_read",
     "bytes_written",
     "graph",
+    "bytes_read_weights",
+    "bytes_read_activations",
+    "bytes_read_kv_cache",
+    "bytes_written_kv_cache",
 )
 
 
@@ -68,6 +73,10 @@ def csv_table(nodes: Sequence[NodeRecord]) -> Table:
             n.bytes_read,
             n.bytes_written,
             n.graph,
+            n.bytes_read_weights,
+            n.bytes_read_activations,
+            n.bytes_read_kv_cache,
+            n.bytes_written_kv_cache,
         )
         for n in nodes
     )
@@ -93,8 +102,13 @@ def _totals_table(a: Analysis) -> Table:
         ("quantization params", f"{t.quant_params:,}"),
         ("param bytes", f"{t.param_bytes:,}"),
         ("bytes read", f"{t.bytes_read:,}"),
+        ("bytes read: weights", f"{t.bytes_read_weights:,}"),
+        ("bytes read: activations", f"{t.bytes_read_activations:,}"),
+        ("bytes read: KV cache", f"{t.bytes_read_kv_cache:,}"),
         ("bytes written", f"{t.bytes_written:,}"),
+        ("bytes written: KV cache", f"{t.bytes_written_kv_cache:,}"),
         ("peak activation bytes", f"{t.peak_activation_bytes:,}"),
+        ("bytes counted as", f"{traffic_text(a)} (--traffic {a.traffic})"),
     ]
     if t.peak_activation_bytes_ort is not None:
         rows.append(

@@ -11,8 +11,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from onnxcost import units
-from onnxcost.analysis.records import NodeRecord, OpTypeSummary, ScopeSummary
+from onnxcost.analysis.records import NodeRecord, OpTypeSummary, ScopeSummary, Totals
+from onnxcost.analysis.result import Analysis
 from onnxcost.report import tables
+
+
+def read_by_role(t: Totals) -> str:
+    """'weights W, activations A' (', KV cache K' where there is one): the bytes read by role."""
+    out = (
+        f"weights {units.nbytes(t.bytes_read_weights)}, "
+        f"activations {units.nbytes(t.bytes_read_activations)}"
+    )
+    if t.bytes_read_kv_cache or t.bytes_written_kv_cache:
+        out += f", KV cache {units.nbytes(t.bytes_read_kv_cache)}"
+    return out
+
+
+def traffic_text(a: Analysis) -> str:
+    """How the analysis counts bytes, in words (onnxcost/analysis/traffic.py)."""
+    if a.traffic == "runtime":
+        return "what a runtime moves"
+    return "every input and output whole"
 
 
 @dataclass(frozen=True)

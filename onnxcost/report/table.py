@@ -17,6 +17,7 @@ from onnxcost.report.columns import (
     dtype_columns,
     node_columns,
     op_type_columns,
+    read_by_role,
     table,
     with_cumulative,
 )
@@ -139,7 +140,7 @@ def render_totals(a: Analysis, console: Console) -> None:
         console,
         "        memory ",
         [
-            f"read {units.nbytes(t.bytes_read)}",
+            f"read {units.nbytes(t.bytes_read)} ({read_by_role(t)})",
             f"written {units.nbytes(t.bytes_written)}",
             f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}",
         ],

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
+from onnxcost.report.columns import read_by_role, traffic_text
 from onnxcost.report.tables import Cell, Column, Table
 from onnxcost.report.training import training_table
 from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
@@ -85,6 +86,7 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
         "opsets": ", ".join(f"{d} {v}" for d, v in sorted(m.opsets.items())),
         "size": units.nbytes(m.model_bytes) if m.model_bytes else "built in (no file)",
         "convention": a.convention,
+        "traffic": traffic_text(a),
         "inputs": _tensor_view(a.inputs),
         "outputs": _tensor_view(a.outputs),
         "cards": [
@@ -92,7 +94,7 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
             ("FLOPs", units.count(t.flops), f"{t.flops:,}"),
             ("params", units.count(t.params), f"{t.params:,}"),
             ("param bytes", units.nbytes(t.param_bytes), f"{t.param_bytes:,} B"),
-            ("bytes read", units.nbytes(t.bytes_read), f"{t.bytes_read:,} B"),
+            ("bytes read", units.nbytes(t.bytes_read), f"{t.bytes_read:,} B; {read_by_role(t)}"),
             ("bytes written", units.nbytes(t.bytes_written), f"{t.bytes_written:,} B"),
             (
                 "peak activations",

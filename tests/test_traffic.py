@@ -4,6 +4,7 @@ split by role: weights, activations, KV cache. Expected bytes worked by hand in 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import onnx
 import pytest
 from onnx import helper
 from onnxcost_testing import analyze_text, parse
+from typer.testing import CliRunner
 
 import onnxcost
 from onnxcost.analysis.records import NodeRecord
+from onnxcost.cli.app import app
 from onnxcost.errors import UsageError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -285,3 +288,57 @@ def test_all_inputs_is_every_tensor_of_every_node_whole(path: Path) -> None:
     assert r.bytes_read <= a.totals.bytes_read
     assert r.bytes_read == r.bytes_read_weights + r.bytes_read_activations + r.bytes_read_kv_cache
     assert r.bytes_written == r.bytes_written_activations + r.bytes_written_kv_cache
+
+
+# --- the CLI flag ------------------------------------------------------------------------------
+
+runner = CliRunner()
+MLP = str(MODELS / "mlp_torch_dynamo.onnx")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", MLP],
+        ["llm", "gpt2", "--prompt", "2", "--generate", "2"],
+        ["compare", MLP, MLP],
+        ["check", MLP],
+        ["bench", MLP],
+        ["annotate", MLP, "out.onnx"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_bad_traffic_value_is_a_usage_error(args: list[str]) -> None:
+    r = runner.invoke(app, [*args, "--traffic", "some"], env={"COLUMNS": "200"})
+    assert r.exit_code == 2  # click's usage error, as for every flag's bad value
+    assert "'some' is not one of 'runtime', 'all-inputs'." in " ".join(r.output.split())
+    assert "Traceback" not in r.output
+
+
+def test_the_traffic_flag_gives_each_convention(tmp_path: Path) -> None:
+    model = tmp_path / "tied.onnx"
+    model.write_bytes(parse(TIED_HEAD).SerializeToString())
+    for traffic, read in (("runtime", 8_448), ("all-inputs", 16_640)):  # as worked above
+        r = runner.invoke(app, ["analyze", str(model), "-f", "json", "--traffic", traffic])
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert (d["traffic"], d["totals"]["bytes_read"]) == (traffic, read)
+    r = runner.invoke(app, ["analyze", str(model), "-f", "json"])
+    assert json.loads(r.stdout)["traffic"] == "runtime"  # the default
+    r = runner.invoke(
+        app, ["compare", str(model), str(model), "-f", "json", "--traffic", "all-inputs"]
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["traffic"] == "all-inputs"
+    assert d["models"][0]["totals"]["bytes_read"] == 16_640
+
+
+def test_compare_refuses_an_analysis_counted_by_another_traffic_rule() -> None:
+    from onnxcost.compare import compare
+    from onnxcost.prepare import prepare
+
+    old = onnxcost.analyze(prepare(MLP), traffic="all-inputs")
+    with pytest.raises(UsageError, match="'all-inputs' traffic convention; pass traffic="):
+        compare([old, MLP])
+    assert compare([old, MLP], traffic="all-inputs").traffic == "all-inputs"

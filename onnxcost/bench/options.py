@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from onnxcost.analysis.traffic import Traffic
 from onnxcost.bench.providers import CPU
 from onnxcost.bench.watchdog import DEFAULT_TIMEOUT_S
 
@@ -44,6 +45,8 @@ class BenchOptions:
     input_shapes: Mapping[str, Sequence[int]] | None = None
     dims: Mapping[str, int] | None = None
     allow_reshape: bool = False
+    traffic: Traffic = "runtime"
+    """How the analysis joined to the run counts bytes (``onnxcost.analyze``'s ``traffic``)."""
     inputs_file: str | os.PathLike[str] | None = None
     seed: int = 0
     warmup: int = 10

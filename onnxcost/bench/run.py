@@ -587,6 +587,7 @@ def run_bench(
             input_shapes=_merge_shapes(o.input_shapes, arrays),
             dims=o.dims,
             allow_reshape=o.allow_reshape,
+            traffic=o.traffic,
         )
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)

@@ -17,6 +17,8 @@ from onnxcost.cli.options import (
     DimOpt,
     InputShapeOpt,
     ModelArg,
+    TrafficFlag,
+    TrafficOpt,
     force_option,
     parse_shape_flags,
 )
@@ -33,6 +35,7 @@ def annotate(
     input_shape: InputShapeOpt = None,
     dim: DimOpt = None,
     convention: ConventionFlag = ConventionOpt.onnxcost,
+    traffic: TrafficFlag = TrafficOpt.runtime,
     force: Annotated[bool, force_option("Replace OUT if it is an existing model.")] = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -45,7 +48,11 @@ def annotate(
         target = check_output(out, inputs=[model], force=force, writes_model=True, flag="OUT")
         shapes, dims = parse_shape_flags(input_shape, dim)
         proto, _result = annotated(
-            model, input_shapes=shapes, dims=dims, convention=convention.value
+            model,
+            input_shapes=shapes,
+            dims=dims,
+            convention=convention.value,
+            traffic=traffic.value,
         )
         check_output(target, inputs=[model], force=force, writes_model=True, flag="OUT")
         write(proto, model, target)

@@ -19,6 +19,8 @@ from onnxcost.cli.options import (
     InputShapeOpt,
     OutputOpt,
     ReportFormatOpt,
+    TrafficFlag,
+    TrafficOpt,
     WideOpt,
     checked_output,
     parse_shape_flags,
@@ -164,6 +166,7 @@ def bench(
             show_default=False,
         ),
     ] = None,
+    traffic: TrafficFlag = TrafficOpt.runtime,
     format: ReportFormatOpt = "table",
     output: OutputOpt = None,
     top: Annotated[
@@ -200,7 +203,11 @@ def bench(
             # Loaded once: run, analysed, and its node names as the file has them kept for Netron.
             prepared = prepare(model, weights=True, keep_source=True)
             static = run_analysis(
-                prepared, input_shapes=shapes, dims=dims, allow_reshape=allow_reshape
+                prepared,
+                input_shapes=shapes,
+                dims=dims,
+                allow_reshape=allow_reshape,
+                traffic=traffic.value,
             )
         if predict is not None:
             if fmt not in (Format.table, Format.markdown, Format.json):
@@ -215,6 +222,7 @@ def bench(
                 prepared if netron else model,
                 BenchOptions(
                     allow_reshape=allow_reshape,
+                    traffic=traffic.value,
                     provider=provider,
                     provider_options=provider_option or None,
                     threads=threads,

@@ -22,6 +22,8 @@ from onnxcost.cli.options import (
     GateWarmupOpt,
     InputShapeOpt,
     ModelArg,
+    TrafficFlag,
+    TrafficOpt,
     bench_settings,
     parse_shape_flags,
 )
@@ -63,6 +65,7 @@ def check_cmd(
     dim: DimOpt = None,
     allow_reshape: AllowReshapeOpt = False,
     convention: ConventionFlag = ConventionOpt.onnxcost,
+    traffic: TrafficFlag = TrafficOpt.runtime,
     bench: GateBenchOpt = False,
     provider: GateProviderOpt = None,
     runs: GateRunsOpt = None,
@@ -109,6 +112,7 @@ def check_cmd(
             dims=dims,
             convention=convention.value,
             allow_reshape=allow_reshape,
+            traffic=traffic.value,
         )
         latency = None
         if settings is not None:

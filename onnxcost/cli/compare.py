@@ -25,6 +25,8 @@ from onnxcost.cli.options import (
     InputShapeOpt,
     OutputOpt,
     PageFormatOpt,
+    TrafficFlag,
+    TrafficOpt,
     WideOpt,
     bench_settings,
     checked_output,
@@ -46,6 +48,7 @@ def compare_cmd(
     dim: DimOpt = None,
     allow_reshape: AllowReshapeOpt = False,
     convention: ConventionFlag = ConventionOpt.onnxcost,
+    traffic: TrafficFlag = TrafficOpt.runtime,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -95,6 +98,7 @@ def compare_cmd(
             input_shapes=shapes,
             dims=dims,
             convention=convention.value,
+            traffic=traffic.value,
             labels=label or None,
             bench=settings,
             allow_reshape=allow_reshape,

@@ -19,6 +19,8 @@ from onnxcost.cli.options import (
     ModelArg,
     OutputOpt,
     PageFormatOpt,
+    TrafficFlag,
+    TrafficOpt,
     checked_output,
     param_option,
     parse_params,
@@ -66,6 +68,7 @@ def llm_cmd(
         typer.Option("--past-dim", help="The cache length's dim symbol.", show_default=False),
     ] = None,
     convention: ConventionFlag = ConventionOpt.onnxcost,
+    traffic: TrafficFlag = TrafficOpt.runtime,
     peak_tflops: Annotated[
         float | None,
         typer.Option(
@@ -119,6 +122,7 @@ def llm_cmd(
             seq_dim=seq_dim,
             past_dim=past_dim,
             convention=convention.value,
+            traffic=traffic.value,
             ceilings=ceilings,
             calibrated=lambda dtype: _cached_ceilings(provider, threads, dtype),
         )

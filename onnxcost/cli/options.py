@@ -61,6 +61,11 @@ def force_option(help: str) -> Any:
     return typer.Option("--force", help=help)
 
 
+class TrafficOpt(str, enum.Enum):
+    runtime = "runtime"
+    all_inputs = "all-inputs"
+
+
 # Options shared by several commands, defined once.
 ModelArg = Annotated[
     str,
@@ -134,6 +139,15 @@ ConventionFlag = Annotated[
     ConventionOpt,
     typer.Option(
         help="FLOPs convention: onnxcost (2xMACs + all other arithmetic), torch (2xMACs), fvcore (=MACs)."
+    ),
+]
+TrafficFlag = Annotated[
+    TrafficOpt,
+    typer.Option(
+        "--traffic",
+        help="Bytes read and written: runtime (what a runtime moves: a Gather reads the rows it "
+        "selects, subgraphs of constants fold at load) or all-inputs (every input and output "
+        "of every node whole: torchstat's MemRead, onnxcost's bytes before the runtime rule).",
     ),
 ]
 

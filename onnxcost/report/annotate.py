@@ -20,6 +20,7 @@ import onnx
 from onnx import helper
 
 from onnxcost.analysis.records import Convention
+from onnxcost.analysis.traffic import Traffic
 from onnxcost.analysis.walk import Analysis
 from onnxcost.api import analyze
 from onnxcost.errors import OutputError
@@ -48,6 +49,7 @@ def annotated(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
+    traffic: Traffic = "runtime",
 ) -> tuple[onnx.ModelProto, Analysis]:
     """The annotated copy of ``source`` and the analysis it carries.
 
@@ -58,7 +60,9 @@ def annotated(
     """
     builtin = isinstance(source, str | os.PathLike) and not os.path.exists(source)
     prepared = prepare(source, weights=builtin, keep_source=True)
-    result = analyze(prepared, input_shapes=input_shapes, dims=dims, convention=convention)
+    result = analyze(
+        prepared, input_shapes=input_shapes, dims=dims, convention=convention, traffic=traffic
+    )
     assert prepared.source is not None  # keep_source=True keeps it
     model = onnx.ModelProto()
     model.CopyFrom(prepared.source)

@@ -59,8 +59,9 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
             out.append(
                 (
                     "    read by role",
-                    f"weights {units.nbytes(by.weights)} | KV cache {units.nbytes(by.kv_cache)} "
-                    f"| activations {units.nbytes(by.activations)} ({r.traffic} traffic)",
+                    f"weights {units.nbytes(by.weights)}, KV cache {units.nbytes(by.kv_cache)}, "
+                    f"activations {units.nbytes(by.activations)}"
+                    + ("" if r.traffic == "runtime" else " (every input whole)"),
                 )
             )
         out.append((f"  last step (past {n + m - 2})", _phase(r.decode_last, False)))

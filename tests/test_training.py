@@ -223,3 +223,51 @@ def test_cli_bad_training_flags(mlp_file: Path, args: list[str]) -> None:
     assert "Traceback" not in r.output
     original = parse(MLP).SerializeToString()
     assert mlp_file.read_bytes() == original
+
+
+def test_compare_shows_training_rows_only_when_both_have_them() -> None:
+    from onnxcost.compare import compare
+    from onnxcost.prepare import prepare
+
+    model = parse(MLP)
+    trained = [onnxcost.analyze(prepare(model), training=True) for _ in range(2)]
+    keys = [r.key for r in compare(trained).totals]
+    assert keys[keys.index("peak_activation_bytes") + 1 :][:5] == [
+        "backward_flops",
+        "training_flops",
+        "trainable_params",
+        "saved_activation_bytes",
+        "training_peak_bytes",
+    ]
+    rows = {r.key: r.values for r in compare(trained).totals}
+    # The MLP's figures worked by hand above: 124, 220, 24 params, 56 B kept, 504 B peak.
+    assert rows["backward_flops"] == (124, 124)
+    assert rows["training_flops"] == (220, 220)
+    assert rows["training_peak_bytes"] == (504, 504)
+    plain = [trained[0], onnxcost.analyze(prepare(model))]
+    assert "training_flops" not in [r.key for r in compare(plain).totals]
+
+
+def test_markdown_and_html_carry_the_training_section(mlp_file: Path, tmp_path: Path) -> None:
+    r = runner.invoke(app, ["analyze", str(mlp_file), "--training", "-f", "markdown"])
+    assert "## Training" in r.stdout
+    assert "| training FLOPs (forward + backward) | 220 (220) |" in r.stdout
+    page = tmp_path / "m.html"
+    r = runner.invoke(app, ["analyze", str(mlp_file), "--training", "-f", "html", "-o", str(page)])
+    assert r.exit_code == 0, r.output
+    html = page.read_text(encoding="utf-8")
+    assert '<table id="training-table">' in html
+    plain = tmp_path / "p.html"
+    runner.invoke(app, ["analyze", str(mlp_file), "-f", "html", "-o", str(plain)])
+    assert "training-table" not in plain.read_text(encoding="utf-8")
+
+
+def test_cli_compare_training(mlp_file: Path) -> None:
+    r = runner.invoke(app, ["compare", str(mlp_file), str(mlp_file), "--training", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    rows = {row["metric"]: row["values"] for row in data["totals_diff"]}
+    assert rows["training_flops"] == [220, 220]
+    assert data["models"][0]["totals"]["training_memory"]["peak_bytes"] == 504
+    r = runner.invoke(app, ["compare", str(mlp_file), str(mlp_file), "-f", "json"])
+    assert "training_flops" not in {row["metric"] for row in json.loads(r.stdout)["totals_diff"]}

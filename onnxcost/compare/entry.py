@@ -118,6 +118,11 @@ def compare(
     bench: BenchSettings | None = None,
     allow_reshape: bool = False,
     traffic: Traffic = "runtime",
+    training: bool = False,
+    optimizer: str = "adamw",
+    frozen: str | None = None,
+    grad_inputs: bool = False,
+    mixed_precision: str | None = None,
 ) -> Comparison:
     """Compare ``models``; the first is the baseline.
 
@@ -129,6 +134,8 @@ def compare(
     under the same settings, one after the other. ``allow_reshape`` lets ``input_shapes``
     change dims the models fix (see ``analyze``). ``traffic``: how bytes are counted
     (``analyze``); an ``Analysis`` given must count them so.
+    ``training`` and the arguments after it analyse every model with the training
+    step (``analyze``'s, docs/training.md): the comparison then has rows for its figures.
     """
     if len(models) < 2:
         raise UsageError(f"compare needs at least two models, got {len(models)}")
@@ -165,6 +172,11 @@ def compare(
                     convention=convention,
                     allow_reshape=allow_reshape,
                     traffic=traffic,
+                    training=training,
+                    optimizer=optimizer,
+                    frozen=frozen,
+                    grad_inputs=grad_inputs,
+                    mixed_precision=mixed_precision,
                 )
             )
         except OnnxcostError as e:

@@ -1,0 +1,86 @@
+"""Measure ``onnxcost sweep``: cells per second at N workers (or on a Ray cluster), and the
+driver's peak RSS (VmHWM, read from /proc while it runs; the cells are other processes).
+
+    python scripts/bench_sweep.py --cells 200 --workers 1 2 0        # 0: the default (all)
+    python scripts/bench_sweep.py --cells 200 --ray 127.0.0.1:6379
+
+The grid: ``analyze`` over the small built-ins (mlp, resnet20_cifar) at ``--dim batch=1..K``,
+as many batches as make ``--cells`` cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("mlp", "resnet20_cifar")
+
+
+def grid_text(cells: int) -> str:
+    batches = -(-cells // len(MODELS))
+    dims = ", ".join(f'"batch={b}"' for b in range(1, batches + 1))
+    models = ", ".join(f'"{m}"' for m in MODELS)
+    return f'command = "analyze"\nmodels = [{models}]\ntimeout_s = 300\n[grid]\ndim = [{dims}]\n'
+
+
+def vmhwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run(cells: int, workers: int | None, ray: str | None) -> tuple[int, float, int]:
+    """(cells run, seconds, the driver's peak RSS in KiB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        grid = Path(tmp) / "g.toml"
+        grid.write_text(grid_text(cells))
+        cmd = [sys.executable, "-m", "onnxcost", "sweep", str(grid), "-o", str(Path(tmp) / "r.jsonl"),
+               "-q", "-f", "json"]  # fmt: skip
+        if workers:
+            cmd += ["--workers", str(workers)]
+        if ray:
+            cmd += ["--ray", ray]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        peak = 0
+        while p.poll() is None:
+            peak = max(peak, vmhwm_kb(p.pid))
+            time.sleep(0.2)
+        seconds = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise SystemExit(p.stderr.read().decode() if p.stderr else "sweep failed")
+        n = sum(1 for _ in (Path(tmp) / "r.jsonl").open())
+        return n, seconds, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cells", type=int, nargs="+", default=[200])
+    ap.add_argument("--workers", type=int, nargs="*", default=[1, 2, 0])
+    ap.add_argument(
+        "--ray", default=None, help="a Ray cluster's address (then --workers is ignored)"
+    )
+    a = ap.parse_args()
+    print("| cells | where | seconds | cells/s | driver peak RSS |")
+    print("|---:|---|---:|---:|---:|")
+    for cells in a.cells:
+        runs = [(None, a.ray)] if a.ray else [(w or None, None) for w in a.workers]
+        for workers, ray in runs:
+            n, s, kb = run(cells, workers, ray)
+            where = f"Ray {ray}" if ray else f"{workers or 'default'} workers"
+            print(f"| {n} | {where} | {s:.1f} | {n / s:.2f} | {kb / 1024:.0f} MiB |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

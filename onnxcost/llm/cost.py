@@ -33,6 +33,7 @@ from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.analysis.traffic import PAST, PRESENT, Traffic
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
 from onnxcost.load.model import ModelSource
+from onnxcost.load.positions import position_limit
 from onnxcost.load.tensors import tensor_bytes
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.formulas import (
@@ -137,75 +138,6 @@ def detect(
             f"name them with {_FLAGS}"
         )
     return CacheLayout(batch, seq, past, past_inputs, present)
-
-
-_POSITIONAL = re.compile(r"pos|wpe", re.IGNORECASE)
-_PASS_THROUGH = frozenset({"Squeeze", "Unsqueeze", "Identity", "Cast", "Reshape", "Slice"})
-"""Ops between a stored table and the Gather that reads it by position: none makes the table
-longer (a Slice keeps at most its rows), so its stored length is the limit."""
-
-
-def position_limit(proto: onnx.ModelProto) -> int | None:
-    """How many positions the model has, where a table says so: the first dim of a
-    position-embedding table (GPT-2's ``wpe``) or of rotary cos/sin tables (Llama's, read
-    through Slice and Squeeze), each a stored tensor that a Gather reads by position; None if none.
-
-    A Gather reads by position when its indices are an input named like ``position_ids``, or
-    are computed (not an input) from a Range or from a table named like ``pos``/``wpe``."""
-    graph = proto.graph
-    stored = {t.name: list(t.dims) for t in graph.initializer}
-    producer: dict[str, onnx.NodeProto] = {}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            stored[node.output[0]] = list(node.attribute[0].t.dims)
-        for out in node.output:
-            producer[out] = node
-    inputs = {vi.name for vi in graph.input} - stored.keys()
-
-    def table(name: str) -> tuple[str, list[int]] | None:
-        for _ in range(8):
-            if name in stored:
-                return name, stored[name]
-            node = producer.get(name)
-            if node is None or node.op_type not in _PASS_THROUGH or not node.input:
-                return None
-            name = node.input[0]
-        return None
-
-    def from_range(name: str) -> bool:
-        todo, seen = [name], set[int]()
-        while todo and len(seen) < 64:
-            node = producer.get(todo.pop())
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
-            if node.op_type == "Range":
-                return True
-            todo += [i for i in node.input if i]
-        return False
-
-    limits = []
-    for node in graph.node:
-        if node.op_type != "Gather" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
-            continue
-        if any(a.name == "axis" and a.i != 0 for a in node.attribute):
-            continue
-        found = table(node.input[0])
-        if found is None:
-            continue
-        name, dims = found
-        while len(dims) > 2 and dims[0] == 1:
-            dims = dims[1:]  # [1, 1, N, D] cos/sin buffers
-        if len(dims) != 2 or dims[0] < 1:
-            continue
-        indices = node.input[1]
-        if indices in inputs:
-            positional = bool(_POSITIONAL.search(indices))
-        else:
-            positional = bool(_POSITIONAL.search(name)) or from_range(indices)
-        if positional:
-            limits.append(dims[0])
-    return min(limits) if limits else None
 
 
 def cache_bytes_per_token(proto: onnx.ModelProto, layout: CacheLayout) -> int:
@@ -493,7 +425,9 @@ def llm_report(
     step_dims = {**fixed, layout.seq: 1}
     step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
-    warnings += costs.warnings
+    # The positions are checked above (--prompt + --generate): not the formulas' warning.
+    limited = () if costs.limit is None else (costs.limit.warning(),)
+    warnings += [w for w in costs.warnings if w not in limited]
     decode = dict(costs.totals)
     steps = range(prompt, prompt + generate - 1)  # past = N .. N + M - 2
 

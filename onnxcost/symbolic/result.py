@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from onnxcost.analysis.records import Layout, to_jsonable
+from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.poly import Formula
 
 TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
@@ -54,6 +55,9 @@ class SymbolicCosts:
     polynomials at the other points; 0 where no reduced model was used."""
     reduced_nodes: int = 0
     """The reduced model's nodes (0: none used)."""
+    limit: PositionLimit | None = None
+    """The model's positions, which the check points stayed within (its warning is in
+    ``warnings``); None where the model has no position table."""
 
     def at(self, **values: int) -> FormulaTotals:
         """The totals at a point: every symbol bound to an integer >= 0."""

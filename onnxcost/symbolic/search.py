@@ -56,6 +56,7 @@ from onnxcost.errors import ShapeError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
+from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.poly import (
     Formula,
     _binomial_rows,
@@ -168,7 +169,10 @@ def _search(
     names = tuple(n.name for n in base.nodes)
     sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
     start = tuple(_FIRST_BASE + i for i in range(len(symbols)))
-    checks = _choose_points(sampler, source, base, start, max_degree, verify, seed, reduce)
+    limit = find_limit(source.proto, input_shapes, dims, symbols)
+    checks = _choose_points(
+        sampler, source, base, start, max_degree, verify, seed, reduce, _Bound.of(limit, symbols)
+    )
     n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(sampler.units.sizes)
     misses = _Misses(np.zeros(n_costs, dtype=bool), np.zeros(n_costs, dtype=bool))
     degrees = _degrees(sampler, start, max_degree, misses)
@@ -180,6 +184,8 @@ def _search(
     zero_allowed, zeros, warnings = _verify_at_zeros(sampler, start, fitted, misses)
     totals, per_unit = _formulas(sampler, fitted, misses, zeros)
     warnings += _bad_warnings(misses.reasons, names, sampler.units)
+    if limit is not None:
+        warnings.append(limit.warning())
     return SymbolicCosts(
         symbols=symbols,
         totals=totals,
@@ -189,6 +195,7 @@ def _search(
         reduced_analyses=len(sampler.reduced_samples),
         reduced_nodes=len(sampler.units.sizes) if sampler.reduced is not None else 0,
         warnings=tuple(warnings),
+        limit=limit,
     )
 
 
@@ -213,6 +220,7 @@ def _choose_points(
     verify: int,
     seed: int,
     reduce: bool,
+    bound: _Bound | None = None,
 ) -> list[tuple[int, ...]]:
     """The random points the formulas are checked at; the first one, with the reported
     point (every symbol at 1), also sorts the nodes into classes (``use_reduced``)."""
@@ -221,7 +229,7 @@ def _choose_points(
     # + 1 at most). Their symbols take distinct values, so that no two of them coincide
     # there (nodes alike only because batch = past there would make a class that fails
     # later).
-    checks = [_check_point(rng, start, max_degree) for _ in range(verify if start else 0)]
+    checks = [_check_point(rng, start, max_degree, bound) for _ in range(verify if start else 0)]
     ones = (1,) * len(start)
     if reduce and checks:
         sampler.use_reduced(source, (ones, base), checks[:1])
@@ -367,16 +375,52 @@ def _check_grid(symbols: Sequence[str], degrees: Sequence[int]) -> None:
         )
 
 
-def _check_point(rng: random.Random, start: tuple[int, ...], max_degree: int) -> tuple[int, ...]:
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """The symbols (by index) whose sum may not pass ``budget``: the model's positions."""
+
+    limited: tuple[int, ...]
+    budget: int
+    limit: PositionLimit
+
+    @staticmethod
+    def of(limit: PositionLimit | None, symbols: Sequence[str]) -> _Bound | None:
+        if limit is None:
+            return None
+        return _Bound(tuple(symbols.index(s) for s in limit.symbols), limit.budget, limit)
+
+
+def _check_point(
+    rng: random.Random, start: tuple[int, ...], max_degree: int, bound: _Bound | None = None
+) -> tuple[int, ...]:
     """A random point past the grid (each symbol at its base + ``max_degree`` + 1 to 9 more),
-    its symbols at distinct values."""
+    its symbols at distinct values; with ``bound``, the bound symbols sum to its budget at
+    most (a model's positions), taking what is left of it in turn. ShapeError where even
+    the least point past the grid passes the budget."""
     lowest = [b + max_degree + 1 for b in start]
-    taken: set[int] = set()
+    limited = () if bound is None else bound.limited
+    spare = 0 if bound is None else bound.budget - sum(lowest[i] for i in limited)
+    if bound is not None and spare < 0:
+        names = " + ".join(bound.limit.symbols)
+        raise ShapeError(
+            f"--symbolic: the model has {bound.limit.positions} positions (its position table), "
+            f"too few to check the formulas past the interpolation grid ({names} = "
+            f"{sum(lowest[i] for i in limited)} at least, {bound.budget} allowed); fix one of "
+            f"them with --dim SYMBOL=N"
+        )
+    taken = {lowest[i] for i in limited}  # the bound symbols' least values stay free
     point = []
-    for low in lowest:
-        value = low + rng.randint(1, 9)
-        while value in taken:
-            value += 1
+    for i, low in enumerate(lowest):
+        if i not in limited:
+            value = low + rng.randint(1, 9)
+            while value in taken:
+                value += 1
+        else:  # low itself is past the grid; more only as far as the budget allows
+            extra = rng.randint(0, min(9, spare))
+            value = low + extra
+            while value in taken - {low} and value > low:
+                value -= 1
+            spare -= value - low
         taken.add(value)
         point.append(value)
     return tuple(point)

@@ -14,7 +14,9 @@ import math
 from onnxcost.costs._context import OpContext, tensor_bytes
 from onnxcost.costs._registry import (
     AFTER_FIRST,
+    NOTHING_SAVED,
     Cost,
+    Saved,
     broadcast_sum,
     needs_any,
     no_gradient,
@@ -164,6 +166,31 @@ def gather_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
 def expand_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
     """dX = g summed over the copies: numel(Y) - numel(X) adds."""
     return Cost(flops=broadcast_sum(ctx, 0) if needs_any(needs, 0) else 0)
+
+
+def _dropout_mask(ctx: OpContext) -> bool:
+    """A mask output in the graph: the Dropout of a training-mode export."""
+    return len(ctx.outputs) > 1 and ctx.outputs[1] is not None
+
+
+def _dropout_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    """Training mode keeps the mask (one byte per element, bool); inference keeps nothing."""
+    if _dropout_mask(ctx):
+        return Saved(outputs=(1,))
+    if ctx.has_input(2):
+        return Saved(extra_bytes=ctx.out_numel())
+    return NOTHING_SAVED
+
+
+@register_backward("Dropout", saves=_dropout_saves)
+def dropout_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """Training mode (a mask output or a training_mode input): dX = g * mask / (1 - ratio), 2 per element; else 0 (an identity).
+
+    NB: a training_mode input that is a constant false counts as training mode all the same.
+    """
+    if not needs_any(needs, 0) or not (_dropout_mask(ctx) or ctx.has_input(2)):
+        return Cost()
+    return Cost(flops=2 * ctx.out_numel())
 
 
 no_gradient("Shape", "Size", "EyeLike", "ConstantOfShape", "OneHot", "NonZero", "Unique")

@@ -335,3 +335,37 @@ g (float[2,3] x) => (float[2,3] y) <float p = {3.0}> {
     assert a.totals.training.training_memory.saved_activation_bytes == 24
     # dX: 4 per element (sub, pow, mul, mul): 24 FLOPs.
     assert backward(text, "Pow") == (0, 24)
+
+
+def dropout(outputs: str, inputs: str) -> str:
+    return f"""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[2,3] y) {{
+  r = Constant <value = float {{0.1}}> ()
+  t = Constant <value = bool {{1}}> ()
+  {outputs} = Dropout ({inputs})
+}}"""
+
+
+def test_dropout_keeps_its_mask_in_training_mode() -> None:
+    # Training mode (a mask output): dX = g * mask / (1 - ratio), 2 FLOPs x 6 elements = 12;
+    # it keeps the mask, bool [2,3]: 6 bytes.
+    text = dropout("y, m", "x, r, t")
+    assert backward(text, "Dropout") == (0, 12)
+    memory = analyze_text(text, training=True, grad_inputs=True).totals.training
+    assert memory is not None
+    assert memory.training_memory.saved_activation_bytes == 6
+    # A training_mode input without the mask output: the mask is kept all the same, 6 bytes.
+    text = dropout("y", "x, r, t")
+    assert backward(text, "Dropout") == (0, 12)
+    memory = analyze_text(text, training=True, grad_inputs=True).totals.training
+    assert memory is not None
+    assert memory.training_memory.saved_activation_bytes == 6
+
+
+def test_dropout_at_inference_is_an_identity() -> None:
+    text = dropout("y", "x")
+    assert backward(text, "Dropout") == (0, 0)
+    memory = analyze_text(text, training=True, grad_inputs=True).totals.training
+    assert memory is not None
+    assert memory.training_memory.saved_activation_bytes == 0

@@ -271,3 +271,29 @@ def test_cli_compare_training(mlp_file: Path) -> None:
     assert data["models"][0]["totals"]["training_memory"]["peak_bytes"] == 504
     r = runner.invoke(app, ["compare", str(mlp_file), str(mlp_file), "-f", "json"])
     assert "training_flops" not in {row["metric"] for row in json.loads(r.stdout)["totals_diff"]}
+
+
+def test_an_op_with_no_float_output_sends_no_gradient_and_no_warning() -> None:
+    # QuantizeLinear's output is uint8: no gradient goes back through it, nothing to warn of.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (uint8[2,3] q) <float[2,3] w = {1.0}, float s = {0.5}, uint8 z = {0}> {
+  h = Mul (x, w)
+  q = QuantizeLinear (h, s, z)
+}"""
+    a = analyze_text(text, training=True)
+    assert not [w for w in a.warnings if w.startswith("training")]
+    # Mul still costs its weight gradient: g x, 6 multiplies.
+    assert by_name(a) == {"h": (0, 6), "q": (0, 0)}
+
+
+def test_simplified_layer_norm_backward() -> None:
+    # RMS norm over [2,4] (rows 2, D 4, n 8), scale trained, X too: x^ n = 8; dScale 2n - D =
+    # 12; dX 6n = 48: 68.
+    text = """
+<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+g (float[2,4] x) => (float[2,4] y) <float[4] s = {1.0, 1.0, 1.0, 1.0}> {
+  y = com.microsoft.SimplifiedLayerNormalization <axis = -1> (x, s)
+}"""
+    a = analyze_text(text, training=True, grad_inputs=True)
+    assert by_name(a) == {"y": (0, 68)}

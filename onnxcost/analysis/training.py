@@ -201,13 +201,14 @@ def train(
             rec.backward_macs = rec.backward_flops = 0
             continue
         opset, spec = spec_of(k)
-        differentiable = spec is None or spec.differentiable
         outs = outputs[k]
+        # No float output, no gradient to send back (QuantizeLinear, a comparison, Shape).
+        floats = [
+            o for o in outs if o and (t := types.get(o)) is not None and t.elem_type in FLOAT_TYPES
+        ]
+        differentiable = bool(floats) and (spec is None or spec.differentiable)
         if differentiable:
-            for o in outs:
-                t = types.get(o) if o else None
-                if t is not None and t.elem_type in FLOAT_TYPES:
-                    grad.add(o)
+            grad.update(floats)
         found = no_cost
         if spec is None or not differentiable or rec.status not in ("ok", "zero"):
             if spec is None or (differentiable and rec.status == "unsupported"):

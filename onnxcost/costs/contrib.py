@@ -19,8 +19,15 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import OpContext, UnknownShapeError, tensor_bytes
-from onnxcost.costs._registry import Cost, register, register_reads
-from onnxcost.costs.normalization import standardize_flops
+from onnxcost.costs._registry import (
+    Cost,
+    Saved,
+    needs_any,
+    register,
+    register_backward,
+    register_reads,
+)
+from onnxcost.costs.normalization import STAT_BYTES, norm_backward_flops, standardize_flops
 from onnxcost.costs.quantized import (
     DEQUANTIZE_FLOPS,
     conv_in_out_macs,
@@ -259,6 +266,25 @@ def simplified_layer_norm(ctx: OpContext) -> Cost:
     """
     shape = ctx.shape(0)
     return Cost(flops=RMS_NORM_FLOPS * math.prod(shape) + 3 * _norm_rows(ctx, shape))
+
+
+def _simplified_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
+    return Saved(inputs=(0,), extra_bytes=STAT_BYTES * _norm_rows(ctx, ctx.shape(0)))
+
+
+@register_backward("SimplifiedLayerNormalization", saves=_simplified_saves)
+@register_backward("SimplifiedLayerNormalization", domain=MS, saves=_simplified_saves)
+def simplified_layer_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
+    """As RMSNormalization's: dX 6 x numel + x^ numel; dScale 2 x numel - D; keeps X and rrms per row."""
+    shape = ctx.shape(0)
+    numel = math.prod(shape)
+    rows = _norm_rows(ctx, shape)
+    features = numel // rows if rows else 0
+    return Cost(
+        flops=norm_backward_flops(
+            numel, features, needs_any(needs, 0), needs_any(needs, 1), False, moments=1
+        )
+    )
 
 
 @register("EmbedLayerNormalization", domain=MS, meta_inputs=(0, 1, 7, 8))

@@ -365,3 +365,66 @@ def test_the_checker_is_bounded_by_node_count(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(prepare_module, "CHECK_MAX_NODES", 2)  # the model has 3 nodes
     assert not onnxcost.analyze(parse(CAST_CHAIN), dims={"batch": 2}).warnings
+
+
+def _two_inputs_in_batch_and_seq() -> onnx.ModelProto:
+    """Two float16 inputs in [batch, seq, 8], as a tokenizer's input_ids and attention_mask
+    share batch and seq; the float weight of a half-done fp16 conversion makes onnx's strict
+    inference reject the MatMul (float16 by float), which onnxcost's lenient inference counts."""
+    half, full = TensorProto.FLOAT16, TensorProto.FLOAT
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["x", "m"], ["s"], name="/Mul"),
+            helper.make_node("MatMul", ["s", "w"], ["y"], name="/MatMul"),
+            helper.make_node("Relu", ["m"], ["r"], name="/Relu"),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", half, ["batch", "seq", 8]),
+            helper.make_tensor_value_info("m", half, ["batch", "seq", 8]),
+        ],
+        [
+            helper.make_tensor_value_info("y", full, ["batch", "seq", 4]),
+            helper.make_tensor_value_info("r", half, ["batch", "seq", 8]),
+        ],
+        [numpy_helper.from_array(np.ones((8, 4), np.float32), "w")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_input_shape_and_dim_give_the_same_json_warnings_included(tmp_path: Path) -> None:
+    # x = 2 x 16 x 8 either way, and m shares batch and seq: m is 2 x 16 x 8 too. MatMul
+    # 2 x 16 x 8 x 4 = 1,024 MACs; Relu of m 2 x 16 x 8 = 256 elements. --input-shape x=...
+    # left m at 1 x 1 x 8 (Relu 8) with a warning that batch and seq were unset.
+    import json
+
+    from typer.testing import CliRunner
+
+    from onnxcost.cli.app import app
+
+    path = tmp_path / "two.onnx"
+    onnx.save(_two_inputs_in_batch_and_seq(), path)
+    runs = [
+        CliRunner().invoke(app, ["analyze", str(path), *flags, "-f", "json"])
+        for flags in (["--input-shape", "x=2x16x8"], ["--dim", "batch=2", "--dim", "seq=16"])
+    ]
+    assert [r.exit_code for r in runs] == [0, 0]
+    by_shape, by_dims = (json.loads(r.stdout) for r in runs)
+    assert by_shape["warnings"] == by_dims["warnings"]
+    (checked,) = by_dims["warnings"]
+    assert "onnx's full checker rejects the model at node '/MatMul' (MatMul)" in checked
+    assert by_shape["totals"]["macs"] == 1_024
+    assert [n["flops"] for n in by_shape["nodes"] if n["op_type"] == "Relu"] == [256]
+    assert by_shape == by_dims
+
+
+def test_input_shape_binds_the_symbols_of_the_formulas_as_dim_does() -> None:
+    # --symbolic with x=2x16x8: batch and seq are bound on m too, so no symbol is left and the
+    # formulas are the counts; m was probed at other batch and seq values against x's 2 x 16,
+    # and Mul's shapes disagreed (ShapeError).
+    model = _two_inputs_in_batch_and_seq()
+    by_shape = onnxcost.analyze(model, input_shapes={"x": (2, 16, 8)}, symbolic=True)
+    by_dims = onnxcost.analyze(model, dims={"batch": 2, "seq": 16}, symbolic=True)
+    assert by_shape.formulas == by_dims.formulas
+    assert str(by_shape.formulas["macs"]) == "1024"
+    assert by_shape.warnings == by_dims.warnings

@@ -37,6 +37,32 @@ def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
         shape.dim.add().dim_value = d
 
 
+def stated_dims(
+    graph: onnx.GraphProto,
+    input_shapes: Mapping[str, Sequence[int]],
+    dims: Mapping[str, int],
+) -> dict[str, int]:
+    """``dims`` plus the value each symbol gets from the ``input_shapes`` entries that set it
+    (``input_ids=2x16`` on [batch, seq]: batch 2, seq 16), where no ``dims`` entry names it and
+    no other entry gives it another: then ``--input-shape input_ids=2x16`` and ``--dim batch=2
+    --dim seq=16`` say the same, for every input in those symbols and every shape declared in
+    them. An entry that names no input or has the wrong rank adds nothing (``_apply_overrides``
+    refuses it); ShapeError for an entry's dim that is no dim (``_check_dim_value``)."""
+    for name, shape in input_shapes.items():
+        for v in shape:
+            _check_dim_value(v, f"--input-shape {name}=...")
+    given: dict[str, set[int]] = {}
+    for vi in graph.input:
+        new = input_shapes.get(vi.name)
+        declared = vi.type.tensor_type.shape.dim
+        if new is None or len(declared) != len(new):
+            continue
+        for d, v in zip(declared, new, strict=True):
+            if d.HasField("dim_param") and d.dim_param and d.dim_param not in dims:
+                given.setdefault(d.dim_param, set()).add(int(v))
+    return {**dims, **{sym: next(iter(vs)) for sym, vs in given.items() if len(vs) == 1}}
+
+
 def _apply_overrides(
     graph: onnx.GraphProto,
     input_shapes: Mapping[str, Sequence[int]],
@@ -47,10 +73,8 @@ def _apply_overrides(
     """Fix every input dim; returns the value each symbolic dim name was given.
 
     An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
-    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value. A symbol
-    an ``input_shapes`` entry sets (``input_ids=2x16`` on [batch, seq]) is given that value as
-    ``--dim`` would give it, where no ``--dim`` names it and no other entry gives it another:
-    the model's declared shapes in those symbols then resolve alike, whichever flag said it."""
+    dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value. The
+    symbols an entry sets are set as ``--dim`` would set them (``stated_dims``)."""
     for name, shape in input_shapes.items():
         for v in shape:
             _check_dim_value(v, f"--input-shape {name}=...")
@@ -76,29 +100,27 @@ def _apply_overrides(
                 f"--dim {sym}=... matches no symbolic dim of the inputs; the model's symbols are: "
                 f"{', '.join(sorted(symbols)) or '(none: every dim is fixed; use --input-shape)'}"
             )
+    for vi in inputs:
+        tt = vi.type.tensor_type
+        if vi.name in input_shapes and vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            new = input_shapes[vi.name]
+            if len(tt.shape.dim) != len(new):
+                raise ShapeError(
+                    f"--input-shape {vi.name}=... gives {len(new)} dims but input {vi.name!r} has "
+                    f"rank {len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
+                )
+            if not allow_reshape:
+                _check_fixed_dims(vi.name, tt.shape, new)
+    every = stated_dims(graph, input_shapes, dims)
     defaulted: dict[str, list[str]] = {}
-    applied: dict[str, int] = {}
-    stated: dict[str, set[int]] = {}
-    """Symbol -> the values ``input_shapes`` entries give it."""
+    applied = {sym: v for sym, v in every.items() if sym not in dims}
     for vi in inputs:
         if not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
         name = vi.name
         if vi.name in input_shapes:
-            new = list(input_shapes[vi.name])
-            if tt.HasField("shape") and len(tt.shape.dim) != len(new):
-                raise ShapeError(
-                    f"--input-shape {name}=... gives {len(new)} dims but input {name!r} has rank "
-                    f"{len(tt.shape.dim)} ({_fmt_dims(tt.shape)}); pass {len(tt.shape.dim)} dims"
-                )
-            if tt.HasField("shape") and not allow_reshape:
-                _check_fixed_dims(name, tt.shape, new)
-            if tt.HasField("shape"):
-                for d, v in zip(tt.shape.dim, new, strict=True):
-                    if d.HasField("dim_param"):
-                        stated.setdefault(d.dim_param, set()).add(v)
-            _set_dims(vi, new)
+            _set_dims(vi, list(input_shapes[vi.name]))
             continue
         if not tt.HasField("shape"):
             raise ShapeError(
@@ -108,20 +130,13 @@ def _apply_overrides(
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
             sym = d.dim_param
-            if sym and sym in dims:
-                d.dim_value = dims[sym]
+            if sym and sym in every:
+                d.dim_value = every[sym]
             else:
                 d.dim_value = 1
                 defaulted.setdefault(sym or f"{name}[{i}]", []).append(name)
             if sym:
                 applied[sym] = d.dim_value
-    for sym, values in stated.items():
-        if sym not in dims and len(values) == 1:
-            if sym in defaulted:
-                # Another input also has this symbol, unset: it defaulted to 1 above, so the
-                # symbol means two values; the declared shapes in it stay unresolved.
-                continue
-            applied[sym] = values.pop()
     for sym, users in defaulted.items():
         where = ", ".join(dict.fromkeys(users))
         if sym.endswith("]"):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import onnx
 
 from onnxcost.errors import ShapeError
+from onnxcost.shapes.overrides import stated_dims
 
 
 def model_symbols(
@@ -20,7 +21,8 @@ def model_symbols(
     dims: Mapping[str, int],
 ) -> tuple[str, ...]:
     """The dim_params of the graph inputs, in order of first use, less those fixed by
-    ``dims`` or by an ``input_shapes`` entry."""
+    ``dims`` or by an ``input_shapes`` entry (``stated_dims``: on every input)."""
+    dims = stated_dims(proto.graph, input_shapes, dims)
     out: dict[str, None] = {}
     standalone = _standalone(proto)
     for owner, param in _input_dim_params(proto, input_shapes):
@@ -163,8 +165,10 @@ def with_derived(
 ) -> dict[str, int]:
     """``dims`` plus the value of every derived input dim whose names they all bind: an
     optimum decoder's attention_mask [batch, 'past_sequence_length + sequence_length'] gets
-    the sum, not the default 1. ShapeError where one divides by 0 or leaves a dim's range."""
+    the sum, not the default 1. ShapeError where one divides by 0 or leaves a dim's range.
+    The symbols an ``input_shapes`` entry sets bind as ``dims`` do (``stated_dims``)."""
     out = dict(dims)
+    dims = stated_dims(proto.graph, input_shapes, dims)
     standalone = _standalone(proto)
     for name, param in _input_dim_params(proto, input_shapes):
         if param in out or param.isidentifier():

@@ -6,8 +6,9 @@ parameters): the JSON of the API in each convention, and the CLI's output in eve
 the models of models/ and the built-ins. Comparisons: each pair of exports of one
 architecture in models/, the source and optimized pairs in tests/data/optimized/, and two pairs
 of built-in models, as JSON and in the CLI's formats. `llm` on the built-in KV decoders and
-the KV exports of models/; `ops` and `zoo list`. A model that cannot be analysed gets its
-error line instead. Measured figures (bench) are not written: they are not reproducible.
+the KV exports of models/; `ops` and `zoo list` (table, markdown, csv). A model that cannot be
+analysed gets its error line instead. Measured figures (bench) are not written: they are not
+reproducible.
 Run it on two checkouts and diff the folders:
 
     python scripts/snapshot_outputs.py OUT_BEFORE
@@ -162,6 +163,9 @@ def main() -> None:
         )
     _write(out, "cli_ops", lambda: _cli(["ops"]))
     _write(out, "cli_zoo_list", lambda: _cli(["zoo", "list"]))
+    for fmt in ("markdown", "csv"):
+        _write(out, f"cli_ops_{fmt}", lambda f=fmt: _cli(["ops", "-f", f]))
+        _write(out, f"cli_zoo_list_{fmt}", lambda f=fmt: _cli(["zoo", "list", "-f", f]))
     print(f"wrote {len(list(out.iterdir()))} files to {out}")
 
 

@@ -116,3 +116,82 @@ def test_analyze_loads_no_other_command_s_results(fmt: str) -> None:
         )
         == []
     )
+
+
+# --- the listing commands: every offered format is that format ------------------------------
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    import csv
+    import io
+
+    return list(csv.reader(io.StringIO(text)))
+
+
+def _markdown_cells(text: str) -> list[list[str]]:
+    """The cells of a GitHub table, split at the pipes that are not escaped (``\\|``)."""
+    import re
+
+    lines = text.splitlines()
+    assert lines, "no Markdown"
+    for line in lines:
+        assert line.startswith(("| ", "|-")), line
+        assert line.endswith((" |", "-|")), line
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines]
+
+
+def _listing(args: list[str], fmt: str) -> str:
+    r = runner.invoke(app, [*args, "-f", fmt], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def _zoo_expected() -> tuple[list[str], list[str]]:
+    from onnxcost import zoo
+
+    return ["name", "model", "inputs", "parameters (--param)"], list(zoo.MODELS)
+
+
+def _providers_expected() -> tuple[list[str], list[str]]:
+    from onnxcost.bench import available_providers
+
+    return ["provider", "state", "detail"], [p.name for p in available_providers()]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["zoo", "list"], _zoo_expected),
+        pytest.param(["providers"], _providers_expected, marks=pytest.mark.ort),
+    ],
+)
+def test_listings_write_csv_and_markdown_not_the_terminal_table(
+    args: list[str], expected: Any
+) -> None:
+    # Both printed the terminal table for -f csv and -f markdown: csv.reader then read one
+    # cell per line, and no line was a Markdown row.
+    header, names = expected()
+    rows = _csv_rows(_listing(args, "csv"))
+    assert rows[0] == header
+    assert [r[0] for r in rows[1:]] == names
+    assert {len(r) for r in rows} == {len(header)}
+    head, rule, *body = _markdown_cells(_listing(args, "markdown"))
+    assert head == header
+    assert rule == ["---"] * len(header)
+    assert [r[0] for r in body] == names
+    assert {len(r) for r in body} == {len(header)}
+
+
+def test_ops_csv_keeps_the_formula_s_commas() -> None:
+    # ops wrote its CSV by hand with each ',' in a formula made ';'; the CSV writer quotes it.
+    from onnxcost.costs.catalog import known_unsupported, supported
+
+    every = [*supported(), *known_unsupported()]
+    rows = _csv_rows(_listing(["ops"], "csv"))
+    assert rows[0] == ["domain", "op_type", "opsets", "status", "formula", "backward"]
+    assert [tuple(r) for r in rows[1:]] == [tuple(r) for r in every]
+    assert any("," in r.formula for r in every)  # the case the old CSV altered
+    head, _rule, *body = _markdown_cells(_listing(["ops"], "markdown"))
+    assert head == rows[0]
+    assert len(body) == len(every)
+    assert {len(r) for r in body} == {6}

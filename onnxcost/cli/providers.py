@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from onnxcost.cli.guard import run_guarded
 from onnxcost.cli.options import DebugOpt, FormatOpt, WideOpt
-from onnxcost.cli.render import Format, Views, render
+from onnxcost.cli.render import Format, render, table_views
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,6 +19,7 @@ def providers(format: FormatOpt = "table", debug: DebugOpt = False, wide: WideOp
 
     def go() -> None:
         from onnxcost.bench import available_providers
+        from onnxcost.report.listings import providers_table
 
         rows = available_providers()
 
@@ -33,29 +34,15 @@ def providers(format: FormatOpt = "table", debug: DebugOpt = False, wide: WideOp
                 indent=2,
             )
 
-        def draw(console: "Console") -> None:
-            from onnxcost.report.fit import fitted, layout
+        table = providers_table(rows)
 
-            headers = ("provider", "state", "detail")
-            cells = [
-                [
-                    r.name,
-                    "loads"
-                    if r.loads
-                    else ("listed, does not load" if r.available else "not in this build"),
-                    r.detail,
-                ]
-                for r in rows
-            ]
-            # The provider's name is kept whole; the state and the detail (why it does not
-            # load, what to install) are trimmed at their ends, and a line says where to read
-            # them whole.
-            console.print(
-                fitted(None, headers, (False,) * 3, cells, console.width, trim=[2, 1], tail=[2, 1])
-            )
-            if layout(headers, cells, console.width, trim=[2, 1]).limits:
+        def draw(console: "Console") -> None:
+            from onnxcost.report.writers.rich import is_cut, to_rich
+
+            console.print(to_rich(table, console.width))
+            if is_cut(table, console.width):
                 console.print("  (trimmed: --wide or --format json shows it all)")
 
-        render(Views(table=draw, json=as_json), Format(format), None, wide=wide)
+        render(table_views(table, as_json, draw), Format(format), None, wide=wide)
 
     run_guarded(debug, go)

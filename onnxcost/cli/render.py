@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from onnxcost.llm.cost import LlmReport
     from onnxcost.prepare import PreparedModel
     from onnxcost.report.select import Selection
+    from onnxcost.report.tables import Table
 
 
 class Format(str, enum.Enum):
@@ -91,6 +92,30 @@ def render(
         emit(v.markdown(), output)
     else:
         render_rich(v.table, output, wide=wide)
+
+
+def table_views(
+    table: "Table", json: Callable[[], str], draw: Callable[["Console"], None] | None = None
+) -> Views:
+    """The views of a result that is one ``Table`` (``ops``, ``providers``, ``zoo list``): CSV
+    and Markdown write it, the terminal draws it fitted to its width, or ``draw`` draws it."""
+
+    def fit(console: "Console") -> None:
+        from onnxcost.report.writers.rich import to_rich
+
+        console.print(to_rich(table, console.width))
+
+    def markdown() -> str:
+        from onnxcost.report.writers.markdown import to_markdown
+
+        return "\n".join(to_markdown(table)) + "\n"
+
+    def csv() -> str:
+        from onnxcost.report.writers.csv import to_csv
+
+        return to_csv(table)
+
+    return Views(table=draw or fit, json=json, csv=csv, markdown=markdown)
 
 
 def views(

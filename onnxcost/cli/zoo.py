@@ -5,7 +5,7 @@ start (see onnxcost/cli/__init__.py); names imported for type checking only are 
 """
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -18,10 +18,7 @@ from onnxcost.cli.options import (
     param_option,
     parse_params,
 )
-from onnxcost.cli.render import Format, Views, render
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from onnxcost.cli.render import Format, render, table_views
 
 zoo_app = typer.Typer(
     help="Built-in reference models, written directly as ONNX.", no_args_is_help=True
@@ -32,6 +29,7 @@ zoo_app = typer.Typer(
 def zoo_list(format: FormatOpt = "table", wide: WideOpt = False) -> None:
     """The built-in models: name, what it is, inputs, parameters."""
     from onnxcost import zoo
+    from onnxcost.report.listings import zoo_table
 
     def as_json() -> str:
         import json
@@ -44,27 +42,7 @@ def zoo_list(format: FormatOpt = "table", wide: WideOpt = False) -> None:
             indent=2,
         )
 
-    def draw(console: "Console") -> None:
-        from onnxcost.report.fit import fitted
-
-        # The name is what `zoo save` and `analyze` take: kept whole. A narrow terminal drops
-        # the inputs, then trims the description and the parameters at their ends.
-        table = fitted(
-            None,
-            ("name", "model", "inputs", "parameters (--param)"),
-            (False,) * 4,
-            [
-                [m.name, m.summary, m.inputs, " ".join(f"{k}={v}" for k, v in m.params.items())]
-                for m in zoo.MODELS.values()
-            ],
-            console.width,
-            drop=[2],
-            trim=[3, 1, 2],
-            tail=[1, 2, 3],
-        )
-        console.print(table)
-
-    render(Views(table=draw, json=as_json), Format(format), None, wide=wide)
+    render(table_views(zoo_table(zoo.MODELS.values()), as_json), Format(format), None, wide=wide)
 
 
 @zoo_app.command("save")

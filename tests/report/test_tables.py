@@ -10,7 +10,7 @@ from onnxcost.report.tables import Column, Table, by_header, drop_order
 from onnxcost.report.writers.csv import to_csv
 from onnxcost.report.writers.html import script_table, to_html
 from onnxcost.report.writers.markdown import to_markdown
-from onnxcost.report.writers.rich import to_grid, to_rich
+from onnxcost.report.writers.rich import is_cut, to_grid, to_rich
 
 NAME = "/x/yyyyyyyyyyyy/zzzz/Conv"  # 25 characters
 T = Table(
@@ -100,3 +100,18 @@ def test_script_table_keeps_raw_values_and_kinds() -> None:
         "rows": [["a", 1.5]],
         "sort": 1,
     }
+
+
+def test_rich_cuts_prose_before_a_name_of_the_same_width() -> None:
+    # Two 20-character cells: 20 + 20 + 3 x 2 + 1 = 47 characters (report.fit.table_width);
+    # at 46 one column loses a character. The prose goes first (ops' formula before the op
+    # type, as ops drew it before it had a Table); at 47 nothing is cut.
+    name, prose = "aaaaaaaaaa/bbbbbbbbb", "word word word word."
+    t = Table("", (Column("name", cut="middle"), Column("text", cut="end")), ((name, prose),))
+    (row,) = [line for line in _drawn(to_rich(t, 46), 46) if "aaa" in line]
+    assert name in row
+    assert prose not in row
+    assert (is_cut(t, 46), is_cut(t, 47)) == (True, False)
+    (whole,) = [line for line in _drawn(to_rich(t, 47), 47) if "aaa" in line]
+    assert name in whole
+    assert prose in whole

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from onnxcost.report.fit import fitted
+from onnxcost.report.fit import fitted, layout
 from onnxcost.report.safe_text import plain, text
 
 if TYPE_CHECKING:
@@ -27,11 +27,27 @@ def to_rich(table: Table, width: int | None, *, title_style: str = "bold") -> Ri
         [[plain(cell) for cell in row] for row in table.rows],
         width,
         drop=table.drop,
-        trim=[i for i, c in enumerate(cols) if c.cut],
+        trim=_trim_order(table),
         tail=[i for i, c in enumerate(cols) if c.cut == "end"],
         show_header=table.show_header,
         styles=[c.style for c in cols],
     )
+
+
+def is_cut(table: Table, width: int | None) -> bool:
+    """Whether ``to_rich(table, width)`` leaves out a column or cuts a cell: then a command
+    says where to read the table whole."""
+    cells = [[plain(cell) for cell in row] for row in table.rows]
+    lay = layout(table.headers, cells, width, drop=table.drop, trim=_trim_order(table))
+    return bool(lay.limits) or len(lay.shown) < len(table.columns)
+
+
+def _trim_order(table: Table) -> list[int]:
+    """The columns ``to_rich`` may cut, in the order ``layout`` breaks a tie of widths by:
+    prose (cut at its end) before names, the rightmost prose first."""
+    cols = table.columns
+    prose = [i for i in reversed(range(len(cols))) if cols[i].cut == "end"]
+    return prose + [i for i, c in enumerate(cols) if c.cut == "middle"]
 
 
 def to_grid(table: Table) -> RichTable:
@@ -50,4 +66,4 @@ def to_grid(table: Table) -> RichTable:
     return grid
 
 
-__all__ = ["to_grid", "to_rich"]
+__all__ = ["is_cut", "to_grid", "to_rich"]

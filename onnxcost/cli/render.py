@@ -25,7 +25,7 @@ from onnxcost.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
     from onnxcost.bench.result import BenchResult
     from onnxcost.compare import Comparison
     from onnxcost.llm.cost import LlmReport

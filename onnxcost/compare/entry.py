@@ -10,8 +10,8 @@ from typing import Literal
 import onnx
 
 from onnxcost.analysis.records import Convention, TrainingTotals
+from onnxcost.analysis.result import Analysis
 from onnxcost.analysis.traffic import Traffic
-from onnxcost.analysis.walk import Analysis
 from onnxcost.api import analyze
 from onnxcost.compare.alignment import align_models
 from onnxcost.compare.findings import findings, io_text, only_in

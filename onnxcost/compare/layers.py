@@ -14,7 +14,7 @@ from typing import Literal
 import onnx
 
 from onnxcost.analysis.records import NodeRecord, ShapeOut
-from onnxcost.analysis.walk import Analysis
+from onnxcost.analysis.result import Analysis
 from onnxcost.compare.records import AttrValue, ComputeNode, Facts
 from onnxcost.prepare import PreparedModel
 

@@ -19,8 +19,8 @@ from onnxcost.analysis.records import (
     json_key,
     to_jsonable,
 )
+from onnxcost.analysis.result import Analysis
 from onnxcost.analysis.traffic import Traffic
-from onnxcost.analysis.walk import Analysis
 
 SCHEMA = "onnxcost.compare/1"
 

@@ -46,7 +46,7 @@ from onnxcost.symbolic.formulas import (
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
     from onnxcost.bench.roofline import Ceilings
 
 SCHEMA = "onnxcost.llm/1"

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import onnx
 
-from onnxcost.analysis.walk import Analysis
+from onnxcost.analysis.result import Analysis
 from onnxcost.api import analyze
 from onnxcost.load.model import ModelSource
 from onnxcost.predict.device import Device, load_device

@@ -20,8 +20,8 @@ import onnx
 from onnx import helper
 
 from onnxcost.analysis.records import Convention
+from onnxcost.analysis.result import Analysis
 from onnxcost.analysis.traffic import Traffic
-from onnxcost.analysis.walk import Analysis
 from onnxcost.api import analyze
 from onnxcost.errors import OutputError
 from onnxcost.load import wire

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
-from onnxcost.analysis.walk import Analysis
+from onnxcost.analysis.result import Analysis
 from onnxcost.report.columns import (
     Field,
     dtype_columns,

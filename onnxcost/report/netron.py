@@ -29,7 +29,7 @@ from onnxcost.load.graph import iter_graphs
 from onnxcost.load.tensors import name_text
 
 if TYPE_CHECKING:
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
     from onnxcost.bench.result import BenchResult
 
 SIGNATURE = "netron:attachment"

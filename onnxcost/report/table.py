@@ -11,7 +11,7 @@ from rich.text import Text
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord, PeakActivation
-from onnxcost.analysis.walk import Analysis
+from onnxcost.analysis.result import Analysis
 from onnxcost.report.columns import (
     Field,
     dtype_columns,

@@ -4,7 +4,7 @@ terminal, Markdown and HTML views draw (docs/training.md)."""
 from __future__ import annotations
 
 from onnxcost import units
-from onnxcost.analysis.walk import Analysis
+from onnxcost.analysis.result import Analysis
 from onnxcost.report.tables import Column, Table
 
 

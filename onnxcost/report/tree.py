@@ -28,7 +28,7 @@ from onnxcost.report.safe_text import plain
 from onnxcost.report.tables import Column, Table
 
 if TYPE_CHECKING:
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
 
 OTHER = "(other)"
 OWN = "(own nodes)"

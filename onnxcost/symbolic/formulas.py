@@ -27,9 +27,9 @@ from onnxcost.symbolic.search import _search
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
+    from onnxcost.analysis.result import Analysis
     from onnxcost.analysis.traffic import Traffic
     from onnxcost.analysis.training import TrainingOptions
-    from onnxcost.analysis.walk import Analysis
 
 
 def symbolic_analysis(

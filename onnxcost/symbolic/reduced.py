@@ -20,7 +20,7 @@ from onnxcost.prepare import PreparedModel
 from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS
 
 if TYPE_CHECKING:
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
 
 
 _TOTAL_COSTS = attrgetter(*TOTAL_KEYS)

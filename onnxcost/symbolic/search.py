@@ -37,7 +37,7 @@ reduced model at (1, 1) (once, to check how it is wired), at (2, 3) and (3, 3) a
 where (0, 3), on the line through 2 and 3, confirms degree 1 in place of batch 4, at (2, 4),
 (2, 5), (2, 6) along seq (its 0 breaks the model's shapes, which is found so, and where
 the shapes break the kinds prove nothing: it is run at (2, 0) to compare), and at (3, 4)
-and (3, 5) on the grid = 9. Every analysis but the reported one is ``analyze.costs_at``:
+and (3, 5) on the grid = 9. Every analysis but the reported one is ``walk.costs_at``:
 the same walk, without the summaries.
 """
 
@@ -79,7 +79,7 @@ from onnxcost.symbolic.result import (
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
 
 
 MAX_GRID = 1024

@@ -26,7 +26,7 @@ from onnxcost.report.html.page import (
 
 def snippet(result: object) -> str:
     """The HTML a notebook shows for an ``Analysis``, a ``BenchResult`` or a ``Comparison``."""
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
     from onnxcost.bench.result import BenchResult
     from onnxcost.compare import Comparison
 

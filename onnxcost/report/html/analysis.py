@@ -15,7 +15,7 @@ from onnxcost.report.tree import MAX_DEPTH, Scope, scope_tree
 from onnxcost.report.writers.html import script_table
 
 if TYPE_CHECKING:
-    from onnxcost.analysis.walk import Analysis
+    from onnxcost.analysis.result import Analysis
 from onnxcost.report.html.page import (
     bars,
     op_label,

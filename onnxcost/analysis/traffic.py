@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple
+from typing import Literal, TypeAlias
 
 from onnxcost.errors import UsageError
 from onnxcost.load.tensors import name_text
@@ -81,18 +81,12 @@ def kv_cache_names(inputs: Iterable[str], outputs: Iterable[str]) -> set[str]:
     }
 
 
-class NodeTraffic(NamedTuple):
-    """The bytes one node moves, and the share of them that is weights and KV cache (the
-    rest is activations)."""
+NodeTraffic: TypeAlias = tuple[int, int, int, int, int]
+"""The bytes one node moves: (read, written, read of weights, read of KV cache, written of KV
+cache); the rest is activations. A plain tuple: one is made per node, and a NamedTuple's
+constructor is a Python call."""
 
-    read: int
-    written: int
-    read_weights: int
-    read_kv_cache: int
-    written_kv_cache: int
-
-
-NOTHING = NodeTraffic(0, 0, 0, 0, 0)
+NOTHING: NodeTraffic = (0, 0, 0, 0, 0)
 
 
 def node_traffic(
@@ -102,7 +96,6 @@ def node_traffic(
     reads: Sequence[int],
     outputs: Sequence[str],
     writes: Sequence[int],
-    *,
     folded: bool,
     runtime: bool,
     constant: set[str],
@@ -121,7 +114,7 @@ def node_traffic(
     if constant.isdisjoint(inputs) and (
         not kv or (kv.isdisjoint(inputs) and kv.isdisjoint(outputs))
     ):  # the usual node: activations in, activations out (an omitted input reads 0)
-        return NodeTraffic(sum(reads), sum(writes), 0, 0, 0)
+        return (sum(reads), sum(writes), 0, 0, 0)
     read = read_weights = read_kv = 0
     for name, size in zip(inputs, reads, strict=False):
         if not name or not size:
@@ -136,7 +129,7 @@ def node_traffic(
         written += size
         if name in kv:
             written_kv += size
-    return NodeTraffic(read, written, read_weights, read_kv, written_kv)
+    return (read, written, read_weights, read_kv, written_kv)
 
 
 __all__ = [

@@ -161,6 +161,8 @@ class _Costed(NamedTuple):
     else whole (0 where omitted or unknown)."""
     writes: tuple[int, ...]
     """Bytes written of each output (0 where omitted or unknown)."""
+    plain: NodeTraffic
+    """The traffic of a node of this kind that reads no weight and touches no KV cache."""
 
 
 def _types_of(
@@ -214,18 +216,21 @@ def _cost_node(
         note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
     elif status == "error":
         w.errors.append(f"{name} ({_op_label(domain, op_type)}): {note}")
-    moved = node_traffic(
-        op_type,
-        domain == "",
-        in_names,
-        costed.reads,
-        out_names,
-        costed.writes,
-        folded=folded,
-        runtime=w.traffic == "runtime",
-        constant=w.weights.constant,
-        kv=w.kv,
-    )
+    if folded or w.kv or not w.weights.constant.isdisjoint(in_names):
+        moved = node_traffic(
+            op_type,
+            domain == "",
+            in_names,
+            costed.reads,
+            out_names,
+            costed.writes,
+            folded,
+            w.traffic == "runtime",
+            w.weights.constant,
+            w.kv,
+        )
+    else:  # the usual node: activations in, activations out
+        moved = costed.plain
     return _node_record(node, domain, costed, params, scope, note, moved), cost
 
 
@@ -248,17 +253,19 @@ def _node_record(
         costed.cost.macs,
         costed.flops,
         params,
-        moved.read,
-        moved.written,
+        moved[0],
+        moved[1],
         costed.input_shapes,
         costed.output_shapes,
         node.inputs,
         node.outputs,
         scope,
         note,
-        bytes_read_weights=moved.read_weights,
-        bytes_read_kv_cache=moved.read_kv_cache,
-        bytes_written_kv_cache=moved.written_kv_cache,
+        None,  # backward_macs and backward_flops: set by the training pass, if any
+        None,
+        moved[2],
+        moved[3],
+        moved[4],
     )
 
 
@@ -376,6 +383,7 @@ def _costs(
         note,
         reads,
         writes,
+        (sum(reads), sum(writes), 0, 0, 0),
     )
 
 
@@ -463,7 +471,7 @@ def _record_constant(
         moved = w.constant_traffic[kind] = (
             NOTHING
             if w.traffic == "runtime"  # evaluated once at load
-            else NodeTraffic(0, costed.bytes_written, 0, 0, 0)
+            else (0, costed.bytes_written, 0, 0, 0)
         )
     rec = _node_record(node, "", costed, params, scope, costed.note, moved)
     w.records.append(rec)

@@ -95,6 +95,20 @@ def llm_cmd(
             show_default=False,
         ),
     ] = None,
+    training: Annotated[
+        bool,
+        typer.Option(
+            "--training",
+            help="Also the cost of training on --tokens D tokens, in sequences of --prompt "
+            "tokens, --batch a step, beside 6·N·D (docs/training.md).",
+        ),
+    ] = False,
+    tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--tokens", help="Tokens D to train on (with --training).", min=1, show_default=False
+        ),
+    ] = None,
     format: PageFormatOpt = "table",
     output: OutputOpt = None,
     force: ForceOpt = False,
@@ -106,6 +120,10 @@ def llm_cmd(
         from onnxcost.llm.cost import llm_report
         from onnxcost.prepare import prepare
 
+        if training and tokens is None:
+            raise UsageError("--training needs --tokens D: the number of tokens to train on")
+        if tokens is not None and not training:
+            raise UsageError("--tokens needs --training")
         out = checked_output(output, [model], force)
         params = parse_params(param)
         _shapes, dims = parse_shape_flags(None, dim)
@@ -125,6 +143,7 @@ def llm_cmd(
             traffic=traffic.value,
             ceilings=ceilings,
             calibrated=lambda dtype: _cached_ceilings(provider, threads, dtype),
+            training_tokens=tokens,
         )
         if bench:
             import dataclasses

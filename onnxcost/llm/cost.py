@@ -11,7 +11,12 @@ For a prompt of N tokens, M generated tokens and batch B:
   (N + M) x B;
 - arithmetic intensity = FLOPs / (bytes read + bytes written), of the prefill and of the
   decode steps together; a phase is memory-bound when it is below the ridge point
-  peak FLOP/s / bandwidth of the given ceiling.
+  peak FLOP/s / bandwidth of the given ceiling;
+- with ``training_tokens`` D: training on D tokens in sequences of N tokens (the prompt's
+  length, past = 0: the prefill's graph), B of them a step, so D = steps x B x N; FLOPs =
+  one step's training FLOPs (``analyze(training=True)``: forward + backward, every float
+  weight trained) x D / (B x N), beside Kaplan et al.'s 6·N·D with N the non-embedding
+  params (``LlmTraining``).
 
 The cache inputs are found by name: ``past_key_values.{i}.key/value`` (optimum), ``past*``,
 ``cache*``; outputs ``present*`` (or ``cache*``). The batch, sequence and past dims are the
@@ -199,6 +204,8 @@ _MAX_CONCRETE_STEPS = 64
 MAX_TOKENS = 2**40
 """The most --prompt, --generate and --batch take: the cache lengths they make stay dims
 (at most 2**62)."""
+MAX_TRAINING_TOKENS = 2**62
+"""The most --tokens takes (Chinchilla's 1.4e12 tokens and far beyond)."""
 CEILING_RANGE = (1e3, 1e21)
 """A ceiling's FLOP/s and bytes/s lie in here: every ratio and time of the roofline is then a
 finite number (JSON has no NaN or infinity)."""
@@ -241,6 +248,55 @@ class ReadByRole:
 
 
 @dataclass(frozen=True, slots=True)
+class LlmTraining:
+    """Training on ``tokens`` D tokens, in steps of ``batch`` sequences of ``seq`` tokens.
+
+    ``step_flops``: one step's training FLOPs (forward + backward, in the report's
+    convention) at batch B, seq N, past 0; ``flops`` = step_flops x D / (B x N), rounded to
+    an integer (a last partial step counts its share). ``params``: the N of 6·N·D, Kaplan et
+    al.'s (arXiv 2001.08361) non-embedding count: the trainable params less
+    ``embedding_params``, the float initializers a Gather reads rows of (token and position
+    embeddings, and with them a tied LM head, as Kaplan's N leaves it out; an untied LM head
+    is in N). NB: any other float constant is a trainable param to onnxcost (a rotary cos/sin
+    table, a float mask buffer), so it is in N too."""
+
+    tokens: int
+    seq: int
+    batch: int
+    step_flops: int
+    flops: int
+    params: int
+    embedding_params: int
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
+        "steps",
+        "flops_per_token",
+        "flops_6nd",
+        "ratio",
+    )
+    """Computed, after the fields in the ``training`` object of ``onnxcost.llm/1``."""
+
+    @property
+    def steps(self) -> float:
+        """D / (B x N): the steps of B sequences of N tokens in D tokens."""
+        return self.tokens / (self.batch * self.seq)
+
+    @property
+    def flops_per_token(self) -> float:
+        return self.step_flops / (self.batch * self.seq)
+
+    @property
+    def flops_6nd(self) -> int:
+        """6·N·D (Kaplan et al.; Chinchilla): forward 2·N·D, backward 4·N·D."""
+        return 6 * self.params * self.tokens
+
+    @property
+    def ratio(self) -> float:
+        """The graph's count over 6·N·D (0 when N is 0)."""
+        return self.flops / self.flops_6nd if self.flops_6nd else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class LlmReport:
     """``onnxcost llm``: the static figures of one generation (and, with --bench, measured)."""
 
@@ -268,6 +324,8 @@ class LlmReport:
     """How bytes are counted (``analysis.traffic``)."""
     decode_first_read: ReadByRole | None = None
     """What the step at past = N reads, by role (None when M = 1)."""
+    training: LlmTraining | None = None
+    """With ``training_tokens``: the cost of training on that many tokens."""
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -344,6 +402,7 @@ class LlmReport:
         ),
         "warnings",
         When("bench", ("bench",)),
+        When("training", ("training",)),
     )
     """The JSON contract ``onnxcost.llm/1`` (``records.to_jsonable``)."""
 
@@ -380,13 +439,15 @@ def llm_report(
     ceilings: Ceilings | None = None,
     ceilings_source: str = "flags",
     calibrated: Callable[[str], tuple[Ceilings, str] | None] | None = None,
+    training_tokens: int | None = None,
 ) -> LlmReport:
     """The static LLM figures of ``model`` (see the module docstring for each).
 
     ``model``: a path, bytes, a ModelProto, a built-in model's name (built with ``params``),
     or a model already prepared (``prepare(name, weights=True, params=...)`` to run the same
     model in ``onnxcost.llm.loop.run_llm_loop`` afterwards). ``ceilings``: the roofline's ceiling; without, ``calibrated(dtype)`` may give one (a
-    cached calibration for the weights' dtype, 'float32' or 'float16') and its source."""
+    cached calibration for the weights' dtype, 'float32' or 'float16') and its source.
+    ``training_tokens``: also the cost of training on that many tokens (``LlmTraining``)."""
     from onnxcost.api import analyze
 
     for flag, value in (("--prompt", prompt), ("--generate", generate), ("--batch", batch)):
@@ -395,6 +456,11 @@ def llm_report(
                 f"{flag} {value} is out of range; --prompt, --generate and --batch must be "
                 f"between 1 and 2**40 ({MAX_TOKENS:,})"
             )
+    if training_tokens is not None and not 1 <= training_tokens <= MAX_TRAINING_TOKENS:
+        raise UsageError(
+            f"--tokens {training_tokens} is out of range; pass a number of tokens from 1 to "
+            f"2**62 ({MAX_TRAINING_TOKENS:,})"
+        )
     source = prepare(model, params=params)  # loaded and indexed once for every analysis
     proto = source.proto
     try:
@@ -416,11 +482,18 @@ def llm_report(
         )
     per_token = cache_bytes_per_token(proto, layout)
 
-    def at(values: Mapping[str, int]) -> Analysis:
+    def at(values: Mapping[str, int], training: bool = False) -> Analysis:
         point = with_derived(proto, {}, {**fixed, **values})
-        return analyze(source, dims=point, convention=convention, traffic=traffic)
+        return analyze(
+            source, dims=point, convention=convention, traffic=traffic, training=training
+        )
 
-    prefill_a = at({layout.batch: batch, layout.seq: prompt, layout.past: 0})
+    # With training, the prefill's analysis is the training step's (its forward figures are
+    # the same): sequences of N tokens, past 0.
+    prefill_a = at(
+        {layout.batch: batch, layout.seq: prompt, layout.past: 0},
+        training=training_tokens is not None,
+    )
     warnings = list(prefill_a.warnings)
     step_dims = {**fixed, layout.seq: 1}
     step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
@@ -506,7 +579,54 @@ def llm_report(
         warnings=tuple(dict.fromkeys(warnings)),
         traffic=traffic,
         decode_first_read=first_read,
+        training=None
+        if training_tokens is None
+        else _training(prefill_a, proto, training_tokens, prompt, batch),
     )
+
+
+def _training(
+    step: Analysis, proto: onnx.ModelProto, tokens: int, seq: int, batch: int
+) -> LlmTraining:
+    """``LlmTraining`` of ``tokens`` from the training analysis of one step."""
+    assert step.totals.training is not None  # analysed with training=True
+    t = step.totals.training
+    embedding = embedding_params(proto)
+    per_step = batch * seq
+    return LlmTraining(
+        tokens=tokens,
+        seq=seq,
+        batch=batch,
+        step_flops=t.training_flops,
+        flops=(2 * t.training_flops * tokens + per_step) // (2 * per_step),  # rounded
+        params=max(t.trainable_params - embedding, 0),
+        embedding_params=embedding,
+    )
+
+
+def embedding_params(proto: onnx.ModelProto) -> int:
+    """Elements of the float initializers a Gather of the main graph reads rows of (its data
+    input): the embedding tables, each once."""
+    floats = {
+        t.name: math.prod(t.dims)
+        for t in proto.graph.initializer
+        if t.data_type
+        in (
+            onnx.TensorProto.FLOAT,
+            onnx.TensorProto.FLOAT16,
+            onnx.TensorProto.BFLOAT16,
+            onnx.TensorProto.DOUBLE,
+        )
+    }
+    tables = {
+        n.input[0]
+        for n in proto.graph.node
+        if n.op_type == "Gather"
+        and n.domain in ("", "ai.onnx")
+        and n.input
+        and n.input[0] in floats
+    }
+    return sum(floats[name] for name in tables)
 
 
 def _with_builtin_hint(error: DecoderError, builtin: str | None) -> DecoderError:
@@ -575,10 +695,12 @@ __all__ = [
     "CacheLayout",
     "DecoderError",
     "LlmReport",
+    "LlmTraining",
     "PhaseCost",
     "Roofline",
     "cache_bytes_per_token",
     "detect",
+    "embedding_params",
     "llm_report",
     "present_for",
     "weights_dtype",

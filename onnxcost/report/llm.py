@@ -69,6 +69,22 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
     else:
         out.append(("  steps", "none: the prefill yields the only token (--generate 1)"))
     out.append((f"generation of {m} tokens", _phase(r.generation, False)))
+    if r.training is not None:
+        t = r.training
+        steps = f"{t.steps:,.0f}" if t.steps.is_integer() else f"{t.steps:,.2f}"
+        out += [
+            (
+                f"training on {t.tokens:,} tokens",
+                f"FLOPs {units.count(t.flops)} ({t.flops:,}): {steps} steps of batch "
+                f"{t.batch} x seq {t.seq}, {units.count(round(t.flops_per_token))} per token",
+            ),
+            (
+                "  6·N·D",
+                f"FLOPs {units.count(t.flops_6nd)} ({t.flops_6nd:,}), N = {t.params:,} "
+                f"non-embedding params ({t.embedding_params:,} in embedding tables left out)",
+            ),
+            ("  graph / 6·N·D", f"{t.ratio:.4f}"),
+        ]
     if r.roofline is not None:
         ro = r.roofline
         bounds = f"prefill {r.prefill_bound}-bound"

@@ -73,6 +73,15 @@ def llm_html(r: LlmReport) -> str:
         ("prefill FLOPs", units.count(r.prefill.flops), f"{r.prefill.flops:,}"),
         ("generation FLOPs", units.count(r.generation.flops), f"{r.generation.flops:,}"),
     ]
+    if r.training is not None:
+        t = r.training
+        cards.append(
+            (
+                f"training FLOPs, {t.tokens:,} tokens",
+                units.count(t.flops),
+                f"{t.ratio:.3f} x 6·N·D",
+            )
+        )
     return page(
         "llm.html.j2",
         title=f"onnxcost llm: {r.model}",

@@ -197,6 +197,28 @@ class SymDim:
         """``ceil(self / d)`` for an int d >= 1."""
         return -((-self) // d)
 
+    def unbounded(self) -> SymDim:
+        """This dim with every ``min(c, p)`` of a constant c read as ``p``: what it is
+        wherever p <= c (a sequence within a model's positions)."""
+        total = SymDim.of(0)
+        for mono, c in self.terms.items():
+            term = SymDim.of(c)
+            for a, e in mono:
+                if isinstance(a, str):
+                    base = SymDim.of(a)
+                elif isinstance(a, _Floor):
+                    base = a.p.unbounded() // a.d
+                elif a.op == "min" and a.p.is_constant:
+                    base = a.q.unbounded()
+                elif a.op == "min" and a.q.is_constant:
+                    base = a.p.unbounded()
+                else:
+                    base = SymDim._atom(a)
+                for _ in range(e):
+                    term = term * base
+            total = total + term
+        return total
+
     # --- comparison and text ------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:

@@ -112,3 +112,9 @@ def test_random_expressions_equal_python_integer_arithmetic(seed: int) -> None:
         # The text is Python that gives the same value.
         tree = ast.parse(str(x // d), mode="eval")
         assert eval(compile(tree, "<dim>", "eval"), {"min": min, "max": max}, v) == xv // d
+
+
+def test_unbounded_reads_a_clamp_by_a_constant_as_its_argument() -> None:
+    m = SymDim.of(sym_min(s + 1, 1024))
+    assert (2 * m + b).unbounded() == 2 * s + 2 + b  # 2 * (s + 1) + batch
+    assert SymDim.of(sym_max(s, 3)).unbounded() == SymDim.of(sym_max(s, 3))  # max stays

@@ -1,0 +1,699 @@
+"""A symbolic shape pass (issue 22, a first slice): every tensor's shape as ``symdim.Dim``s in
+the graph inputs' symbols, and the values of small integer tensors (the shape sub-graphs:
+Shape, Gather, Concat, Unsqueeze, arithmetic) carried the same way, in one walk.
+
+Ops carried: elementwise ops with numpy broadcasting, MatMul, Gemm, Conv and pooling output
+sizes (floor and ceil mode), Reshape (0 and -1), Transpose, Concat, Slice (step 1, ends
+clamped with min where they are symbolic), Gather, Shape, Range (delta 1), Softmax,
+LayerNormalization, Split, Squeeze, Unsqueeze, ReduceMean/ReduceProd and Constant. A node
+that it cannot carry (another op, a broadcast of two unlike symbols, a value it does not
+know) is named in ``uncarried`` and its outputs have no shape: only what is downstream of
+it is lost. NB: not yet used by ``--symbolic`` (the sampler still finds the formulas); the
+costs over these shapes are the next slice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import numpy_helper
+
+from onnxcost.errors import OnnxcostError
+from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
+
+Shape = tuple[Dim, ...]
+_BIG = 2**31 - 1
+"""Slice ends at or past this mean "to the end"."""
+_ELEMENTWISE = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "And", "Or",
+        "Not", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Neg", "Exp", "Log", "Cast",
+        "Identity", "Reciprocal", "Max", "Min", "Abs", "Softmax", "Gelu", "Dropout",
+        "LayerNormalization", "Mod", "Floor", "Ceil", "Clip", "BatchNormalization",
+        "InstanceNormalization", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu",
+    }
+)  # fmt: skip
+"""Ops whose first output has the broadcast shape of their inputs (Softmax and
+LayerNormalization: of their one data input)."""
+_FIRST_ONLY = frozenset(
+    {
+        "Softmax", "LayerNormalization", "Dropout", "Clip", "BatchNormalization",
+        "InstanceNormalization",
+    }
+)  # fmt: skip
+"""Of those, the ones whose output has their first input's shape (the others are scales,
+biases, statistics and bounds)."""
+
+
+class _UncarriedError(OnnxcostError):
+    """A node this pass cannot carry, and why."""
+
+
+@dataclass
+class SymbolicShapes:
+    """The result: shapes and values by tensor name, and the nodes not carried."""
+
+    shapes: dict[str, Shape] = field(default_factory=dict)
+    values: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
+    """Small integer tensors' values, flattened (a scalar: one entry)."""
+    uncarried: list[tuple[str, str, str]] = field(default_factory=list)
+    """(node name, op type, reason) of every node not carried."""
+
+    def warnings(self) -> list[str]:
+        return [
+            f"node {name!r} ({op}): its shape is not carried symbolically ({why}); the costs "
+            f"downstream of it come from sampling"
+            for name, op, why in self.uncarried
+        ]
+
+
+def _dims(tensor_type: onnx.TypeProto.Tensor, fixed: Mapping[str, int]) -> Shape | None:
+    if not tensor_type.HasField("shape"):
+        return None
+    out: list[Dim] = []
+    for d in tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            out.append(d.dim_value)
+        elif d.dim_param and d.dim_param.isidentifier():
+            out.append(fixed.get(d.dim_param, SymDim.of(d.dim_param)))
+        else:
+            return None
+    return tuple(out)
+
+
+def symbolic_shapes(
+    proto: onnx.ModelProto, fixed: Mapping[str, int] | None = None
+) -> SymbolicShapes:
+    """The shapes of ``proto``'s tensors in its inputs' symbols (``fixed``: symbols given a
+    value); see the module docstring for what is carried."""
+    fixed = dict(fixed or {})
+    out = SymbolicShapes()
+    graph = proto.graph
+    for t in graph.initializer:
+        out.shapes[t.name] = tuple(int(d) for d in t.dims)
+        _maybe_value(out, t.name, t)
+    for vi in graph.input:
+        if vi.name in out.shapes:
+            continue
+        shape = _dims(vi.type.tensor_type, fixed)
+        if shape is not None:
+            out.shapes[vi.name] = shape
+    for i, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{i}"
+        try:
+            _carry(out, node)
+        except _UncarriedError as e:
+            out.uncarried.append((name, node.op_type, str(e)))
+        except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
+            # A malformed node (a missing input, an axis out of range): named, not a crash.
+            out.uncarried.append((name, node.op_type, f"unexpected input ({type(e).__name__})"))
+    return out
+
+
+def _maybe_value(out: SymbolicShapes, name: str, t: onnx.TensorProto) -> None:
+    if t.data_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and math.prod(t.dims) <= 64:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            return
+        out.values[name] = tuple(int(v) for v in numpy_helper.to_array(t).reshape(-1))
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _carry(out: SymbolicShapes, node: onnx.NodeProto) -> None:
+    if node.domain not in ("", "ai.onnx"):
+        raise _UncarriedError(f"domain {node.domain!r}")
+    rule = _RULES.get(node.op_type)
+    if rule is None:
+        if node.op_type in _ELEMENTWISE:
+            rule = _elementwise
+        else:
+            raise _UncarriedError("no symbolic rule for this op")
+    shapes = [_shape(out, n) if n else None for n in node.input]
+    rule(out, node, shapes, _attrs(node))
+
+
+def _shape(out: SymbolicShapes, name: str) -> Shape:
+    if name not in out.shapes:
+        raise _UncarriedError(f"input {name!r} has no carried shape")
+    return out.shapes[name]
+
+
+def _value(out: SymbolicShapes, name: str) -> tuple[Dim, ...]:
+    if name not in out.values:
+        raise _UncarriedError(f"the value of input {name!r} is not known")
+    return out.values[name]
+
+
+def _broadcast(shapes: Sequence[Shape]) -> Shape:
+    rank = max(len(s) for s in shapes)
+    result: list[Dim] = []
+    for k in range(rank):
+        found: Dim = 1
+        for s in shapes:
+            j = k - (rank - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if found == 1:
+                found = d
+            elif found != d:
+                if isinstance(found, int) and isinstance(d, SymDim):
+                    continue  # a valid model: the symbol is found there
+                if isinstance(d, int) and isinstance(found, SymDim):
+                    found = d
+                    continue
+                # min(positions, seq) against seq: equal wherever the model is valid (seq
+                # within its positions); the unbounded one is kept.
+                if (
+                    isinstance(d, SymDim)
+                    and isinstance(found, SymDim)
+                    and found.unbounded() == d.unbounded()
+                ):
+                    found = d.unbounded()
+                    continue
+                raise _UncarriedError(f"broadcast of {found} and {d}")
+        result.append(found)
+    return tuple(result)
+
+
+def _int_op(op: str) -> Callable[[Dim, Dim], Dim] | None:
+    def div(a: Dim, b: Dim) -> Dim:
+        if isinstance(b, int) and b >= 1:
+            return as_dim(SymDim.of(a) // b)
+        raise _UncarriedError(f"division by {b}")
+
+    ops: dict[str, Callable[[Dim, Dim], Dim]] = {
+        "Add": lambda a, b: as_dim(SymDim.of(a) + b),
+        "Sub": lambda a, b: as_dim(SymDim.of(a) - b),
+        "Mul": lambda a, b: as_dim(SymDim.of(a) * b),
+        "Div": div,
+        "Max": sym_max,
+        "Min": sym_min,
+    }
+    return ops.get(op)
+
+
+def _elementwise(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    data = [s for s in shapes if s is not None]
+    if node.op_type in _FIRST_ONLY:
+        data = data[:1]
+    shape = _broadcast(data)
+    out.shapes[node.output[0]] = shape
+    if node.op_type == "LayerNormalization":
+        return  # its other outputs (mean, inverse std) are not carried
+    # Integer arithmetic on known values (a shape sub-graph): element by element.
+    if node.op_type in ("Cast", "Identity") and node.input[0] in out.values:
+        out.values[node.output[0]] = out.values[node.input[0]]
+        return
+    if node.op_type in ("Equal", "Where") and all(n in out.values for n in node.input):
+        found = _equal_or_where(node.op_type, [out.values[n] for n in node.input])
+        if found is not None:
+            out.values[node.output[0]] = found
+        return
+    op = _int_op(node.op_type)
+    if (
+        op is not None
+        and all(n in out.values for n in node.input)
+        and math.prod(SymDim.of(d).constant if SymDim.of(d).is_constant else 2 for d in shape) <= 64
+    ):
+        a, b = (out.values[n] for n in node.input[:2])
+        n = max(len(a), len(b))
+        if len(a) in (1, n) and len(b) in (1, n):
+            out.values[node.output[0]] = tuple(
+                op(a[k if len(a) > 1 else 0], b[k if len(b) > 1 else 0]) for k in range(n)
+            )
+
+
+def _equal_or_where(op: str, args: list[tuple[Dim, ...]]) -> tuple[Dim, ...] | None:
+    """Equal or Where on known values (torch's ``Where(Equal(shape, -1), 1, shape)``); None
+    where a comparison is not known (a symbol against anything but a negative constant:
+    a dim is never negative)."""
+    n = max(len(a) for a in args)
+    if any(len(a) not in (1, n) for a in args):
+        return None
+    at = [[a[k if len(a) > 1 else 0] for a in args] for k in range(n)]
+    if op == "Equal":
+        found: list[Dim] = []
+        for a, b in at:
+            if isinstance(a, int) and isinstance(b, int):
+                found.append(int(a == b))
+            elif (isinstance(a, int) and a < 0) or (isinstance(b, int) and b < 0):
+                found.append(0)
+            else:
+                return None
+        return tuple(found)
+    if not all(isinstance(c, int) for c, _x, _y in at):
+        return None
+    return tuple(x if c else y for c, x, y in at)
+
+
+def _matmul(
+    out: SymbolicShapes, node: onnx.NodeProto, shapes: list[Shape | None], _a: Mapping[str, object]
+) -> None:
+    a, b = shapes[0], shapes[1]
+    assert a is not None and b is not None
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    batch = _broadcast([a2[:-2], b2[:-2]])
+    result = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        result = (*result[:-2], result[-1])
+    if len(b) == 1:
+        result = result[:-1]
+    out.shapes[node.output[0]] = result
+
+
+def _gemm(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    a, b = shapes[0], shapes[1]
+    assert a is not None and b is not None
+    m = a[1] if attrs.get("transA", 0) else a[0]
+    n = b[0] if attrs.get("transB", 0) else b[1]
+    out.shapes[node.output[0]] = (m, n)
+
+
+def _ints(attrs: Mapping[str, object], key: str, default: list[int]) -> list[int]:
+    value = attrs.get(key)
+    return [int(v) for v in value] if isinstance(value, list) else default
+
+
+def _windows(
+    x: Shape, kernel: Sequence[int], attrs: Mapping[str, object], *, ceil: bool
+) -> list[Dim]:
+    k = len(kernel)
+    strides = _ints(attrs, "strides", [1] * k)
+    dilations = _ints(attrs, "dilations", [1] * k)
+    pads = _ints(attrs, "pads", [0] * (2 * k))
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    sizes: list[Dim] = []
+    for i in range(k):
+        size = SymDim.of(x[2 + i])
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            sizes.append(as_dim(size.ceil_div(strides[i])))
+            continue
+        if auto == "VALID":
+            pads[i] = pads[i + k] = 0
+        span = size + pads[i] + pads[i + k] - dilations[i] * (kernel[i] - 1) - 1
+        step = span.ceil_div(strides[i]) if ceil else span // strides[i]
+        sizes.append(as_dim(step + 1))
+    return sizes
+
+
+def _conv(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x, w = shapes[0], shapes[1]
+    assert x is not None and w is not None
+    kernel = [int(d) for d in w[2:] if isinstance(d, int)]
+    if len(kernel) != len(w) - 2:
+        raise _UncarriedError("a symbolic kernel size")
+    out.shapes[node.output[0]] = (x[0], w[0], *_windows(x, kernel, attrs, ceil=False))
+
+
+def _pool(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    if node.op_type.startswith("Global"):
+        out.shapes[node.output[0]] = (x[0], x[1], *([1] * (len(x) - 2)))
+        return
+    kernel = _ints(attrs, "kernel_shape", [])
+    ceil = bool(attrs.get("ceil_mode", 0))
+    out.shapes[node.output[0]] = (x[0], x[1], *_windows(x, kernel, attrs, ceil=ceil))
+
+
+def _exact_div(p: SymDim, q: SymDim) -> SymDim:
+    """p / q where q is one term (c * a monomial) dividing every term of p exactly."""
+    if len(q.terms) != 1:
+        raise _UncarriedError(f"-1 of Reshape: {p} / {q}")
+    ((qm, qc),) = q.terms.items()
+    qexp = dict(qm)
+    terms = {}
+    for m, c in p.terms.items():
+        exps = dict(m)
+        if c % qc or any(exps.get(a, 0) < e for a, e in qexp.items()):
+            raise _UncarriedError(f"-1 of Reshape: {p} / {q}")
+        rest = {a: e - qexp.get(a, 0) for a, e in exps.items() if e - qexp.get(a, 0)}
+        terms[tuple(sorted(rest.items(), key=lambda ae: str(ae[0])))] = c // qc
+    return SymDim(terms)
+
+
+def _reshape(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    target = list(_value(out, node.input[1]))
+    if not attrs.get("allowzero", 0):
+        target = [x[i] if d == 0 else d for i, d in enumerate(target)]
+    if -1 in target:
+        known = SymDim.of(1)
+        for d in target:
+            if d != -1:
+                known = known * d
+        total = SymDim.of(1)
+        for d in x:
+            total = total * d
+        target[target.index(-1)] = as_dim(_exact_div(total, known))
+    out.shapes[node.output[0]] = tuple(target)
+    if node.input[0] in out.values:
+        out.values[node.output[0]] = out.values[node.input[0]]
+
+
+def _flatten(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    axis = _axis(int(attrs.get("axis", 1)), len(x))  # type: ignore[call-overload]
+    left, right = SymDim.of(1), SymDim.of(1)
+    for d in x[:axis]:
+        left = left * d
+    for d in x[axis:]:
+        right = right * d
+    out.shapes[node.output[0]] = (as_dim(left), as_dim(right))
+
+
+def _pad(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    pads = list(_value(out, node.input[1])) if len(node.input) > 1 else _ints(attrs, "pads", [])
+    if len(node.input) > 3 and node.input[3]:
+        raise _UncarriedError("Pad with axes")
+    if len(pads) != 2 * len(x):
+        raise _UncarriedError(f"{len(pads)} pads for rank {len(x)}")
+    out.shapes[node.output[0]] = tuple(
+        as_dim(SymDim.of(d) + pads[i] + pads[i + len(x)]) for i, d in enumerate(x)
+    )
+
+
+def _transpose(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    perm = _ints(attrs, "perm", list(range(len(x)))[::-1])
+    out.shapes[node.output[0]] = tuple(x[p] for p in perm)
+
+
+def _axis(a: int, rank: int) -> int:
+    return a + rank if a < 0 else a
+
+
+def _concat(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    present = [s for s in shapes if s is not None]
+    axis = _axis(int(attrs.get("axis", 0)), len(present[0]))  # type: ignore[call-overload]
+    total = SymDim.of(0)
+    for s in present:
+        total = total + s[axis]
+    first = present[0]
+    out.shapes[node.output[0]] = (*first[:axis], as_dim(total), *first[axis + 1 :])
+    if all(n in out.values for n in node.input) and len(first) == 1:
+        out.values[node.output[0]] = tuple(v for n in node.input for v in out.values[n])
+
+
+def _clamp(v: Dim, dim: Dim) -> Dim:
+    """A Slice start or end ``v`` clamped to 0 .. dim (step 1)."""
+    if isinstance(v, int):
+        if v >= _BIG:
+            return dim
+        if v < 0:
+            return as_dim(SymDim.of(dim) + v) if isinstance(dim, SymDim) else max(0, dim + v)
+        return v if isinstance(dim, SymDim) else min(v, dim)  # NB: a symbolic dim >= v
+    return sym_min(v, dim)
+
+
+def _slice(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    starts, ends = _value(out, node.input[1]), _value(out, node.input[2])
+    axes = (
+        [int(SymDim.of(a).constant) for a in _value(out, node.input[3])]
+        if len(node.input) > 3 and node.input[3]
+        else list(range(len(starts)))
+    )
+    steps = (
+        _value(out, node.input[4]) if len(node.input) > 4 and node.input[4] else (1,) * len(axes)
+    )
+    if not all(isinstance(st, int) and st >= 1 for st in steps):
+        raise _UncarriedError("a step that is not a constant >= 1")
+    if not len(axes) == len(starts) == len(ends) == len(steps):
+        raise _UncarriedError("starts, ends and axes of unlike lengths")
+    result = list(x)
+    for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
+        a = _axis(a, len(x))
+        lo, hi = _clamp(s, x[a]), _clamp(e, x[a])
+        assert isinstance(st, int)
+        result[a] = as_dim((SymDim.of(hi) - lo).ceil_div(st))  # NB: hi >= lo
+    out.shapes[node.output[0]] = tuple(result)
+    if node.input[0] in out.values and len(x) == 1:
+        values = out.values[node.input[0]]
+        lo, hi = (SymDim.of(_clamp(v, len(values))) for v in (starts[0], ends[0]))
+        if lo.is_constant and hi.is_constant and steps[0] == 1:
+            out.values[node.output[0]] = values[lo.constant : hi.constant]
+
+
+def _gather(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    data, indices = shapes[0], shapes[1]
+    assert data is not None and indices is not None
+    axis = _axis(int(attrs.get("axis", 0)), len(data))  # type: ignore[call-overload]
+    out.shapes[node.output[0]] = (*data[:axis], *indices, *data[axis + 1 :])
+    if node.input[0] in out.values and node.input[1] in out.values and len(data) == 1:
+        values = out.values[node.input[0]]
+        picked = []
+        for i in out.values[node.input[1]]:
+            if not isinstance(i, int):
+                return
+            picked.append(values[i])
+        out.values[node.output[0]] = tuple(picked)
+
+
+def _shape_op(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    start = _axis(int(attrs.get("start", 0)), len(x))  # type: ignore[call-overload]
+    end = attrs.get("end")
+    stop = len(x) if end is None else _axis(int(end), len(x))  # type: ignore[call-overload]
+    values = x[start:stop]
+    out.shapes[node.output[0]] = (len(values),)
+    out.values[node.output[0]] = values
+
+
+def _range(
+    out: SymbolicShapes, node: onnx.NodeProto, shapes: list[Shape | None], _a: Mapping[str, object]
+) -> None:
+    start, limit, delta = (_value(out, n)[0] for n in node.input[:3])
+    if delta != 1:
+        raise _UncarriedError(f"a delta of {delta}")
+    out.shapes[node.output[0]] = (as_dim(SymDim.of(limit) - start),)  # NB: limit >= start
+
+
+def _axes(
+    out: SymbolicShapes, node: onnx.NodeProto, attrs: Mapping[str, object]
+) -> list[int] | None:
+    if "axes" in attrs:
+        return _ints(attrs, "axes", [])
+    if len(node.input) > 1 and node.input[1]:
+        return [SymDim.of(a).constant for a in _value(out, node.input[1])]
+    return None
+
+
+def _squeeze(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    axes = _axes(out, node, attrs)
+    if axes is None:
+        if any(isinstance(d, SymDim) for d in x):
+            raise _UncarriedError("Squeeze without axes of a symbolic shape")
+        axes = [i for i, d in enumerate(x) if d == 1]
+    drop = {_axis(a, len(x)) for a in axes}
+    out.shapes[node.output[0]] = tuple(d for i, d in enumerate(x) if i not in drop)
+    if node.input[0] in out.values:
+        out.values[node.output[0]] = out.values[node.input[0]]
+
+
+def _unsqueeze(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    axes = _axes(out, node, attrs) or []
+    rank = len(x) + len(axes)
+    add = {_axis(a, rank) for a in axes}
+    it = iter(x)
+    out.shapes[node.output[0]] = tuple(1 if i in add else next(it) for i in range(rank))
+    if node.input[0] in out.values:
+        out.values[node.output[0]] = out.values[node.input[0]]
+
+
+def _split(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    axis = _axis(int(attrs.get("axis", 0)), len(x))  # type: ignore[call-overload]
+    if len(node.input) > 1 and node.input[1]:
+        parts: list[Dim] = list(_value(out, node.input[1]))
+    elif "split" in attrs:
+        parts = list(_ints(attrs, "split", []))
+    else:
+        n = len(node.output)
+        whole = SymDim.of(x[axis])
+        if any(c % n for c in whole.terms.values()):
+            raise _UncarriedError(f"{x[axis]} in {n} equal parts")
+        parts = [as_dim(whole // n)] * n
+    for name, part in zip(node.output, parts, strict=True):
+        out.shapes[name] = (*x[:axis], part, *x[axis + 1 :])
+
+
+def _reduce(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    axes = _axes(out, node, attrs)
+    drop = set(range(len(x))) if not axes else {_axis(a, len(x)) for a in axes}
+    if attrs.get("keepdims", 1):
+        out.shapes[node.output[0]] = tuple(1 if i in drop else d for i, d in enumerate(x))
+    else:
+        out.shapes[node.output[0]] = tuple(d for i, d in enumerate(x) if i not in drop)
+    if node.input[0] in out.values and len(x) == 1 and node.op_type != "ReduceMean":
+        total = SymDim.of(1 if node.op_type == "ReduceProd" else 0)
+        for v in out.values[node.input[0]]:
+            total = total * v if node.op_type == "ReduceProd" else total + v
+        out.values[node.output[0]] = (as_dim(total),)
+
+
+def _constant_of_shape(
+    out: SymbolicShapes, node: onnx.NodeProto, _s: list[Shape | None], attrs: Mapping[str, object]
+) -> None:
+    shape = _value(out, node.input[0])
+    out.shapes[node.output[0]] = shape
+    t = attrs.get("value")
+    count = math.prod(d if isinstance(d, int) else 65 for d in shape)
+    if count <= 64 and (t is None or isinstance(t, onnx.TensorProto)):
+        fill = 0 if t is None else numpy_helper.to_array(t).reshape(-1)[0].item()
+        if isinstance(fill, int):
+            out.values[node.output[0]] = (fill,) * count
+
+
+def _expand(
+    out: SymbolicShapes, node: onnx.NodeProto, shapes: list[Shape | None], _a: Mapping[str, object]
+) -> None:
+    x = shapes[0]
+    assert x is not None
+    out.shapes[node.output[0]] = _broadcast([x, _value(out, node.input[1])])
+
+
+def _constant(
+    out: SymbolicShapes, node: onnx.NodeProto, _s: list[Shape | None], attrs: Mapping[str, object]
+) -> None:
+    t = attrs.get("value")
+    if not isinstance(t, onnx.TensorProto):
+        raise _UncarriedError("a Constant other than value=")
+    out.shapes[node.output[0]] = tuple(int(d) for d in t.dims)
+    _maybe_value(out, node.output[0], t)
+
+
+_Rule = Callable[[SymbolicShapes, onnx.NodeProto, list[Shape | None], Mapping[str, object]], None]
+_RULES: dict[str, _Rule] = {
+    "MatMul": _matmul,
+    "Gemm": _gemm,
+    "Conv": _conv,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "GlobalAveragePool": _pool,
+    "GlobalMaxPool": _pool,
+    "Reshape": _reshape,
+    "Transpose": _transpose,
+    "Flatten": _flatten,
+    "Pad": _pad,
+    "Concat": _concat,
+    "Slice": _slice,
+    "Gather": _gather,
+    "Shape": _shape_op,
+    "Range": _range,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Split": _split,
+    "ReduceMean": _reduce,
+    "ReduceProd": _reduce,
+    "ReduceSum": _reduce,
+    "Constant": _constant,
+    "ConstantOfShape": _constant_of_shape,
+    "Expand": _expand,
+}
+
+__all__ = ["SymbolicShapes", "symbolic_shapes"]

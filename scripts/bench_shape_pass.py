@@ -1,0 +1,67 @@
+"""Benchmark of the symbolic shape pass (``onnxcost.symbolic.shapes``, issue 22) against one
+concrete analysis of the same prepared model, not a timed test.
+
+Cases as ``scripts/bench_symbolic.py`` writes them (same --out): the built-in GPT-2 small,
+GPT-2 small with a KV cache, and the 32-layer llama with a KV cache, weights declared.
+Alternating runs, medians of wall and CPU time (``time.process_time``).
+
+Usage: python scripts/bench_shape_pass.py [--runs 5] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import onnxcost
+from onnxcost import zoo
+from onnxcost.prepare import prepare
+from onnxcost.symbolic.shapes import symbolic_shapes
+
+
+def case(source: str, runs: int) -> None:
+    p = prepare(source)
+    onnxcost.analyze(p)
+    symbolic_shapes(p.proto)  # warm
+    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "shapes": []}
+    uncarried = 0
+    for _ in range(runs):
+        wall, cpu = time.perf_counter(), time.process_time()
+        onnxcost.analyze(p)
+        times["analysis"].append((time.perf_counter() - wall, time.process_time() - cpu))
+        wall, cpu = time.perf_counter(), time.process_time()
+        uncarried = len(symbolic_shapes(p.proto).uncarried)
+        times["shapes"].append((time.perf_counter() - wall, time.process_time() - cpu))
+    med = {
+        k: (statistics.median(w for w, _c in t), statistics.median(c for _w, c in t))
+        for k, t in times.items()
+    }
+    (aw, ac), (sw, sc) = med["analysis"], med["shapes"]
+    print(
+        f"{source}: {len(p.proto.graph.node)} nodes, {uncarried} uncarried; analysis "
+        f"{aw * 1000:.0f} ms wall / {ac * 1000:.0f} ms CPU, shape pass {sw * 1000:.0f} ms wall / "
+        f"{sc * 1000:.0f} ms CPU: {sw / aw:.2f}x wall, {sc / ac:.2f}x CPU"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench_symbolic")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    kv, llama = args.out / "gpt2_kv.onnx", args.out / "llama_kv.onnx"
+    if not kv.exists():
+        zoo.save("gpt2", kv, params={"kv_cache": "true"})
+    if not llama.exists():
+        zoo.save("llama", llama, weights=False, params={"kv_cache": "true"})
+    print(f"medians of {args.runs} alternating runs")
+    for source in ("gpt2", str(kv), str(llama)):
+        case(source, args.runs)
+
+
+if __name__ == "__main__":
+    main()

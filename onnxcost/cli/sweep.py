@@ -104,7 +104,7 @@ def sweep_cmd(
     grid: Annotated[
         Path | None,
         typer.Argument(
-            help="GRID.toml: command, models, [grid] of option values (see docs/sweep.md).",
+            help="GRID.toml: command, models, a grid table of option values (see docs/sweep.md).",
             show_default=False,
         ),
     ] = None,

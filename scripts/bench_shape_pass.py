@@ -1,4 +1,5 @@
-"""Benchmark of the symbolic shape pass (``onnxcost.symbolic.shapes``, issue 22) against one
+"""Benchmark of the symbolic shape pass (``onnxcost.symbolic.shapes``, issue 22), and of the
+shapes with every node's MACs and FLOPs over them (``symbolic.node_costs``), against one
 concrete analysis of the same prepared model, not a timed test.
 
 Cases as ``scripts/bench_symbolic.py`` writes them (same --out): the built-in GPT-2 small,
@@ -19,6 +20,7 @@ from pathlib import Path
 import onnxcost
 from onnxcost import zoo
 from onnxcost.prepare import prepare
+from onnxcost.symbolic.node_costs import node_costs
 from onnxcost.symbolic.shapes import symbolic_shapes
 
 
@@ -26,7 +28,7 @@ def case(source: str, runs: int) -> None:
     p = prepare(source)
     onnxcost.analyze(p)
     symbolic_shapes(p.proto)  # warm
-    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "shapes": []}
+    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "shapes": [], "costs": []}
     uncarried = 0
     for _ in range(runs):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -35,15 +37,20 @@ def case(source: str, runs: int) -> None:
         wall, cpu = time.perf_counter(), time.process_time()
         uncarried = len(symbolic_shapes(p.proto).uncarried)
         times["shapes"].append((time.perf_counter() - wall, time.process_time() - cpu))
+        wall, cpu = time.perf_counter(), time.process_time()
+        node_costs(p.proto)
+        times["costs"].append((time.perf_counter() - wall, time.process_time() - cpu))
     med = {
         k: (statistics.median(w for w, _c in t), statistics.median(c for _w, c in t))
         for k, t in times.items()
     }
-    (aw, ac), (sw, sc) = med["analysis"], med["shapes"]
+    (aw, ac), (sw, sc), (nw, nc) = med["analysis"], med["shapes"], med["costs"]
     print(
         f"{source}: {len(p.proto.graph.node)} nodes, {uncarried} uncarried; analysis "
         f"{aw * 1000:.0f} ms wall / {ac * 1000:.0f} ms CPU, shape pass {sw * 1000:.0f} ms wall / "
-        f"{sc * 1000:.0f} ms CPU: {sw / aw:.2f}x wall, {sc / ac:.2f}x CPU"
+        f"{sc * 1000:.0f} ms CPU: {sw / aw:.2f}x wall, {sc / ac:.2f}x CPU; shapes and node "
+        f"MACs/FLOPs {nw * 1000:.0f} ms wall / {nc * 1000:.0f} ms CPU: {nw / aw:.2f}x wall, "
+        f"{nc / ac:.2f}x CPU"
     )
 
 

@@ -229,6 +229,13 @@ class SymDim:
     def __hash__(self) -> int:
         return self._hash
 
+    def __bool__(self) -> bool:
+        """A constant's truth; TypeError for a dim with symbols, whose truth depends on their
+        values (``if n`` in a formula must not silently take the non-zero branch)."""
+        if not self.is_constant:
+            raise TypeError(f"the truth of {self} depends on its symbols")
+        return self.constant != 0
+
     def __str__(self) -> str:
         """Python syntax (``2*batch*seq + 3``), evaluable with ``min`` and ``max`` bound."""
         if not self.terms:

@@ -118,3 +118,11 @@ def test_unbounded_reads_a_clamp_by_a_constant_as_its_argument() -> None:
     m = SymDim.of(sym_min(s + 1, 1024))
     assert (2 * m + b).unbounded() == 2 * s + 2 + b  # 2 * (s + 1) + batch
     assert SymDim.of(sym_max(s, 3)).unbounded() == SymDim.of(sym_max(s, 3))  # max stays
+
+
+def test_a_symbolic_dim_has_no_truth_value() -> None:
+    # `if n` in a cost formula must not take the non-zero branch for a symbol that may be 0.
+    with pytest.raises(TypeError, match="depends on its symbols"):
+        bool(s)
+    assert not SymDim.of(0)
+    assert SymDim.of(3)

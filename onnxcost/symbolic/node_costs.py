@@ -5,8 +5,11 @@ shape pass (``symbolic.shapes``) and one call of the node's own registered formu
 The registered formula is not restated here: it is called with tensors whose shapes are
 SymDims (``_SymTensor``), so the same arithmetic (``math.prod``, products, sums) builds the
 polynomial. A formula that needs more than that (a comparison of a symbolic dim, a value)
-raises, and the node gets no formula (None) with the reason. NB: not yet used by
-``--symbolic``, which still finds its formulas by sampling; bytes are not carried yet.
+raises (a SymDim has no truth value), and the node gets no formula (None) with the reason.
+NB: a formula's comparison of a symbolic dim with 1 (``d == 1``: a broadcast) is False, so
+the polynomials hold where every symbol is at least 2; at 0 and 1 a formula may branch
+otherwise, and the sampler's checks there are still needed. Not yet used by ``--symbolic``,
+which still finds its formulas by sampling; bytes are not carried yet.
 """
 
 from __future__ import annotations

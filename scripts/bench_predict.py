@@ -1,7 +1,7 @@
 """Validate ``onnxcost predict`` on this machine: predicted against measured latency.
 
     python scripts/bench_predict.py [--device FILE] [--threads 1] [--timing wall|thread]
-        [--save FILE] [--seconds 1.5] [--only NAME ...] [--json OUT]
+        [--save FILE] [--seconds 1.5] [--only NAME ...] [--json OUT] [--measured OUT]
 
 Calibrates (or reads a device file), then for every model of the validation set (none of
 them used by the calibration, which runs single-node models only): predicts its latency,
@@ -11,6 +11,8 @@ device file's provider, threads and optimization level, seeded random inputs,
 then 5 rounds of ``--seconds`` / 5, at least 5 runs each). Prints a table: model, predicted
 ms, measured ms (the least of the 5 round medians, as calibrate measures, and the median of
 all runs), error %, then the share within +-15% and the median |error| against each.
+``--measured OUT --device FILE`` predicts again against the measurements of an earlier run
+(the time model changed, the measurements kept: a comparison within one run's noise).
 ``--timing thread`` (one thread, CPU provider) calibrates and compares by the thread's CPU
 time, which leaves out what other processes take on a shared machine.
 
@@ -247,6 +249,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="only the cases whose name contains one of these")
     ap.add_argument("--json", type=Path, help="write the rows as JSON here")
     ap.add_argument(
+        "--measured",
+        type=Path,
+        help="a --json file of an earlier run: predict again (with --device, e.g. that run's "
+        "saved device file) against its measurements instead of measuring",
+    )
+    ap.add_argument(
         "--h100-loo",
         action="store_true",
         help="only the H100 built-in's leave-one-out check on the project's measured figures",
@@ -263,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.save:
             args.save.write_text(device.to_json(), encoding="utf-8")
     clock = "cpu" if device.timing == "thread" else "wall"
+    measured: dict[str, dict[str, float]] = {}
+    if args.measured:
+        keys = ("wall_least_round_ms", "wall_median_ms", "cpu_least_round_ms", "cpu_median_ms")
+        for row in json.loads(args.measured.read_text(encoding="utf-8"))["rows"]:
+            measured[row["model"]] = {k: row[k] for k in keys if k in row}
     rows: list[dict[str, Any]] = []
     print(
         f"| model | predicted ms | measured ms ({clock}, least round median) | error % | "
@@ -271,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for case in cases():
         if args.only and not any(o in case.name for o in args.only):
+            continue
+        if args.measured and case.name not in measured:
             continue
         model = case.model()
         proto = (
@@ -287,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         case.dims = {k: v for k, v in case.dims.items() if k in symbols}
         analysis = analyze(model, dims=case.dims)
         pred = predict_analysis(analysis, device, static_shapes=static_inputs(proto))
-        m = measure(model, case.dims, device, args.seconds)
+        m = measured.get(case.name) or measure(model, case.dims, device, args.seconds)
         least, median = m[f"{clock}_least_round_ms"], m[f"{clock}_median_ms"]
         error = (pred.latency_ms - least) / least * 100
         error_median = (pred.latency_ms - median) / median * 100

@@ -325,13 +325,17 @@ def _weight_chain(n: int, k: int, dtype: str) -> onnx.ModelProto:
     return _model(nodes, [("X", (1, k))], ("Y", None), _DTYPES[dtype], weights)
 
 
-def cache_bytes() -> int:
-    """The largest CPU cache (Linux sysfs), 0 when unknown."""
+def cache_bytes(
+    level: int | None = None, folder: Path = Path("/sys/devices/system/cpu/cpu0/cache")
+) -> int:
+    """The largest CPU cache (Linux sysfs), or the largest of ``level`` (2: the cache a core
+    has to itself on x86 and Arm servers); 0 when unknown."""
     best = 0
-    folder = Path("/sys/devices/system/cpu/cpu0/cache")
     for index in folder.glob("index*"):
         try:
             text = (index / "size").read_text().strip().upper()
+            if level is not None and (index / "level").read_text().strip() != str(level):
+                continue
         except OSError:
             continue
         unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
@@ -485,6 +489,7 @@ def calibrate_device(
         },
         timing=timing,
         cache_bytes=llc,
+        core_cache_bytes=cache_bytes(level=2),
         weight_bandwidth_bytes_per_s=round(weight_bw),
         note=f"calibrated on this machine at {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
         calibration_s=round(clock() - started, 2),

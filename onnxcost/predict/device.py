@@ -103,6 +103,11 @@ class Device:
     every run, at ``weight_bandwidth_bytes_per_s`` (0: unknown, weights read as activations)."""
     weight_bandwidth_bytes_per_s: float = 0.0
     """Rate of reading weights that are not in the cache (0: the ceilings' bandwidth)."""
+    core_cache_bytes: int = 0
+    """The largest cache one core has to itself (a CPU's L2): a model whose weights are
+    larger streams each MatMul's and Conv's weights in again on every run, at
+    ``weight_bandwidth_bytes_per_s`` (0: unknown, only weights beyond half ``cache_bytes``
+    stream)."""
 
     @property
     def roofline_bound(self) -> bool:
@@ -137,6 +142,7 @@ class Device:
         "output_overhead_us",
         "cache_bytes",
         "weight_bandwidth_bytes_per_s",
+        "core_cache_bytes",
         ("classes", "classes_json"),
     )
     """The ``onnxcost.device/1`` object."""
@@ -267,6 +273,9 @@ def from_dict(data: Any, where: str = "<memory>") -> Device:
         )
         if "weight_bandwidth_bytes_per_s" in data
         else 0.0,
+        core_cache_bytes=int(_number(data, "core_cache_bytes", where, positive=False))
+        if "core_cache_bytes" in data
+        else 0,
     )
 
 

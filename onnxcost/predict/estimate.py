@@ -7,7 +7,11 @@ For a node of op class c with F FLOPs and B bytes read + written::
                                               whose times hold the arithmetic already)
     memory_s  = B / (bandwidth x eff_m(B))   (eff from c's curve when its basis is bytes,
                                               else from the "elementwise" curve)
-    time      = max(compute_s, memory_s) + node_overhead (c's own where it has one)
+    time      = max(compute_s, memory_s) + weights_s + node_overhead (c's own where it has one)
+
+    weights_s = a MatMul's or Conv's weight bytes / weight bandwidth, when the model's
+                weights exceed one core's cache (else 0; with weights beyond half the
+                last-level cache any other node reads its weights in memory_s)
 
 A class without a curve runs at the ceilings (efficiency 1), which is what a datasheet device
 has everywhere. ``bound`` names the larger term, or "overhead" when the overhead is larger
@@ -241,11 +245,14 @@ class NodeTime:
     overhead_us: float
     bound: Bound
     note: str = ""
+    weights_us: float = 0.0
+    """Weights streamed from memory before the arithmetic can use them (a convolution's, when
+    the model's weights exceed the cache): not overlapped with compute or memory."""
 
     @property
     def predicted_us(self) -> float:
-        """max(compute_us, memory_us) + overhead_us."""
-        return max(self.compute_us, self.memory_us) + self.overhead_us
+        """max(compute_us, memory_us) + weights_us + overhead_us."""
+        return max(self.compute_us, self.memory_us) + self.weights_us + self.overhead_us
 
 
 def _itemsize(dtype: str) -> int:
@@ -257,11 +264,21 @@ def _eff(curve: Curve | None, size: float) -> float:
 
 
 def node_time(
-    node: NodeRecord, device: Device, cls: str | None = None, weights_cold: bool = False
+    node: NodeRecord,
+    device: Device,
+    cls: str | None = None,
+    weights_cold: bool = False,
+    weights_streamed: bool = False,
 ) -> NodeTime:
-    """``node``'s time on ``device`` (the formula in the module docstring). With
-    ``weights_cold`` (the model's weights exceed the device's cache) the node's weight bytes
-    (params x element size) are read at the weight bandwidth and only the rest on the curve."""
+    """``node``'s time on ``device`` (the formula in the module docstring).
+
+    ``weights_streamed`` (the model's weights exceed one core's cache, or ``weights_cold``):
+    a MatMul's or Conv's weight bytes (params x element size) are read at the weight
+    bandwidth as ``weights_us``, added to its time: its calibration point ran with the
+    weights in that cache, and onnxruntime's kernels wait for each weight block before its
+    arithmetic (the two do not overlap). ``weights_cold`` (the model's weights exceed half
+    the last-level cache): any other node's weight bytes are read at the weight bandwidth
+    as part of its memory time, and only the rest on the curve."""
     cls = cls or op_class(node)
     curves: Mapping[str, Curve] = device.curves
     curve = curves.get(cls)
@@ -271,7 +288,8 @@ def node_time(
     if m_curve is None:
         m_curve = curves.get("elementwise")
     cold_s = 0.0
-    if weights_cold and node.params:
+    compute_class = BASIS.get(cls) == "flops"
+    if node.params and (weights_cold or (weights_streamed and compute_class)):
         weight_bytes = min(nbytes, node.params * _itemsize(device.ceilings.dtype))
         nbytes -= weight_bytes
         cold_s = weight_bytes / (
@@ -286,18 +304,26 @@ def node_time(
         if curve is not None and curve.basis == "bytes"
         else flops / (device.ceilings.peak_flops_per_s * _eff(c_curve, flops))
     )
-    memory_s = nbytes / (device.ceilings.bandwidth_bytes_per_s * _eff(m_curve, nbytes)) + cold_s
-    compute_us, memory_us = compute_s * 1e6, memory_s * 1e6
+    memory_s = nbytes / (device.ceilings.bandwidth_bytes_per_s * _eff(m_curve, nbytes))
+    weights_s = 0.0
+    if compute_class:
+        weights_s = cold_s
+    else:
+        memory_s += cold_s
+    compute_us, memory_us, weights_us = compute_s * 1e6, memory_s * 1e6, weights_s * 1e6
     overhead = device.node_overhead_us
     if curve is not None and curve.overhead_us is not None:
         overhead = curve.overhead_us
-    work = max(compute_us, memory_us)
+    work = max(compute_us, memory_us, weights_us)
     bound: Bound = (
-        "overhead" if overhead > work else ("compute" if compute_us >= memory_us else "memory")
+        "overhead"
+        if overhead > work
+        else ("compute" if compute_us >= max(memory_us, weights_us) else "memory")
     )
     return NodeTime(
-        node.name, node.op_type, cls, flops, nbytes, compute_us, memory_us, overhead, bound
-    )
+        node.name, node.op_type, cls, flops, nbytes, compute_us, memory_us, overhead, bound,
+        weights_us=weights_us,
+    )  # fmt: skip
 
 
 def free_time(node: NodeRecord, why: str) -> NodeTime:
@@ -318,15 +344,21 @@ def predict_nodes(
 ) -> tuple[NodeTime, ...]:
     """Every node's time (a control-flow node's is its body nodes', listed apart).
 
-    ``weight_bytes``: the model's; above half the device's cache they are read from memory
-    on every run. ``static_shapes``: see ``free_nodes``."""
+    ``weight_bytes``: the model's; above one core's cache each MatMul and Conv streams its
+    weights, above half the last-level cache every node does (``node_time``).
+    ``static_shapes``: see ``free_nodes``."""
     free = free_nodes(nodes, graph_inputs, static_shapes)
     cold = device.cache_bytes > 0 and weight_bytes > device.cache_bytes // 2
+    streamed = cold or (device.core_cache_bytes > 0 and weight_bytes > device.core_cache_bytes)
     out = []
     for i, n in enumerate(nodes):
         if n.op_type in ("If", "Loop", "Scan") and n.domain in ("", "ai.onnx"):
             continue
-        out.append(free_time(n, free[i]) if i in free else node_time(n, device, weights_cold=cold))
+        out.append(
+            free_time(n, free[i])
+            if i in free
+            else node_time(n, device, weights_cold=cold, weights_streamed=streamed)
+        )
     return tuple(out)
 
 

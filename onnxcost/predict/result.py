@@ -130,6 +130,7 @@ class Prediction:
                 "predicted_us": n.predicted_us,
                 "compute_us": n.compute_us,
                 "memory_us": n.memory_us,
+                "weights_us": n.weights_us,
                 "overhead_us": n.overhead_us,
                 "flops": n.flops,
                 "bytes": n.bytes,

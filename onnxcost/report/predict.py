@@ -67,6 +67,7 @@ def node_rows(nodes: Sequence[NodeTime]) -> list[list[str]]:
             _us(n.predicted_us),
             _us(n.compute_us),
             _us(n.memory_us),
+            _us(n.weights_us),
             units.count(n.flops),
             units.nbytes(n.bytes),
         ]
@@ -82,6 +83,7 @@ NODE_HEADERS = (
     "predicted us",
     "compute us",
     "memory us",
+    "weights us",
     "FLOPs",
     "bytes",
 )

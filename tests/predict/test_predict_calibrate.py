@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
 from onnxcost.bench.session import SessionConfig
-from onnxcost.predict.calibrate import binned, calibrate_device, probes
+from onnxcost.predict.calibrate import binned, cache_bytes, calibrate_device, probes
 from onnxcost.predict.device import SCHEMA, from_dict
 from onnxcost.predict.estimate import BASIS, CLASSES
 from onnxcost.predict.run import predict
@@ -18,6 +19,22 @@ def test_every_probed_class_is_a_class_the_predictor_looks_up() -> None:
     assert found <= set(CLASSES)
     assert found >= {"matmul", "gemv", "conv", "conv_1x1", "conv_depthwise", "elementwise"}
     assert found >= {"reduction", "softmax", "normalization", "transpose", "copy"}
+
+
+def test_cache_sizes_come_from_sysfs(tmp_path: Path) -> None:
+    # A Linux cpu0/cache folder as this project's machine has it: L1d 32K, L1i 32K, L2 1024K
+    # (one core's), L3 32768K (shared). Largest: 32,768 x 1,024 = 33,554,432 bytes; level 2:
+    # 1,024 x 1,024 = 1,048,576; a level there is none of: 0.
+    for i, (level, size) in enumerate(
+        (("1", "32K"), ("1", "32K"), ("2", "1024K"), ("3", "32768K"))
+    ):
+        (tmp_path / f"index{i}").mkdir()
+        (tmp_path / f"index{i}" / "level").write_text(level + "\n")
+        (tmp_path / f"index{i}" / "size").write_text(size + "\n")
+    assert cache_bytes(folder=tmp_path) == 33_554_432
+    assert cache_bytes(level=2, folder=tmp_path) == 1_048_576
+    assert cache_bytes(level=4, folder=tmp_path) == 0
+    assert cache_bytes(folder=tmp_path / "absent") == 0
 
 
 def test_binned_points_hold_time_not_falling_with_size() -> None:

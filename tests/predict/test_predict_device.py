@@ -41,6 +41,7 @@ def _device() -> Device:
         output_overhead_us=0.25,
         cache_bytes=1 << 20,
         weight_bandwidth_bytes_per_s=5e7,
+        core_cache_bytes=1 << 18,
     )
 
 
@@ -93,6 +94,7 @@ def test_an_older_onnxcosts_file_with_the_same_schema_is_read(tmp_path: Path) ->
         0,
         0.0,
     )
+    assert device.core_cache_bytes == 0
     assert device.curves["conv"].points == ((10.0, 0.1), (1000.0, 0.5))
 
 

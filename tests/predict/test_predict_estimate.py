@@ -98,6 +98,99 @@ def test_cold_weights_are_read_at_the_weight_bandwidth() -> None:
     assert op_class(node) == "gemv"
     assert math.isclose(node_time(node, device, weights_cold=True).memory_us, 80_080.0)
     assert math.isclose(node_time(node, device, weights_cold=False).memory_us, 40_080.0)
+    # A matrix-vector product's curve was measured streaming its weights: only cold weights
+    # (beyond half the last-level cache) change it, not weights beyond one core's cache.
+    streamed = node_time(node, device, weights_streamed=True)
+    assert (streamed.memory_us, streamed.weights_us) == (40_080.0, 0.0)
+
+
+def _weighted(
+    op: str, flops: int, params: int, read: int, written: int, shapes: tuple
+) -> NodeRecord:  # type: ignore[type-arg]
+    return NodeRecord(op, op, "", "ok", flops // 2, flops, params, read, written, shapes, (), ("x", "w"), ("y",))  # fmt: skip
+
+
+def test_a_matmuls_streamed_weights_add_to_its_time() -> None:
+    # MatMul [100, 50] x [50, 100] with 5,000 weights (20,000 bytes), 80,000 bytes in all, on
+    # DEVICE with a weight bandwidth of 5e7 bytes/s, its weights beyond one core's cache:
+    # compute 1e6 / (1e9 x 0.25) = 4,000 us (as test_compute_bound_node);
+    # weights 20,000 / 5e7 = 4e-4 s = 400 us, added: the kernel waits for them;
+    # memory: the other 60,000 bytes on the elementwise curve: t = ln(60) / ln(150) =
+    # 4.094345 / 5.010635 = 0.817132, eff = 0.5 + 0.25 t = 0.704283; 60,000 / (1e8 x
+    # 0.704283) = 851.930 us.
+    # time: max(4,000, 851.930) + 400 + 2 = 4,402 us (4,002 with the weights in the cache).
+    device = Device(
+        "w", DEVICE.ceilings, 2.0, 5.0, 1, "calibrated", curves=DEVICE.curves,
+        weight_bandwidth_bytes_per_s=5e7,
+    )  # fmt: skip
+    node = _weighted("MatMul", 1_000_000, 5_000, 40_000, 40_000, ((100, 50), (50, 100)))
+    t = node_time(node, device, weights_streamed=True)
+    assert math.isclose(t.weights_us, 400.0)
+    assert math.isclose(t.memory_us, 851.930, rel_tol=1e-6)
+    assert math.isclose(t.predicted_us, 4402.0)
+    assert t.bound == "compute"
+    warm = node_time(node, device)
+    assert (warm.weights_us, warm.predicted_us) == (0.0, 4002.0)
+
+
+def test_a_convs_cold_weights_add_to_its_time() -> None:
+    # Conv 3x3, 512 -> 512 channels on a 2x2 map (a ResNet's last stage at 64x64):
+    # 512 x 512 x 9 = 2,359,296 weights, 9,437,184 bytes; FLOPs 2 x 2,359,296 x 4 =
+    # 18,874,368; activations read 512 x 4 x 4 = 8,192 bytes and written 8,192.
+    # On the roofline device (1e9 FLOP/s, 1e8 bytes/s, 2 us per node) with a weight bandwidth
+    # of 5e7 bytes/s and the weights cold (beyond half the last-level cache):
+    # compute 18,874,368 / 1e9 = 18,874.368 us; weights 9,437,184 / 5e7 = 188,743.68 us,
+    # added (not max'ed against compute, as a MatMul's non-weight bytes are);
+    # memory 16,384 / 1e8 = 163.84 us.
+    # time: 18,874.368 + 188,743.68 + 2 = 207,620.048 us, memory-bound (weights).
+    device = Device(
+        "w", ROOFLINE.ceilings, 2.0, 0.0, 1, "calibrated", weight_bandwidth_bytes_per_s=5e7
+    )
+    node = _weighted(
+        "Conv", 18_874_368, 2_359_296, 9_437_184 + 8_192, 8_192,
+        ((1, 512, 2, 2), (512, 512, 3, 3)),
+    )  # fmt: skip
+    assert op_class(node) == "conv"
+    t = node_time(node, device, weights_cold=True)
+    assert math.isclose(t.compute_us, 18_874.368)
+    assert math.isclose(t.weights_us, 188_743.68)
+    assert math.isclose(t.memory_us, 163.84)
+    assert math.isclose(t.predicted_us, 207_620.048)
+    assert t.bound == "memory"
+
+
+def _matmul_64x256(device: Device) -> float:
+    # x [64, 256] x W [256, 256], W an initializer: 65,536 weights, 262,144 bytes.
+    w = numpy_helper.from_array(np.zeros((256, 256), np.float32), "w")
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 256])],
+        [w],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return predict_analysis(analyze(model), device).nodes[0].predicted_us
+
+
+def test_weights_beyond_one_cores_cache_stream_into_each_matmul() -> None:
+    # The MatMul above on the roofline device (1e9 FLOP/s, 1e8 bytes/s, 2 us per node),
+    # weight bandwidth 5e7, last-level cache 64 MiB (the 262,144 weight bytes are far below
+    # half of it):
+    # compute 2 x 64 x 256 x 256 = 8,388,608 FLOPs / 1e9 = 8,388.608 us.
+    # One core's cache 128 KiB (131,072 < 262,144 bytes of weights): weights 262,144 / 5e7 =
+    # 5,242.88 us added; time 8,388.608 + 5,242.88 + 2 = 13,633.488 us.
+    # One core's cache 1 MiB (they fit): 8,388.608 + 2 = 8,390.608 us.
+    # Unknown (0, a file from before this figure): 8,390.608 us.
+    def device(core: int) -> Device:
+        return Device(
+            "w", ROOFLINE.ceilings, 2.0, 0.0, 1, "calibrated", cache_bytes=64 << 20,
+            weight_bandwidth_bytes_per_s=5e7, core_cache_bytes=core,
+        )  # fmt: skip
+
+    assert math.isclose(_matmul_64x256(device(128 << 10)), 13_633.488)
+    assert math.isclose(_matmul_64x256(device(1 << 20)), 8_390.608)
+    assert math.isclose(_matmul_64x256(device(0)), 8_390.608)
 
 
 def _conv_bn_relu() -> onnx.ModelProto:

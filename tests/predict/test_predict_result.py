@@ -67,6 +67,7 @@ def test_predict_json_keys_in_order() -> None:
         "nodes[].predicted_us",
         "nodes[].compute_us",
         "nodes[].memory_us",
+        "nodes[].weights_us",
         "nodes[].overhead_us",
         "nodes[].flops",
         "nodes[].bytes",

@@ -87,3 +87,12 @@ def test_no_import_circle() -> None:
     )
     circles = [sorted(c) for c in nx.strongly_connected_components(edges) if len(c) > 1]
     assert circles == []
+
+
+def test_module_sizes() -> None:
+    """Issue 21's house rules: no module over 800 lines, no command module of cli/ over 300."""
+    lines = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert sorted(str(p.relative_to(PACKAGE)) for p, n in lines.items() if n > 800) == []
+    shared = {"__init__.py", "app.py", "guard.py", "options.py", "progress.py", "render.py"}
+    commands = {p: n for p, n in lines.items() if p.parent.name == "cli" and p.name not in shared}
+    assert sorted(p.name for p, n in commands.items() if n > 300) == []

@@ -6,7 +6,7 @@ parameters once per weight tensor, and computes peak activation memory by livene
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -18,16 +18,13 @@ from onnxcost.analysis.control_flow import control_flow_cost
 from onnxcost.analysis.liveness import peak_activation
 from onnxcost.analysis.records import (
     Convention,
-    ModelInfo,
     NodeRecord,
-    OpTypeSummary,
     ShapeOut,
     Status,
-    TensorRecord,
     Totals,
-    summed,
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
+from onnxcost.analysis.summaries import by_op_type, io_records, model_info
 from onnxcost.analysis.traffic import (
     NOTHING,
     NodeTraffic,
@@ -41,14 +38,13 @@ from onnxcost.analysis.weights import Weights, dequantising_scales
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
-from onnxcost.errors import GraphError, UsageError
-from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, check_nesting
+from onnxcost.errors import UsageError
+from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, check_domains, check_nesting
 from onnxcost.load.model import ModelSource
 from onnxcost.load.tensors import (
     SUBGRAPH_OPS,
     TensorInfo,
     UnknownShapeError,
-    dtype_name,
     known_bytes,
     normalize_domain,
 )
@@ -497,36 +493,6 @@ def _walk_subgraph(
     return total
 
 
-def _model_info(
-    loaded_path: str | None,
-    proto: onnx.ModelProto,
-    model_bytes: int,
-    params_by_dtype: dict[str, int],
-) -> ModelInfo:
-    return ModelInfo(
-        path=loaded_path,
-        ir_version=proto.ir_version,
-        opsets={(o.domain or "ai.onnx"): o.version for o in proto.opset_import},
-        producer=proto.producer_name,
-        producer_version=proto.producer_version,
-        graph_name=proto.graph.name,
-        node_count=len(proto.graph.node),
-        model_bytes=model_bytes,
-        params_by_dtype=params_by_dtype,
-    )
-
-
-def _check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
-    declared = {normalize_domain(o.domain) for o in proto.opset_import}
-    undeclared = {d for d in set(view.domains) if normalize_domain(d) not in declared}
-    if undeclared:
-        k = next(k for k, d in enumerate(view.domains) if d in undeclared)
-        raise GraphError(
-            f"node {view.names[k] or view.op_types[k]!r} uses domain {view.domains[k]!r}, which "
-            f"the model's opset_import does not declare; the model is malformed: re-export it"
-        )
-
-
 def count(
     model: ModelSource | PreparedModel,
     *,
@@ -584,7 +550,7 @@ def _analyze(
     if not lean:
         if view.outer_reads:  # only a node that holds subgraphs can nest them too deep
             check_nesting(proto.graph)
-        _check_domains(proto, view)
+        check_domains(proto, view)
     checked = None if lean else prepared.checker_warning  # before inference writes into proto
     shapes = infer(proto, input_shapes, dims, view, allow_reshape=allow_reshape)
     view = replace(view, types=shapes.types)
@@ -673,7 +639,7 @@ def _analyze(
         bytes_written_activations=total_written - written_kv,
         bytes_written_kv_cache=written_kv,
     )
-    info = _model_info(
+    info = model_info(
         str(prepared.path) if prepared.path else None, proto, prepared.model_bytes, params_by_dtype
     )
     if lean:
@@ -693,11 +659,11 @@ def _analyze(
         )
     return Analysis(
         model=info,
-        inputs=_io_records(proto.graph.input, {t.name for t in proto.graph.initializer}, shapes),
-        outputs=_io_records(proto.graph.output, set(), shapes),
+        inputs=io_records(proto.graph.input, {t.name for t in proto.graph.initializer}, shapes),
+        outputs=io_records(proto.graph.output, set(), shapes),
         totals=result_totals,
         nodes=records,
-        by_op_type=_by_op_type(records, counted),
+        by_op_type=by_op_type(records, counted),
         by_dtype=by_dtype(records, counted, walk.labels),
         peak_activation=peak,
         unsupported=tuple(sorted(walk.unsupported)),
@@ -822,45 +788,6 @@ def _status_warnings(w: _Walk) -> None:
             f"{len(w.errors)} nodes count as 0 because their cost formula failed (status error, "
             f"a bug in onnxcost: please report it): {listed}"
         )
-
-
-def _io_records(
-    values: Sequence[onnx.ValueInfoProto], skip: set[str], shapes: ShapeResult
-) -> tuple[TensorRecord, ...]:
-    out = []
-    for vi in values:
-        if vi.name in skip:
-            continue
-        info = shapes.types.get(vi.name)
-        elem = info.elem_type if info is not None else vi.type.tensor_type.elem_type
-        out.append(
-            TensorRecord(vi.name, dtype_name(elem), info.shape if info is not None else None)
-        )
-    return tuple(out)
-
-
-def _by_op_type(
-    records: Sequence[NodeRecord], counted: Sequence[bool]
-) -> tuple[OpTypeSummary, ...]:
-    """Costs by (domain, op type). A main-graph control-flow node is counted as a node, its
-    costs left to its bodies' nodes."""
-    costed: defaultdict[tuple[str, str], list[NodeRecord]] = defaultdict(list)
-    control_flow: Counter[tuple[str, str]] = Counter()
-    for rec, flag in zip(records, counted, strict=True):
-        key = (rec.domain, rec.op_type)
-        group = costed[key]  # listed in the order first seen, counted or not
-        if flag:
-            group.append(rec)
-        elif rec.op_type in SUBGRAPH_OPS and rec.graph == "":
-            control_flow[key] += 1
-    rows = []
-    for (domain, op_type), group in costed.items():
-        sums = summed(group)
-        sums["count"] += control_flow[domain, op_type]
-        if sums["count"]:
-            rows.append(OpTypeSummary(op_type=op_type, domain=domain, **sums))
-    rows.sort(key=lambda s: (-s.flops, -s.macs, -(s.bytes_read + s.bytes_written), s.op_type))
-    return tuple(rows)
 
 
 __all__ = ["CONVENTIONS", "SCHEMA", "Analysis", "count"]

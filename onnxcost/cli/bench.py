@@ -27,14 +27,11 @@ from onnxcost.cli.options import (
     provider_option,
 )
 from onnxcost.cli.progress import progress_callback
-from onnxcost.cli.render import Format, Views, render, views
+from onnxcost.cli.render import Format, render, versus_views
 from onnxcost.errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from onnxcost.bench.result import BenchResult
-    from onnxcost.predict.versus import Versus
+    pass
 
 BENCH_PROFILE_RUNS = 50
 """``onnxcost.bench.options.PROFILE_RUNS``, repeated so that --help imports no bench code (a test
@@ -265,7 +262,7 @@ def bench(
                     allow_reshape=allow_reshape,
                 ),
             )
-            render(_with_versus(result, prediction, top), fmt, out, wide=wide)
+            render(versus_views(result, prediction, top), fmt, out, wide=wide)
             return
         render(
             result,
@@ -278,28 +275,3 @@ def bench(
         )
 
     run_guarded(debug, go)
-
-
-def _with_versus(result: "BenchResult", prediction: "Versus", top: int) -> Views:
-    """The bench report's views with predicted against measured after them (JSON:
-    ``predicted``)."""
-    from onnxcost.analysis.records import to_json, to_jsonable
-    from onnxcost.report.predict import render_versus, versus_markdown
-
-    base = views(result, top=top or None)
-
-    def table(console: "Console") -> None:
-        base.table(console)
-        render_versus(prediction, console, top)
-
-    def as_json() -> str:
-        data = result.to_dict()
-        data["predicted"] = to_jsonable(prediction)
-        return to_json(data)
-
-    def markdown() -> str:
-        return (base.markdown() if base.markdown is not None else "") + versus_markdown(
-            prediction, top
-        )
-
-    return Views(table=table, json=as_json, markdown=markdown)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from onnxcost.bench.result import BenchResult
     from onnxcost.compare import Comparison
     from onnxcost.llm.cost import LlmReport
+    from onnxcost.predict.versus import Versus
     from onnxcost.prepare import PreparedModel
     from onnxcost.report.select import Selection
     from onnxcost.report.tables import Table
@@ -328,3 +329,28 @@ def render_rich(
     buffer = io.StringIO()
     draw(Console(file=buffer, width=WIDE if wide else 200, no_color=True, highlight=False))
     emit(buffer.getvalue(), output)
+
+
+def versus_views(result: "BenchResult", prediction: "Versus", top: int) -> Views:
+    """The bench report's views with predicted against measured after them (JSON:
+    ``predicted``)."""
+    from onnxcost.analysis.records import to_json, to_jsonable
+    from onnxcost.report.predict import render_versus, versus_markdown
+
+    base = views(result, top=top or None)
+
+    def table(console: "Console") -> None:
+        base.table(console)
+        render_versus(prediction, console, top)
+
+    def as_json() -> str:
+        data = result.to_dict()
+        data["predicted"] = to_jsonable(prediction)
+        return to_json(data)
+
+    def markdown() -> str:
+        return (base.markdown() if base.markdown is not None else "") + versus_markdown(
+            prediction, top
+        )
+
+    return Views(table=table, json=as_json, markdown=markdown)

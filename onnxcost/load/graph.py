@@ -19,7 +19,7 @@ import onnx
 
 from onnxcost.errors import GraphError
 from onnxcost.load.names import text_nodes
-from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes
+from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, known_bytes, normalize_domain
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -477,3 +477,15 @@ def _topological(dag: nx.DiGraph, where: str) -> list[int]:
         )
     index = dict(dag.nodes(data="index"))
     return [index[n] for n in nx.lexicographical_topological_sort(dag, key=index.__getitem__)]
+
+
+def check_domains(proto: onnx.ModelProto, view: GraphView) -> None:
+    """Raise GraphError where a node uses a domain the model's opset_import does not declare."""
+    declared = {normalize_domain(o.domain) for o in proto.opset_import}
+    undeclared = {d for d in set(view.domains) if normalize_domain(d) not in declared}
+    if undeclared:
+        k = next(k for k, d in enumerate(view.domains) if d in undeclared)
+        raise GraphError(
+            f"node {view.names[k] or view.op_types[k]!r} uses domain {view.domains[k]!r}, which "
+            f"the model's opset_import does not declare; the model is malformed: re-export it"
+        )

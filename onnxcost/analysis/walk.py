@@ -26,7 +26,6 @@ from onnxcost.analysis.records import (
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
 from onnxcost.analysis.summaries import by_op_type, io_records, model_info
 from onnxcost.analysis.traffic import (
-    NOTHING,
     NodeTraffic,
     Traffic,
     check_traffic,
@@ -39,7 +38,7 @@ from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
 from onnxcost.errors import UsageError
-from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, check_domains, check_nesting
+from onnxcost.load.graph import GraphView, check_domains, check_nesting
 from onnxcost.load.model import ModelSource
 from onnxcost.load.tensors import (
     SUBGRAPH_OPS,
@@ -91,8 +90,6 @@ class _Walk:
     traffic: Traffic = "runtime"
     kv: set[str] = field(default_factory=set)
     """The KV-cache tensors so far (``traffic.node_traffic``)."""
-    constant_traffic: dict[int, NodeTraffic] = field(default_factory=dict)
-    """Node kind -> the traffic of a main-graph Constant of that kind."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -429,10 +426,6 @@ def _record(
     w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool, kind: int = -1
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
-    if node.op_type == "Constant" and kind in w.costed and node.domain in DEFAULT_DOMAINS:
-        costed = w.costed[kind]
-        if costed.status in ("ok", "zero"):  # no counter or note to keep
-            return _record_constant(w, node, costed, kind, scope, counted)
     slot = len(w.records)
     w.records.append(None)
     w.counted.append(False)
@@ -445,34 +438,6 @@ def _record(
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
     w.counted[slot] = counted and not (rec.op_type in SUBGRAPH_OPS and rec.domain == "")
     return rec, cost
-
-
-def _record_constant(
-    w: _Walk, node: _Node, costed: _Costed, kind: int, scope: str, counted: bool
-) -> tuple[NodeRecord, Cost]:
-    """``_record`` of a main-graph Constant of a kind costed already: nearly half of an LLM
-    export's nodes. It reads nothing (no weight to count, no operand to label) and holds no
-    body; its output is a stored weight, counted where a node reads it."""
-    types = w.shapes.types
-    out_names = node.outputs
-    w.weights.see("Constant", (), out_names, None, types, True)
-    params = 0
-    if not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
-        outs = [o if o in w.graph_outputs else "" for o in out_names]
-        params = w.weights.count(outs, None, types, None, generated=False)
-    if not w.lean:
-        w.labels.append(_label(w, node, kind))
-    moved = w.constant_traffic.get(kind)
-    if moved is None:
-        moved = w.constant_traffic[kind] = (
-            NOTHING
-            if w.traffic == "runtime"  # evaluated once at load
-            else (0, costed.bytes_written, 0, 0, 0)
-        )
-    rec = _node_record(node, "", costed, params, scope, costed.note, moved)
-    w.records.append(rec)
-    w.counted.append(counted)
-    return rec, costed.cost
 
 
 def _walk_subgraph(

@@ -213,7 +213,13 @@ def sweep_cmd(
                     err=True,
                 )
 
-        summary = run(checked, results, resume=resume, workers=workers, ray=ray, on_row=progress)
+        try:
+            summary = run(checked, results, resume=resume, workers=workers, ray=ray,
+                          on_row=progress)  # fmt: skip
+        except KeyboardInterrupt:
+            typer.echo(f"onnxcost: sweep: interrupted after {done[0]} cells, the running ones "
+                       f"killed and not recorded; --resume runs the rest", err=True)  # fmt: skip
+            raise
         counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing"
         skipped = f"; {summary.skipped} already in the file" if summary.skipped else ""
         typer.echo(f"onnxcost: sweep: ran {summary.ran} cells ({counts}){skipped}", err=True)

@@ -5,6 +5,8 @@ finish (completion order), and at most ``2 × workers`` cells are in flight, so 
 memory does not grow with the number of cells. Cells that time the hardware (bench, llm
 --bench) and share a device run one at a time unless the grid says ``exclusive = false``: a
 lock per device (the cell's ``provider``, CPU by default), so timings do not disturb each other.
+Ctrl-C (or any exception in the driver) kills the running cells at once and drops the cells
+not started; the rows written stay, and ``--resume`` runs the rest.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from onnxcost.sweep.cells import Cell, argv
 from onnxcost.sweep.grid import Grid
-from onnxcost.sweep.runner import run_cell
+from onnxcost.sweep.runner import Running, run_cell
 
 Row = dict[str, Any]
 
@@ -58,6 +60,7 @@ def run_local(grid: Grid, todo: Iterable[Cell], workers: int, write: Callable[[R
     this thread only). Returns how many cells ran."""
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
+    running = Running()
 
     def one(c: Cell) -> Row:
         device = device_of(grid, dict(c.cell))
@@ -65,16 +68,17 @@ def run_local(grid: Grid, todo: Iterable[Cell], workers: int, write: Callable[[R
         repeat = c.repeat if grid.repeat > 1 else None
         if device is None:
             return run_cell(args, cell=c.cell, cwd=grid.base, timeout_s=grid.timeout_s,
-                            repeat=repeat)  # fmt: skip
+                            repeat=repeat, running=running)  # fmt: skip
         with guard:
             lock = locks.setdefault(device, threading.Lock())
         with lock:
             return run_cell(args, cell=c.cell, cwd=grid.base, timeout_s=grid.timeout_s,
-                            repeat=repeat)  # fmt: skip
+                            repeat=repeat, running=running)  # fmt: skip
 
     ran = 0
     cells: Iterator[Cell] = iter(todo)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onnxcost-sweep") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="onnxcost-sweep")
+    try:
         pending: set[Future[Row]] = set()
         for c in cells:
             pending.add(pool.submit(one, c))
@@ -88,6 +92,11 @@ def run_local(grid: Grid, todo: Iterable[Cell], workers: int, write: Callable[[R
                 nxt = next(cells, None)
                 if nxt is not None:
                     pending.add(pool.submit(one, nxt))
+    except BaseException:  # Ctrl-C: end the running cells now, not when they finish
+        running.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return ran
 
 

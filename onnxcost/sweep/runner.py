@@ -6,6 +6,9 @@ timeout ends the process and anything it started). Exit 0: status ``ok`` and ``r
 command's JSON as it printed it. Another exit: ``error`` and the ``reason``, stderr's last
 line. Killed by a signal (a segfault, the kernel's out-of-memory killer): ``error`` naming the
 signal. Past ``timeout_s``: ``timeout``. Nothing a cell does ends the sweep.
+
+``Running`` holds the processes of the cells running now, so that a sweep stopped by Ctrl-C
+ends them at once (``stop``) instead of waiting for them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -57,22 +61,45 @@ def _signal_reason(returncode: int) -> str:
     return _SIGNALS.get(sig, f"killed by {sig.name}")
 
 
-def run_cell(
-    argv: Sequence[str],
-    *,
-    cell: Mapping[str, Any],
-    cwd: Path | None = None,
-    timeout_s: float | None = None,
-    repeat: int | None = None,
-) -> dict[str, Any]:
-    """Run ``python -m onnxcost *argv`` in ``cwd`` and return the cell's row: ``cell``,
-    ``status`` (ok, error, timeout), ``result`` (the command's JSON, None unless ok),
-    ``host``, ``started`` (UTC, ISO 8601), ``seconds`` (wall), ``reason`` (unless ok) and
-    ``repeat`` (when given)."""
-    started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "onnxcost", *argv],
+class StoppedError(Exception):
+    """A cell was to start after its sweep was stopped (``Running.stop``)."""
+
+
+class Running:
+    """The processes of the cells running now (shared by a pool's threads). ``stop`` kills
+    them and keeps any more from starting: a sweep stopped by Ctrl-C ends its cells at once,
+    and their rows, cut short, are never written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self.stopped = False
+
+    def start(self, args: list[str], cwd: Path | None) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self.stopped:
+                raise StoppedError
+            proc = _popen(args, cwd)
+            self._procs.add(proc)
+            return proc
+
+    def done(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def stop(self) -> None:
+        """SIGKILL every running cell's process group; start no more."""
+        with self._lock:
+            self.stopped = True
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.poll() is None:
+                _kill(proc)
+
+
+def _popen(args: list[str], cwd: Path | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        args,
         cwd=cwd,
         env=_env(),
         stdin=subprocess.DEVNULL,
@@ -80,6 +107,26 @@ def run_cell(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+
+
+def run_cell(
+    argv: Sequence[str],
+    *,
+    cell: Mapping[str, Any],
+    cwd: Path | None = None,
+    timeout_s: float | None = None,
+    repeat: int | None = None,
+    running: Running | None = None,
+) -> dict[str, Any]:
+    """Run ``python -m onnxcost *argv`` in ``cwd`` and return the cell's row: ``cell``,
+    ``status`` (ok, error, timeout), ``result`` (the command's JSON, None unless ok),
+    ``host``, ``started`` (UTC, ISO 8601), ``seconds`` (wall), ``reason`` (unless ok) and
+    ``repeat`` (when given). With ``running``, the process is registered there while it runs
+    (``StoppedError`` if that was stopped)."""
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    args = [sys.executable, "-m", "onnxcost", *argv]
+    proc = running.start(args, cwd) if running is not None else _popen(args, cwd)
     status, result, reason = "ok", None, ""
     try:
         out, err = proc.communicate(timeout=timeout_s)
@@ -101,6 +148,8 @@ def run_cell(
     finally:
         if proc.poll() is None:  # interrupted while waiting: leave no cell behind
             _kill(proc)
+        if running is not None:
+            running.done(proc)
     row: dict[str, Any] = {
         "cell": dict(cell),
         "status": status,
@@ -124,4 +173,4 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-__all__ = ["run_cell"]
+__all__ = ["Running", "StoppedError", "run_cell"]

@@ -3,9 +3,10 @@ driver's peak RSS (VmHWM, read from /proc while it runs; the cells are other pro
 
     python scripts/bench_sweep.py --cells 200 --workers 1 2 0        # 0: the default (all)
     python scripts/bench_sweep.py --cells 200 --ray 127.0.0.1:6379
+    python scripts/bench_sweep.py --cells 20 --models mlp --workers 1   # Ray's overhead: vs --ray
 
-The grid: ``analyze`` over the small built-ins (mlp, resnet20_cifar) at ``--dim batch=1..K``,
-as many batches as make ``--cells`` cells.
+The grid: ``analyze`` over the small built-ins (mlp, resnet20_cifar; or ``--models``) at
+``--dim batch=1..K``, as many batches as make ``--cells`` cells.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("mlp", "resnet20_cifar")
 
 
-def grid_text(cells: int) -> str:
-    batches = -(-cells // len(MODELS))
+def grid_text(cells: int, names: tuple[str, ...] = MODELS) -> str:
+    batches = -(-cells // len(names))
     dims = ", ".join(f'"batch={b}"' for b in range(1, batches + 1))
-    models = ", ".join(f'"{m}"' for m in MODELS)
+    models = ", ".join(f'"{m}"' for m in names)
     return f'command = "analyze"\nmodels = [{models}]\ntimeout_s = 300\n[grid]\ndim = [{dims}]\n'
 
 
@@ -39,11 +40,13 @@ def vmhwm_kb(pid: int) -> int:
     return 0
 
 
-def run(cells: int, workers: int | None, ray: str | None) -> tuple[int, float, int]:
+def run(
+    cells: int, workers: int | None, ray: str | None, names: tuple[str, ...] = MODELS
+) -> tuple[int, float, int]:
     """(cells run, seconds, the driver's peak RSS in KiB)."""
     with tempfile.TemporaryDirectory() as tmp:
         grid = Path(tmp) / "g.toml"
-        grid.write_text(grid_text(cells))
+        grid.write_text(grid_text(cells, names))
         cmd = [sys.executable, "-m", "onnxcost", "sweep", str(grid), "-o", str(Path(tmp) / "r.jsonl"),
                "-q", "-f", "json"]  # fmt: skip
         if workers:
@@ -71,13 +74,14 @@ def main() -> None:
     ap.add_argument(
         "--ray", default=None, help="a Ray cluster's address (then --workers is ignored)"
     )
+    ap.add_argument("--models", nargs="+", default=list(MODELS), help="built-ins to analyze")
     a = ap.parse_args()
     print("| cells | where | seconds | cells/s | driver peak RSS |")
     print("|---:|---|---:|---:|---:|")
     for cells in a.cells:
         runs = [(None, a.ray)] if a.ray else [(w or None, None) for w in a.workers]
         for workers, ray in runs:
-            n, s, kb = run(cells, workers, ray)
+            n, s, kb = run(cells, workers, ray, tuple(a.models))
             where = f"Ray {ray}" if ray else f"{workers or 'default'} workers"
             print(f"| {n} | {where} | {s:.1f} | {n / s:.2f} | {kb / 1024:.0f} MiB |", flush=True)
 

@@ -12,6 +12,7 @@ The grid: ``analyze`` over the small built-ins (mlp, resnet20_cifar; or ``--mode
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -42,8 +43,8 @@ def vmhwm_kb(pid: int) -> int:
 
 def run(
     cells: int, workers: int | None, ray: str | None, names: tuple[str, ...] = MODELS
-) -> tuple[int, float, int]:
-    """(cells run, seconds, the driver's peak RSS in KiB)."""
+) -> tuple[int, float, int, float]:
+    """(cells run, seconds, the driver's peak RSS in KiB, the sum of the rows' seconds)."""
     with tempfile.TemporaryDirectory() as tmp:
         grid = Path(tmp) / "g.toml"
         grid.write_text(grid_text(cells, names))
@@ -63,8 +64,8 @@ def run(
         seconds = time.perf_counter() - t0
         if p.returncode != 0:
             raise SystemExit(p.stderr.read().decode() if p.stderr else "sweep failed")
-        n = sum(1 for _ in (Path(tmp) / "r.jsonl").open())
-        return n, seconds, peak
+        rows = [json.loads(line) for line in (Path(tmp) / "r.jsonl").open()]
+        return len(rows), seconds, peak, sum(float(r["seconds"]) for r in rows)
 
 
 def main() -> None:
@@ -76,14 +77,17 @@ def main() -> None:
     )
     ap.add_argument("--models", nargs="+", default=list(MODELS), help="built-ins to analyze")
     a = ap.parse_args()
-    print("| cells | where | seconds | cells/s | driver peak RSS |")
-    print("|---:|---|---:|---:|---:|")
+    # outside: the wall time less the sum of the rows' seconds (each cell's own process),
+    # what the driver (and Ray) add; with 1 worker or 1 CPU, per cell it is the overhead.
+    print("| cells | where | seconds | cells/s | driver peak RSS | outside cells, s/cell |")
+    print("|---:|---|---:|---:|---:|---:|")
     for cells in a.cells:
         runs = [(None, a.ray)] if a.ray else [(w or None, None) for w in a.workers]
         for workers, ray in runs:
-            n, s, kb = run(cells, workers, ray, tuple(a.models))
+            n, s, kb, inside = run(cells, workers, ray, tuple(a.models))
             where = f"Ray {ray}" if ray else f"{workers or 'default'} workers"
-            print(f"| {n} | {where} | {s:.1f} | {n / s:.2f} | {kb / 1024:.0f} MiB |", flush=True)
+            print(f"| {n} | {where} | {s:.1f} | {n / s:.2f} | {kb / 1024:.0f} MiB "
+                  f"| {(s - inside) / n:.3f} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import mmap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from onnx import TensorProto
 
@@ -135,23 +136,25 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
     return _encode_varint(number << 3 | LEN) + _encode_varint(len(payload)) + payload
 
 
-def _message(
-    buf: Buffer, start: int, end: int, kind: str, location: str, depth: int = 0
-) -> tuple[Pieces, int] | None:
-    """The message ``buf[start:end]`` of type ``kind`` as pieces to join, and their total
-    length, with large payloads cut; None if nothing in it is cut."""
-    if kind == "tensor":
-        return _tensor(buf, start, end, location)
-    if depth > MAX_DEPTH:
-        raise WireError("messages nested deeper than protobuf parses")
-    children = _CHILDREN[kind]
-    pieces: Pieces = []
+def _spliced(
+    buf: Any,
+    start: int,
+    end: int,
+    children: Mapping[int, str],
+    rewrite: Callable[[str, int, int], tuple[list[Any], int] | None],
+    min_bytes: int = -1,
+) -> tuple[list[Any], int] | None:
+    """The message ``buf[start:end]`` as pieces to join and their total length, each child
+    message that ``rewrite(kind, start, end)`` rewrites spliced in under a new length header
+    (one of at most ``min_bytes`` is not looked at); the bytes between are kept as they are.
+    None if no child was rewritten."""
+    pieces: list[Any] = []
     size = 0
-    last = start  # bytes from here to the next cut field are copied as they are
+    last = start  # bytes from here to the next rewritten field are copied as they are
     for number, wire_type, key_start, value_start, value_end in fields(buf, start, end):
-        if wire_type != LEN or value_end - value_start <= SMALL_BYTES or number not in children:
+        if wire_type != LEN or value_end - value_start <= min_bytes or number not in children:
             continue
-        inner = _message(buf, value_start, value_end, children[number], location, depth + 1)
+        inner = rewrite(children[number], value_start, value_end)
         if inner is None:
             continue
         head = buf[last:key_start]
@@ -164,6 +167,25 @@ def _message(
     tail = buf[last:end]
     pieces.append(tail)
     return pieces, size + len(tail)
+
+
+def _message(
+    buf: Buffer, start: int, end: int, kind: str, location: str, depth: int = 0
+) -> tuple[Pieces, int] | None:
+    """The message ``buf[start:end]`` of type ``kind`` as pieces to join, and their total
+    length, with large payloads cut; None if nothing in it is cut."""
+    if kind == "tensor":
+        return _tensor(buf, start, end, location)
+    if depth > MAX_DEPTH:
+        raise WireError("messages nested deeper than protobuf parses")
+    return _spliced(
+        buf,
+        start,
+        end,
+        _CHILDREN[kind],
+        lambda child, a, b: _message(buf, a, b, child, location, depth + 1),
+        SMALL_BYTES,
+    )
 
 
 def _tensor(buf: Buffer, start: int, end: int, location: str) -> tuple[Pieces, int] | None:
@@ -270,26 +292,13 @@ def _restored(
         raise WireError("messages nested deeper than protobuf parses")
     if kind == "tensor":
         return _restored_tensor(buf, start, end, location)
-    children = _CHILDREN[kind]
-    pieces: list[Piece] = []
-    size = 0
-    last = start
-    for number, wire_type, key_start, value_start, value_end in fields(buf, start, end):
-        if wire_type != LEN or number not in children:
-            continue
-        inner = _restored(buf, value_start, value_end, children[number], location, depth + 1)
-        if inner is None:
-            continue
-        head = buf[last:key_start]
-        header = _encode_varint(number << 3 | LEN) + _encode_varint(inner[1])
-        pieces += [head, header, *inner[0]]
-        size += len(head) + len(header) + inner[1]
-        last = value_end
-    if not pieces:
-        return None
-    tail = buf[last:end]
-    pieces.append(tail)
-    return pieces, size + len(tail)
+    return _spliced(
+        buf,
+        start,
+        end,
+        _CHILDREN[kind],
+        lambda child, a, b: _restored(buf, a, b, child, location, depth + 1),
+    )
 
 
 def _restored_tensor(

@@ -15,7 +15,7 @@ costs over these shapes are the next slice.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import onnx
@@ -362,6 +362,20 @@ def _exact_div(p: SymDim, q: SymDim) -> SymDim:
     return SymDim(terms)
 
 
+def _product(dims: Iterable[Dim]) -> SymDim:
+    """The product of ``dims`` (1 for none)."""
+    total = SymDim.of(1)
+    for d in dims:
+        total = total * d
+    return total
+
+
+def _keep_value(out: SymbolicShapes, node: onnx.NodeProto) -> None:
+    """A node that only reshapes keeps its input's known value (a shape tensor's elements)."""
+    if node.input[0] in out.values:
+        out.values[node.output[0]] = out.values[node.input[0]]
+
+
 def _reshape(
     out: SymbolicShapes,
     node: onnx.NodeProto,
@@ -374,17 +388,10 @@ def _reshape(
     if not attrs.get("allowzero", 0):
         target = [x[i] if d == 0 else d for i, d in enumerate(target)]
     if -1 in target:
-        known = SymDim.of(1)
-        for d in target:
-            if d != -1:
-                known = known * d
-        total = SymDim.of(1)
-        for d in x:
-            total = total * d
-        target[target.index(-1)] = as_dim(_exact_div(total, known))
+        known = _product(d for d in target if d != -1)
+        target[target.index(-1)] = as_dim(_exact_div(_product(x), known))
     out.shapes[node.output[0]] = tuple(target)
-    if node.input[0] in out.values:
-        out.values[node.output[0]] = out.values[node.input[0]]
+    _keep_value(out, node)
 
 
 def _flatten(
@@ -396,12 +403,7 @@ def _flatten(
     x = shapes[0]
     assert x is not None
     axis = _axis(int(attrs.get("axis", 1)), len(x))  # type: ignore[call-overload]
-    left, right = SymDim.of(1), SymDim.of(1)
-    for d in x[:axis]:
-        left = left * d
-    for d in x[axis:]:
-        right = right * d
-    out.shapes[node.output[0]] = (as_dim(left), as_dim(right))
+    out.shapes[node.output[0]] = (as_dim(_product(x[:axis])), as_dim(_product(x[axis:])))
 
 
 def _pad(
@@ -571,8 +573,7 @@ def _squeeze(
         axes = [i for i, d in enumerate(x) if d == 1]
     drop = {_axis(a, len(x)) for a in axes}
     out.shapes[node.output[0]] = tuple(d for i, d in enumerate(x) if i not in drop)
-    if node.input[0] in out.values:
-        out.values[node.output[0]] = out.values[node.input[0]]
+    _keep_value(out, node)
 
 
 def _unsqueeze(
@@ -588,8 +589,7 @@ def _unsqueeze(
     add = {_axis(a, rank) for a in axes}
     it = iter(x)
     out.shapes[node.output[0]] = tuple(1 if i in add else next(it) for i in range(rank))
-    if node.input[0] in out.values:
-        out.values[node.output[0]] = out.values[node.input[0]]
+    _keep_value(out, node)
 
 
 def _split(

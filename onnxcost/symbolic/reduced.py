@@ -131,8 +131,7 @@ def _reduce(
     model with If/Loop/Scan bodies (no kinds), or params that differ between the points (a
     weight generated at a symbolic size: the reduced model reads fewer weights, so its
     params are not the whole model's, and they are taken from these analyses)."""
-    view = prepared.view
-    n = len(view.order)
+    n = len(prepared.view.order)
     if any(len(a._kinds) != n or len(a.nodes) != n for a in analyses):
         return None
     first_params = [r.params for r in analyses[0].nodes]
@@ -143,14 +142,27 @@ def _reduce(
             return None
     classes: dict[tuple[int, ...], int] = {}
     of_node: list[int] = []
+    for k in range(n):
+        kinds = tuple(a._kinds[k] for a in analyses)
+        key = kinds if min(kinds) >= 0 else (-1 - k,)  # -1: this node shares with none
+        of_node.append(classes.setdefault(key, len(classes)))
+    if len(classes) > (1 - min_saving) * n:
+        return None
+    return reduced_model(prepared, of_node, params)
+
+
+def reduced_model(
+    prepared: PreparedModel, of_node: Sequence[int], params: tuple[int, int]
+) -> _Reduced | None:
+    """The model cut down to the first node of each class (``of_node``: node -> its class,
+    numbered in order of first appearance), a merged node's outputs read from its class's
+    first node; None where the cut graph does not index."""
+    view = prepared.view
     sizes: list[int] = []
     first: list[int] = []
     renamed: dict[str, str] = {}
     """A merged node's output -> the same output of its class's first node."""
-    for k in range(n):
-        kinds = tuple(a._kinds[k] for a in analyses)
-        key = kinds if min(kinds) >= 0 else (-1 - k,)  # -1: this node shares with none
-        c = classes.setdefault(key, len(classes))
+    for k, c in enumerate(of_node):
         if c == len(sizes):
             sizes.append(0)
             first.append(k)
@@ -158,9 +170,6 @@ def _reduce(
             kept = view.outputs[first[c]]
             renamed.update((o, r) for o, r in zip(view.outputs[k], kept, strict=True) if o)
         sizes[c] += 1
-        of_node.append(c)
-    if len(sizes) > (1 - min_saving) * n:
-        return None
     whole = prepared.proto.graph
     proto = onnx.ModelProto(
         ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
@@ -182,10 +191,10 @@ def _reduce(
     graph.output.extend(outputs)
     graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
     try:
-        view = build(graph, name_unnamed=False)
+        built = build(graph, name_unnamed=False)
     except OnnxcostError:
         return None  # a graph the whole model's index took but this one does not: go without
-    model = replace(prepared, proto=proto, view=view)
+    model = replace(prepared, proto=proto, view=built)
     return _Reduced(model, _Units(tuple(of_node), tuple(first), tuple(sizes)), params)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -22,6 +23,7 @@ from onnxcost.load.tensors import (
     known_bytes,
     tensor_bytes,
 )
+from onnxcost.symdim import sym_max, sym_min
 
 
 class InvalidAttributeError(Exception):
@@ -42,6 +44,39 @@ def as_int(name: str, value: Any) -> int:
     raise InvalidAttributeError(f"attribute {name}={value!r} is not an integer")
 
 
+def dim_max(a: int, b: int) -> int:
+    """``max(a, b)`` of two counts: the builtin on ints, else a ``SymDim`` max (a formula run
+    over symbolic shapes by ``symbolic.node_costs``, where a comparison has no answer)."""
+    if type(a) is int and type(b) is int:
+        return max(a, b)
+    return sym_max(a, b)  # type: ignore[return-value]
+
+
+def dim_min(a: int, b: int) -> int:
+    """``min(a, b)`` of two counts: the builtin on ints, else a ``SymDim`` min."""
+    if type(a) is int and type(b) is int:
+        return min(a, b)
+    return sym_min(a, b)  # type: ignore[return-value]
+
+
+def numel_over(shape: Sequence[int], axes: Iterable[int]) -> int:
+    """numel(shape) / prod(shape[axes]), 0 where that product is 0: rows of a softmax, groups
+    of a normalization.
+
+    Over a symbolic product (``SymDim`` dims) it is the product of the other axes times
+    min(prod(shape[axes]), 1), equal wherever every dim is >= 0; that needs distinct axes.
+    """
+    axes = list(axes)
+    n = math.prod(shape[a] for a in axes)
+    if type(n) is int:
+        return math.prod(shape) // n if n else 0
+    picked = {a % len(shape) for a in axes}
+    if len(picked) != len(axes):
+        raise ValueError(f"axes {axes} repeat one: no symbolic quotient")
+    rest = math.prod(d for i, d in enumerate(shape) if i not in picked)
+    return rest * dim_min(n, 1)
+
+
 __all__ = [
     "Dim",
     "InvalidAttributeError",
@@ -50,9 +85,12 @@ __all__ = [
     "TensorInfo",
     "UnknownShapeError",
     "as_int",
+    "dim_max",
+    "dim_min",
     "dtype_name",
     "element_bits",
     "known_bytes",
+    "numel_over",
     "tensor_bytes",
 ]
 

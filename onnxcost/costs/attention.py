@@ -22,7 +22,7 @@ Formulas of com.microsoft ops read input shapes only: ONNX shape inference skips
 
 from __future__ import annotations
 
-from onnxcost.costs._context import OpContext, UnknownShapeError
+from onnxcost.costs._context import OpContext, UnknownShapeError, dim_max
 from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 from onnxcost.costs.quantized import DEQUANTIZE_FLOPS, given, softmax_flops
 
@@ -205,7 +205,7 @@ def ms_attention(ctx: OpContext) -> Cost:
     if given(ctx, 4):
         past = ctx.shape(4)[3]
         if ctx.int_attr("past_present_share_buffer", 0):
-            past = max(0, past - q_len)
+            past = dim_max(0, past - q_len)
     masks = int(given(ctx, 3)) + int(given(ctx, 5)) + _unidirectional(ctx)
     return _projected_attention(
         ctx, batch=batch, q_len=q_len, tokens=batch * q_len, past=past, masks=masks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from onnxcost.costs._context import OpContext, UnknownShapeError
+from onnxcost.costs._context import OpContext, UnknownShapeError, dim_max
 from onnxcost.costs._registry import (
     Cost,
     Saved,
@@ -80,7 +80,7 @@ def einsum_sizes(
         expanded.append(letters)
         for letter, dim in zip(letters, shape, strict=True):
             # Broadcast: a size-1 dim yields to the larger one.
-            sizes[letter] = max(sizes.get(letter, 1), dim)
+            sizes[letter] = dim_max(sizes.get(letter, 1), dim)
     if "->" in eq:
         out = _expand_term(rhs, max_ell + len(rhs) - 3, ell) if "..." in rhs else rhs
     else:
@@ -98,7 +98,7 @@ def einsum(ctx: OpContext) -> Cost:
     shapes = [t.concrete_shape for t in ctx.present_inputs()]
     sizes, _terms, _out = einsum_sizes(str(ctx.attr("equation")), shapes)
     if len(shapes) == 1:
-        return Cost(flops=max(0, math.prod(shapes[0]) - ctx.out_numel()))
+        return Cost(flops=dim_max(0, math.prod(shapes[0]) - ctx.out_numel()))
     return Cost.contraction(math.prod(sizes.values()) * (len(shapes) - 1))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._closed_form import clamped_floor_sum
-from onnxcost.costs._context import InvalidAttributeError, OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext, numel_over
 from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
 
 
@@ -98,8 +98,7 @@ def lp_norm(ctx: OpContext) -> Cost:
     """FLOPs = 3 x numel(X) for p=2 (square, sum, sqrt, div); 3 x numel(X) - rows for p=1 (abs, sum, div)."""
     shape = ctx.shape(0)
     numel = math.prod(shape)
-    n = shape[_axis(ctx.int_attr("axis", -1), len(shape))]
-    rows = numel // n if n else 0
+    rows = numel_over(shape, (_axis(ctx.int_attr("axis", -1), len(shape)),))
     if ctx.int_attr("p", 2) == 1:
         return Cost(flops=3 * numel - rows)
     return Cost(flops=3 * numel)
@@ -113,9 +112,8 @@ def mean_variance_norm(ctx: OpContext) -> Cost:
     """
     shape = ctx.shape(0)
     axes = ctx.attr("axes", [0, 2, 3])
-    reduced = math.prod(shape[_axis(int(a), len(shape))] for a in axes)
     numel = math.prod(shape)
-    groups = numel // reduced if reduced else 0
+    groups = numel_over(shape, [_axis(int(a), len(shape)) for a in axes])
     return Cost(flops=5 * numel + 4 * groups)
 
 

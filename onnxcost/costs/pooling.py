@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 from onnxcost.costs._closed_form import clamped_floor_sum
-from onnxcost.costs._context import InvalidAttributeError, OpContext, as_int
+from onnxcost.costs._context import InvalidAttributeError, OpContext, as_int, dim_max, dim_min
 from onnxcost.costs._registry import (
     AFTER_FIRST,
     Cost,
@@ -47,12 +47,37 @@ def _axis_taps(n_in: int, n_out: int, k: int, stride: int, dilation: int, pad_be
     """
     if stride < 1 or dilation < 1:
         raise InvalidAttributeError(f"stride {stride} and dilation {dilation} must be >= 1")
+    if type(n_in) is not int or type(n_out) is not int or type(pad_begin) is not int:
+        return _axis_taps_symbolic(n_in, n_out, k, stride, dilation, pad_begin)
     if k <= 0 or n_out <= 0 or n_in <= 0:
         return 0
     upper = clamped_floor_sum(k, stride, -dilation, n_in - 1 + pad_begin, -1, n_out - 1)
     # ceil(v / s) = -floor(-v / s): sum of L(j) clamped to [0, n_out] is minus this sum.
     minus_lower = clamped_floor_sum(k, stride, dilation, -pad_begin, -n_out, 0)
     return upper + minus_lower + k
+
+
+_SYMBOLIC_TAPS_MAX = 1024
+"""Most kernel taps summed one by one over symbolic sizes (a real kernel has a handful)."""
+
+
+def _axis_taps_symbolic(
+    n_in: int, n_out: int, k: int, stride: int, dilation: int, pad_begin: int
+) -> int:
+    """``_axis_taps`` over symbolic sizes (``SymDim``s; k, stride and dilation ints): the same
+    sum, tap by tap, of U(j) clamped to [-1, n_out - 1] less L(j) clamped to [0, n_out], plus 1.
+
+    Exact wherever n_in, n_out >= 0: at n_in = 0, U(j) = L(j) - 1 and every tap counts 0;
+    at n_out = 0 both clamps pin U(j) to -1 and L(j) to 0.
+    """
+    if k > _SYMBOLIC_TAPS_MAX:
+        raise ValueError(f"{k} kernel taps: too many to sum over symbolic sizes")
+    total = 0
+    for j in range(max(k, 0)):
+        upper = (n_in - 1 + pad_begin - j * dilation) // stride
+        lower = -((j * dilation - pad_begin) // stride)  # ceil((p - j d) / s)
+        total += dim_min(n_out - 1, dim_max(-1, upper)) - dim_min(n_out, dim_max(0, lower)) + 1
+    return total
 
 
 def window_taps(ctx: OpContext) -> int:
@@ -71,7 +96,7 @@ def window_taps(ctx: OpContext) -> int:
     for d in range(nd):
         n_in, n_out = x[2 + d], y[2 + d]
         if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            total = max(0, (n_out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - n_in)
+            total = dim_max(0, (n_out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - n_in)
             begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
         elif auto_pad == "VALID":
             begin = 0
@@ -88,7 +113,7 @@ def max_pool(ctx: OpContext) -> Cost:
     taps = input elements the windows read, so padding, dilation and ceil_mode are exact;
     without padding taps = numel(Y) x prod(kernel).
     """
-    return Cost(flops=max(0, window_taps(ctx) - ctx.out_numel()))
+    return Cost(flops=dim_max(0, window_taps(ctx) - ctx.out_numel()))
 
 
 @register("AveragePool")
@@ -115,7 +140,7 @@ def global_average_pool(ctx: OpContext) -> Cost:
 @register("GlobalMaxPool")
 def global_max_pool(ctx: OpContext) -> Cost:
     """FLOPs = numel(X) - numel(Y): n - 1 compares per channel of n elements."""
-    return Cost(flops=max(0, ctx.numel(0) - ctx.out_numel()))
+    return Cost(flops=dim_max(0, ctx.numel(0) - ctx.out_numel()))
 
 
 @register("GlobalLpPool")
@@ -135,8 +160,16 @@ def max_roi_pool(ctx: OpContext) -> Cost:
     ph, pw = ctx.out_shape()[2:4]
     if not (ph and pw):
         return Cost()  # an empty output
-    area = math.ceil(h / ph) * math.ceil(w / pw)
-    return Cost(flops=ctx.out_numel() * max(0, area - 1))
+    area = _ceil_ratio(h, ph) * _ceil_ratio(w, pw)
+    return Cost(flops=ctx.out_numel() * dim_max(0, area - 1))
+
+
+def _ceil_ratio(n: int, d: int) -> int:
+    """ceil(n / d) for d >= 1: ``math.ceil`` on ints, a ``SymDim``'s ceiling division over
+    a symbolic n (d a SymDim too raises: no formula)."""
+    if type(n) is int and type(d) is int:
+        return math.ceil(n / d)
+    return n.ceil_div(d)  # type: ignore[attr-defined, no-any-return]
 
 
 def separable_filter_flops(taps: Sequence[int]) -> int:
@@ -163,7 +196,7 @@ def roi_align(ctx: OpContext) -> Cost:
     ratio = ctx.int_attr("sampling_ratio", 0)
     if not (oh and ow):
         return Cost()  # an empty output
-    samples = ratio * ratio if ratio > 0 else math.ceil(h / oh) * math.ceil(w / ow)
+    samples = ratio * ratio if ratio > 0 else _ceil_ratio(h, oh) * _ceil_ratio(w, ow)
     per_output = samples * separable_filter_flops([2, 2])
     per_output += samples if ctx.attr("mode", "avg") == "avg" else samples - 1
     return Cost(flops=ctx.out_numel() * per_output)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import onnx
 
-from onnxcost.costs._context import OpContext, UnknownShapeError
+from onnxcost.costs._context import OpContext, UnknownShapeError, numel_over
 from onnxcost.costs._registry import Cost, register, register_reads
 from onnxcost.costs.conv import check_group, conv_macs
 from onnxcost.costs.matmul import matmul_macs
@@ -61,7 +61,7 @@ def softmax_rows(shape: Sequence[int], axis: int, *, coerced_2d: bool) -> int:
     axis = axis + len(shape) if axis < 0 else axis
     if coerced_2d:
         return math.prod(shape[:axis])
-    return math.prod(shape) // shape[axis] if shape[axis] else 0
+    return numel_over(shape, (axis,))
 
 
 def given(ctx: OpContext, i: int) -> bool:

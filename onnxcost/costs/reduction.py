@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from onnxcost.costs._context import InvalidAttributeError, OpContext
+from onnxcost.costs._context import InvalidAttributeError, OpContext, dim_max, dim_min, numel_over
 from onnxcost.costs._registry import (
     Cost,
     Saved,
@@ -39,7 +39,7 @@ def _is_noop(ctx: OpContext) -> bool:
 
 def _reduced(ctx: OpContext) -> int:
     """numel(X) - numel(Y): the n - 1 binary ops of every output's reduction."""
-    return max(0, ctx.numel(0) - ctx.out_numel())
+    return dim_max(0, ctx.numel(0) - ctx.out_numel())
 
 
 @register("ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", meta_inputs=(1,))
@@ -107,8 +107,7 @@ def top_k(ctx: OpContext) -> Cost:
 
 def _rows_along(shape: tuple[int, ...], axis: int) -> int:
     """Rows of a softmax along one axis (opset 13+): numel / shape[axis]."""
-    n = shape[_axis(axis, len(shape))]
-    return math.prod(shape) // n if n else 0
+    return numel_over(shape, (_axis(axis, len(shape)),))
 
 
 def _rows_coerced(shape: tuple[int, ...], axis: int) -> int:
@@ -163,10 +162,10 @@ def nll_flops(ctx: OpContext, targets: int, weighted: bool) -> int:
     flops = targets * (2 if weighted else 1)
     reduction = ctx.attr("reduction", "mean")
     if reduction in ("sum", "mean"):
-        flops += max(0, targets - 1)
+        flops += dim_max(0, targets - 1)
     if reduction == "mean":
         # Divide by the count, or by the sum of the picked weights.
-        flops += 1 + (max(0, targets - 1) if weighted else 0)
+        flops += 1 + (dim_max(0, targets - 1) if weighted else 0)
     return flops
 
 
@@ -198,7 +197,7 @@ def det(ctx: OpContext) -> Cost:
     """
     x = ctx.shape(0)
     n = x[-1]
-    per_matrix = n * (n - 1) // 2 + n * (n - 1) * (2 * n - 1) // 3 + max(0, n - 1)
+    per_matrix = n * (n - 1) // 2 + n * (n - 1) * (2 * n - 1) // 3 + dim_max(0, n - 1)
     return Cost(flops=math.prod(x[:-2]) * per_matrix)
 
 
@@ -289,8 +288,8 @@ def tf_idf_vectorizer(ctx: OpContext) -> Cost:
     if lo < 1:
         raise InvalidAttributeError(f"attribute min_gram_length={lo} must be >= 1")
     # sum over n in [lo, hi] of max(0, L - n + 1): an arithmetic series up to n = L + 1.
-    top = min(hi, length + 1)
-    count = max(0, top - lo + 1)
+    top = dim_min(hi, length + 1)
+    count = dim_max(0, top - lo + 1)
     grams = count * (length + 1) - (lo + top) * count // 2
     weighting = ctx.out_numel() if ctx.attr("mode", "TF") == "TFIDF" else 0
     return Cost(flops=rows * grams + weighting)

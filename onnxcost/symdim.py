@@ -68,6 +68,10 @@ def _mono_key(mono: _Monomial) -> tuple[int, str]:
 
 
 def _mono_mul(x: _Monomial, y: _Monomial) -> _Monomial:
+    if not x:
+        return y
+    if not y:
+        return x
     exps: dict[Atom, int] = dict(x)
     for a, e in y:
         exps[a] = exps.get(a, 0) + e
@@ -80,10 +84,19 @@ class SymDim:
     __slots__ = ("_hash", "terms")
 
     terms: dict[_Monomial, int]
+    _hash: int | None
 
     def __init__(self, terms: Mapping[_Monomial, int] | None = None) -> None:
         self.terms = {m: c for m, c in (terms or {}).items() if c != 0}
-        self._hash = hash(frozenset(self.terms.items()))
+        self._hash = None  # computed on first use: most dims made in a walk are never hashed
+
+    @staticmethod
+    def _made(terms: dict[_Monomial, int]) -> SymDim:
+        """A SymDim of ``terms`` as they are (no zero coefficient: the caller's word)."""
+        new = object.__new__(SymDim)
+        new.terms = terms
+        new._hash = None
+        return new
 
     # --- construction -------------------------------------------------------------------
 
@@ -95,8 +108,8 @@ class SymDim:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise TypeError(f"a SymDim is made of an int or a symbol's name, not {value!r}")
         if isinstance(value, str):
-            return SymDim({((value, 1),): 1})
-        return SymDim({(): value})
+            return SymDim._made({((value, 1),): 1})
+        return SymDim._made({(): value} if value else {})
 
     @staticmethod
     def _atom(atom: Atom) -> SymDim:
@@ -106,7 +119,8 @@ class SymDim:
 
     @property
     def is_constant(self) -> bool:
-        return all(m == () for m in self.terms)
+        terms = self.terms
+        return not terms or (len(terms) == 1 and () in terms)
 
     @property
     def constant(self) -> int:
@@ -148,9 +162,15 @@ class SymDim:
     # --- arithmetic ---------------------------------------------------------------------
 
     def __add__(self, other: int | SymDim) -> SymDim:
-        o = SymDim.of(other)
         terms = dict(self.terms)
-        for m, c in o.terms.items():
+        if type(other) is int:  # the usual case, without a SymDim made of it
+            c = terms.get((), 0) + other
+            if c:
+                terms[()] = c
+            else:
+                terms.pop((), None)
+            return SymDim._made(terms)
+        for m, c in SymDim.of(other).terms.items():
             terms[m] = terms.get(m, 0) + c
         return SymDim(terms)
 
@@ -166,6 +186,8 @@ class SymDim:
         return SymDim.of(other) + (-self)
 
     def __mul__(self, other: int | SymDim) -> SymDim:
+        if type(other) is int:  # the usual case: a scale
+            return SymDim._made({m: c * other for m, c in self.terms.items()} if other else {})
         o = SymDim.of(other)
         terms: dict[_Monomial, int] = {}
         for m1, c1 in self.terms.items():
@@ -227,7 +249,10 @@ class SymDim:
         return isinstance(other, SymDim) and self.terms == other.terms
 
     def __hash__(self) -> int:
-        return self._hash
+        found = self._hash
+        if found is None:
+            found = self._hash = hash(frozenset(self.terms.items()))
+        return found
 
     def __bool__(self) -> bool:
         """A constant's truth; TypeError for a dim with symbols, whose truth depends on their

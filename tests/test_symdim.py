@@ -126,3 +126,16 @@ def test_a_symbolic_dim_has_no_truth_value() -> None:
         bool(s)
     assert not SymDim.of(0)
     assert SymDim.of(3)
+
+
+def test_adding_or_scaling_by_an_int_keeps_the_form_canonical() -> None:
+    # The int fast paths of + and *: a cancelled constant and a zero scale leave no term, so
+    # the results equal (and hash as) the dims made the long way.
+    assert (s + 3) + (-3) == s
+    assert hash((s + 3) + (-3)) == hash(s)
+    assert (s + 3) + (-3) == s + SymDim.of(0)
+    assert (2 * s) * 0 == 0
+    assert ((2 * s) * 0).is_constant
+    assert ((2 * s) * 0).terms == {}
+    assert SymDim.of(0).terms == {}
+    assert (s * 3).evaluate({"seq": 5}) == 15

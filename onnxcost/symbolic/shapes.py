@@ -14,6 +14,7 @@ costs over these shapes are the next slice.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ import onnx
 from onnx import numpy_helper
 
 from onnxcost.errors import OnnxcostError
+from onnxcost.shapes.overrides import stated_dims
+from onnxcost.symbolic.dims import _derived_names, _standalone
 from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
 
 Shape = tuple[Dim, ...]
@@ -70,37 +73,98 @@ class SymbolicShapes:
         ]
 
 
-def _dims(tensor_type: onnx.TypeProto.Tensor, fixed: Mapping[str, int]) -> Shape | None:
-    if not tensor_type.HasField("shape"):
+def _derived(param: str, fixed: Mapping[str, int], standalone: set[str]) -> Dim | None:
+    """A dim_param as a Dim: a symbol (or its value in ``fixed``), or a derived dim such as
+    optimum's ``past_sequence_length + sequence_length`` computed over the symbols it names
+    (``dims._derived_names``: integer arithmetic of names every one of which some input has as
+    a dim of its own); any other text is one symbol of that name, as ``model_symbols`` and a
+    concrete analysis read it. None for a floor-division by what is not an int >= 1."""
+    if param in fixed:
+        return fixed[param]
+    if param.isidentifier():
+        return SymDim.of(param)
+    names = _derived_names(param, standalone)
+    if names is None:
+        return SymDim.of(param)
+    try:
+        return as_dim(_arithmetic(ast.parse(param, mode="eval").body, fixed))
+    except _UncarriedError:
         return None
-    out: list[Dim] = []
-    for d in tensor_type.shape.dim:
-        if d.HasField("dim_value"):
-            out.append(d.dim_value)
-        elif d.dim_param and d.dim_param.isidentifier():
-            out.append(fixed.get(d.dim_param, SymDim.of(d.dim_param)))
+
+
+def _arithmetic(node: ast.expr, fixed: Mapping[str, int]) -> SymDim:
+    """The SymDim of a derived dim's parsed text (``_derived_names`` has checked its form)."""
+    if isinstance(node, ast.Name):
+        return SymDim.of(fixed.get(node.id, node.id))
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return SymDim.of(node.value)
+    assert isinstance(node, ast.BinOp)
+    a, b = _arithmetic(node.left, fixed), _arithmetic(node.right, fixed)
+    if isinstance(node.op, ast.Add):
+        return a + b
+    if isinstance(node.op, ast.Sub):
+        return a - b
+    if isinstance(node.op, ast.Mult):
+        return a * b
+    if b.is_constant and b.constant >= 1:
+        return a // b.constant
+    raise _UncarriedError(f"a derived dim divides by {b}")
+
+
+def input_shapes_of(
+    proto: onnx.ModelProto,
+    fixed: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, Shape]:
+    """The graph inputs' shapes (initializers left out): an ``input_shapes`` entry as given,
+    else the declared dims, each symbol at its ``fixed`` value where it has one (also the
+    values an ``input_shapes`` entry gives the symbols of its input: ``stated_dims``), and
+    derived dims computed over the symbols (``_derived``). An input whose declared shape has
+    no rank, or a dim that is not carried, is left out."""
+    input_shapes = dict(input_shapes or {})
+    fixed = stated_dims(proto.graph, input_shapes, dict(fixed or {}))
+    inits = {t.name for t in proto.graph.initializer}
+    standalone = _standalone(proto)
+    out: dict[str, Shape] = {}
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        given = input_shapes.get(vi.name)
+        if given is not None:
+            out[vi.name] = tuple(int(d) for d in given)
+            continue
+        t = vi.type.tensor_type
+        if not t.HasField("shape"):
+            continue
+        dims: list[Dim] = []
+        for d in t.shape.dim:
+            found: Dim | None
+            if d.HasField("dim_value"):
+                found = d.dim_value
+            else:
+                found = _derived(d.dim_param, fixed, standalone) if d.dim_param else None
+            if found is None:
+                break
+            dims.append(found)
         else:
-            return None
-    return tuple(out)
+            out[vi.name] = tuple(dims)
+    return out
 
 
 def symbolic_shapes(
-    proto: onnx.ModelProto, fixed: Mapping[str, int] | None = None
+    proto: onnx.ModelProto,
+    fixed: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> SymbolicShapes:
     """The shapes of ``proto``'s tensors in its inputs' symbols (``fixed``: symbols given a
-    value); see the module docstring for what is carried."""
-    fixed = dict(fixed or {})
+    value; ``input_shapes``: inputs given a concrete shape, ``input_shapes_of``); see the
+    module docstring for what is carried."""
     out = SymbolicShapes()
     graph = proto.graph
     for t in graph.initializer:
         out.shapes[t.name] = tuple(int(d) for d in t.dims)
         _maybe_value(out, t.name, t)
-    for vi in graph.input:
-        if vi.name in out.shapes:
-            continue
-        shape = _dims(vi.type.tensor_type, fixed)
-        if shape is not None:
-            out.shapes[vi.name] = shape
+    out.shapes.update(input_shapes_of(proto, fixed, input_shapes))
     for i, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{i}"
         try:

@@ -1,12 +1,12 @@
-"""Benchmark of the symbolic shape pass (``onnxcost.symbolic.shapes``, issue 22), and of the
-shapes with every node's MACs and FLOPs over them (``symbolic.node_costs``), against one
+"""Benchmark of the one symbolic walk (``onnxcost.symbolic.node_costs``, issue 22): every
+node's shapes, MACs, FLOPs, bytes read and written and params as formulas, against one
 concrete analysis of the same prepared model, not a timed test.
 
 Cases as ``scripts/bench_symbolic.py`` writes them (same --out): the built-in GPT-2 small,
 GPT-2 small with a KV cache, and the 32-layer llama with a KV cache, weights declared.
 Alternating runs, medians of wall and CPU time (``time.process_time``).
 
-Usage: python scripts/bench_shape_pass.py [--runs 5] [--out DIR]
+Usage: python scripts/bench_shape_pass.py [--runs 7] [--out DIR]
 """
 
 from __future__ import annotations
@@ -21,42 +21,38 @@ import onnxcost
 from onnxcost import zoo
 from onnxcost.prepare import prepare
 from onnxcost.symbolic.node_costs import node_costs
-from onnxcost.symbolic.shapes import symbolic_shapes
 
 
 def case(source: str, runs: int) -> None:
     p = prepare(source)
     onnxcost.analyze(p)
-    symbolic_shapes(p.proto)  # warm
-    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "shapes": [], "costs": []}
-    uncarried = 0
+    node_costs(p)  # warm
+    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "walk": []}
+    classes = uncarried = 0
     for _ in range(runs):
         wall, cpu = time.perf_counter(), time.process_time()
         onnxcost.analyze(p)
         times["analysis"].append((time.perf_counter() - wall, time.process_time() - cpu))
         wall, cpu = time.perf_counter(), time.process_time()
-        uncarried = len(symbolic_shapes(p.proto).uncarried)
-        times["shapes"].append((time.perf_counter() - wall, time.process_time() - cpu))
-        wall, cpu = time.perf_counter(), time.process_time()
-        node_costs(p.proto)
-        times["costs"].append((time.perf_counter() - wall, time.process_time() - cpu))
+        found = node_costs(p)
+        times["walk"].append((time.perf_counter() - wall, time.process_time() - cpu))
+        classes = len(set(found.classes))
+        uncarried = sum(b is None for b in found.bytes_read)
     med = {
         k: (statistics.median(w for w, _c in t), statistics.median(c for _w, c in t))
         for k, t in times.items()
     }
-    (aw, ac), (sw, sc), (nw, nc) = med["analysis"], med["shapes"], med["costs"]
+    (aw, ac), (nw, nc) = med["analysis"], med["walk"]
     print(
-        f"{source}: {len(p.proto.graph.node)} nodes, {uncarried} uncarried; analysis "
-        f"{aw * 1000:.0f} ms wall / {ac * 1000:.0f} ms CPU, shape pass {sw * 1000:.0f} ms wall / "
-        f"{sc * 1000:.0f} ms CPU: {sw / aw:.2f}x wall, {sc / ac:.2f}x CPU; shapes and node "
-        f"MACs/FLOPs {nw * 1000:.0f} ms wall / {nc * 1000:.0f} ms CPU: {nw / aw:.2f}x wall, "
-        f"{nc / ac:.2f}x CPU"
+        f"{source}: {len(p.view.order)} nodes, {classes} classes, {uncarried} without bytes; "
+        f"analysis {aw * 1000:.1f} ms wall / {ac * 1000:.1f} ms CPU; node_costs "
+        f"{nw * 1000:.1f} ms wall / {nc * 1000:.1f} ms CPU: {nw / aw:.2f}x wall, {nc / ac:.2f}x CPU"
     )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench_symbolic")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,34 +1,63 @@
-"""The cost formulas of costs/ evaluated over symbolic shapes (issue 22, a first slice): each
-node's MACs and FLOPs as ``SymDim``s in the model's symbols, from one walk of the symbolic
-shape pass (``symbolic.shapes``) and one call of the node's own registered formula.
+"""Every node's costs over symbolic shapes in one walk (issue 22): its MACs, FLOPs, bytes read
+and bytes written as ``SymDim``s in the model's symbols, its params, from one pass of the
+symbolic shape rules (``symbolic.shapes``) and one call of the node's own registered formula
+and traffic rule per class of nodes.
 
-The registered formula is not restated here: it is called with tensors whose shapes are
-SymDims (``_SymTensor``), so the same arithmetic (``math.prod``, products, sums) builds the
-polynomial. A formula that needs more than that (a comparison of a symbolic dim, a value)
-raises (a SymDim has no truth value), and the node gets no formula (None) with the reason.
+Nothing of a formula is restated here. The registered formula (``spec.formula``) and traffic
+rule (``spec.reads``) are called with tensors whose shapes are SymDims (``_SymTensor``), so
+the same arithmetic (``math.prod``, products, sums) builds the polynomial; who reads weights,
+the KV cache or a folded constant is ``analysis.traffic.node_traffic``'s and
+``analysis.weights.Weights``' own decision, as in a concrete analysis (``analysis.walk``).
+
+A memo per class makes the repeated layers cost a lookup: a node's class is what its result
+depends on, (domain, op, attributes, which outputs it writes, whether it computes from
+constants only, and per input its element type, symbolic shape, symbolic value and role: an
+activation, a weight or the KV cache; with a KV cache, the role of each output too). Each
+tensor's (type, shape, value) is interned as one int when it is made, so a key is cheap.
+
+A formula that needs more than arithmetic (a comparison of a symbolic dim, a value) raises
+(a SymDim has no truth value), and the node gets no formula (None) with the reason; so does
+a node whose shape is not carried and what depends on it.
 NB: a formula's comparison of a symbolic dim with 1 (``d == 1``: a broadcast) is False, so
 the polynomials hold where every symbol is at least 2; at 0 and 1 a formula may branch
-otherwise, and the sampler's checks there are still needed. Not yet used by ``--symbolic``,
-which still finds its formulas by sampling; bytes are not carried yet.
+otherwise. A node that holds subgraphs (If, Loop, Scan) gets no formula, and its outputs no
+shape: its bodies are not walked.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import onnx
 
+from onnxcost.analysis.records import Convention
+from onnxcost.analysis.traffic import Traffic, check_traffic, kv_cache_names, node_traffic
+from onnxcost.analysis.walk import check_convention
+from onnxcost.analysis.weights import Weights, dequantising_scales
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext, TensorInfo
-from onnxcost.symbolic.shapes import Shape, SymbolicShapes, symbolic_shapes
+from onnxcost.costs._registry import OpSpec
+from onnxcost.load.tensors import SUBGRAPH_OPS, normalize_domain, tensor_bytes
+from onnxcost.prepare import PreparedModel
+from onnxcost.shapes.folding import _attribute_key
+from onnxcost.symbolic.elem_types import output_elem_types
+from onnxcost.symbolic.shapes import (
+    Shape,
+    SymbolicShapes,
+    _carry,
+    _maybe_value,
+    _UncarriedError,
+    input_shapes_of,
+)
 from onnxcost.symdim import Dim, SymDim, as_dim
 
 
 class _SymTensor(TensorInfo):
-    """A TensorInfo whose shape is SymDims: ``concrete_shape`` and ``numel`` give them to the
-    formula; ``known_numel`` and ``known_nbytes`` stay -1 (not a concrete count)."""
+    """A TensorInfo whose shape has SymDims: ``concrete_shape``, ``numel`` and ``nbytes`` give
+    them to the formula; ``known_numel`` and ``known_nbytes`` stay -1 (not a concrete count)."""
 
     __slots__ = ("sym_shape",)
 
@@ -44,71 +73,491 @@ class _SymTensor(TensorInfo):
     def numel(self) -> int:
         return math.prod(self.sym_shape)  # type: ignore[arg-type]
 
+    @property
+    def nbytes(self) -> int:
+        return tensor_bytes(self.numel, self.elem_type)
+
+
+def _tensor(name: str, elem_type: int, shape: Shape) -> TensorInfo:
+    """A TensorInfo of ``shape``: the plain one where every dim is an int (a formula then
+    runs exactly as in a concrete analysis), else a ``_SymTensor``."""
+    if all(type(d) is int for d in shape):
+        return TensorInfo(name, elem_type, shape)  # type: ignore[arg-type]
+    return _SymTensor(name, elem_type, shape)
+
 
 @dataclass
 class NodeCosts:
-    """Per node (graph order), its MACs and FLOPs as Dims, or None with a reason."""
+    """Per node of ``PreparedModel.view.order`` (the order of a concrete analysis' records),
+    its costs as Dims (an int where it is one), or None with a reason in ``reasons``.
+
+    ``flops`` follow the convention asked for; ``bytes_read`` and ``bytes_written`` the
+    traffic mode. ``params`` and ``param_bytes``: the weights a node brings in, each stored
+    weight counted at its first reader (ints: weights have no symbolic size); their sums are
+    the analysis' totals. ``classes``: nodes with equal ids have the same class key (op,
+    attributes, symbolic inputs and their roles), hence the same MACs, FLOPs and bytes at
+    every point (not the same params: a weight is counted once)."""
 
     macs: list[Dim | None] = field(default_factory=list)
     flops: list[Dim | None] = field(default_factory=list)
+    bytes_read: list[Dim | None] = field(default_factory=list)
+    bytes_written: list[Dim | None] = field(default_factory=list)
+    params: list[int] = field(default_factory=list)
+    param_bytes: list[int] = field(default_factory=list)
+    classes: list[int] = field(default_factory=list)
     reasons: dict[int, str] = field(default_factory=dict)
+    """Node index -> why it has no formula (its costs are None)."""
     shapes: SymbolicShapes | None = None
 
 
-def _types(proto: onnx.ModelProto) -> dict[str, int]:
+class _Class(NamedTuple):
+    """What every node of one class gets."""
+
+    id: int
+    outputs: tuple[tuple[int, Shape, tuple[Dim, ...] | None], ...]
+    """Per output, its index in ``_Walk.table`` (-1 where omitted or not carried), shape and
+    value."""
+    macs: Dim | None
+    flops: Dim | None
+    read: Dim | None
+    written: Dim | None
+    reason: str
+    joins_kv: bool
+    """Whether the node's outputs become KV cache (``node_traffic``'s layout rule)."""
+
+
+_Tensor = tuple[int, Shape, tuple[Dim, ...] | None]
+"""A tensor as the walk knows it: element type, shape, value (small int tensors) or None."""
+
+
+@dataclass
+class _Walk:
+    shapes: SymbolicShapes
+    opsets: dict[str, int]
+    flops_of: str
+    runtime: bool
+    weights: Weights
+    kv: set[str]
+    graph_outputs: frozenset[str]
+    table: list[_Tensor] = field(default_factory=list)
+    ids: dict[_Tensor, int] = field(default_factory=dict)
+    tensors: dict[str, int] = field(default_factory=dict)
+    """Tensor name -> its index in ``table``."""
+    specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
+    memo: dict[tuple[object, ...], _Class] = field(default_factory=dict)
+    whole: dict[int, Dim] = field(default_factory=dict)
+    """Tensor (index in ``table``) -> its bytes."""
+
+    def intern(self, t: _Tensor) -> int:
+        found = self.ids.get(t)
+        if found is None:
+            found = self.ids[t] = len(self.table)
+            self.table.append(t)
+        return found
+
+    def put(self, name: str, tid: int) -> None:
+        self.tensors[name] = tid
+        _elem, shape, value = self.table[tid]
+        self.shapes.shapes[name] = shape
+        if value is not None:
+            self.shapes.values[name] = value
+
+    def spec(self, node_domain: str, op_type: str) -> tuple[str, int, OpSpec | None]:
+        key = (node_domain, op_type)
+        found = self.specs.get(key)
+        if found is None:
+            domain = normalize_domain(node_domain)
+            opset = self.opsets.get(domain, 1)
+            found = self.specs[key] = (domain, opset, REGISTRY.lookup(domain, op_type, opset))
+        return found
+
+
+class _Types(Mapping[str, TensorInfo]):
+    """The walk's tensors as TensorInfos, for ``Weights`` (which reads a few of them)."""
+
+    def __init__(self, w: _Walk) -> None:
+        self.w = w
+        self.infos: dict[int, TensorInfo] = {}
+
+    def __getitem__(self, name: str) -> TensorInfo:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def get(self, name: str, default: TensorInfo | None = None) -> TensorInfo | None:  # type: ignore[override]
+        """The tensor's TensorInfo (one per interned type, renamed), or ``default``."""
+        tid = self.w.tensors.get(name, -1) if name else -1
+        if tid < 0:
+            return default
+        info = self.infos.get(tid)
+        if info is None:
+            elem, shape, _value = self.w.table[tid]
+            info = self.infos[tid] = _tensor("", elem, shape)
+        if isinstance(info, _SymTensor):
+            return _SymTensor(name, info.elem_type, info.sym_shape)
+        return info.renamed(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.w.tensors)
+
+    def __len__(self) -> int:
+        return len(self.w.tensors)
+
+
+def _elem_types(proto: onnx.ModelProto) -> dict[str, int]:
     g = proto.graph
     out = {t.name: t.data_type for t in g.initializer}
-    for vi in (*g.input, *g.value_info, *g.output):
+    for vi in g.input:
         out.setdefault(vi.name, vi.type.tensor_type.elem_type)
     return out
 
 
-def _tensors(
-    names: Sequence[str], found: SymbolicShapes, types: dict[str, int]
-) -> tuple[_SymTensor | None, ...]:
-    return tuple(
-        _SymTensor(n, types.get(n, onnx.TensorProto.FLOAT), found.shapes[n])
-        if n and n in found.shapes
-        else None
-        for n in names
+def node_costs(
+    prepared: PreparedModel,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    fixed: Mapping[str, int] | None = None,
+    traffic: Traffic = "runtime",
+    convention: Convention = "onnxcost",
+) -> NodeCosts:
+    """Every node's MACs, FLOPs, bytes read and written (Dims) and params of ``prepared``,
+    its symbols at ``fixed`` where given and its inputs at ``input_shapes`` (``--dim`` and
+    ``--input-shape`` of a concrete analysis), under ``traffic`` and ``convention``."""
+    check_traffic(traffic)
+    check_convention(convention)
+    proto, view = prepared.proto, prepared.view
+    graph = proto.graph
+    weights = Weights(
+        scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
+    )
+    weights.add_initializers(graph.initializer)
+    graph_inputs = [vi.name for vi in graph.input]
+    graph_outputs = frozenset(vi.name for vi in graph.output)
+    w = _Walk(
+        SymbolicShapes(),
+        {normalize_domain(o.domain): o.version for o in proto.opset_import},
+        convention,
+        traffic == "runtime",
+        weights,
+        kv_cache_names(graph_inputs, graph_outputs),
+        graph_outputs,
+    )
+    elems = _elem_types(proto)
+    for t in graph.initializer:
+        _maybe_value(w.shapes, t.name, t)
+        w.put(t.name, w.intern((t.data_type, tuple(t.dims), w.shapes.values.get(t.name))))
+    for name, shape in input_shapes_of(proto, fixed, input_shapes).items():
+        w.put(name, w.intern((elems.get(name, 0), shape, None)))
+    n = len(view.order)
+    params, param_bytes = [0] * n, [0] * n
+    reasons: dict[int, str] = {}
+    found: list[_Class | None] = []
+    types = _Types(w)
+    w.tensors[""] = -1
+    constants: dict[bytes, _Class] = {}
+    """A Constant's attributes -> its class (where its output is neither a graph output nor
+    KV cache, ``special``)."""
+    special = w.kv | graph_outputs
+    constant, kv, tensors, memo, specs = weights.constant, w.kv, w.tensors, w.memo, w.specs
+    shapes, values = w.shapes.shapes, w.shapes.values
+    for i, (node, op_type, node_domain, ins, outs) in enumerate(
+        zip(view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True)
+    ):
+        domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
+        # Weights first, as analysis.walk's _cost_node: which outputs are constant, and the
+        # params this node brings in (each stored weight at its first reader); a Constant's
+        # after its class, to store its output with the type just carried. A node that reads
+        # no constant is neither (Weights.see's and .count's own first tests).
+        is_constant = op_type == "Constant" and domain == ""
+        if is_constant and len(outs) == 1 and outs[0] not in special:
+            # A Constant whose attributes were seen: its class, and Weights.see's own rule
+            # for it (its output is a stored weight), without the general key.
+            cls = constants.get(_attribute_key(node))
+            if cls is not None:
+                o = outs[0]
+                tid, shapes[o], value = cls.outputs[0]
+                tensors[o] = tid
+                if value is not None:
+                    values[o] = value
+                weights.add_stored(o, types[o])
+                found.append(cls)
+                continue
+        folded = reads_constant = False
+        if ins and not is_constant and not constant.isdisjoint(ins):
+            reads_constant = True
+            folded, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types, domain)
+        ids = tuple(map(tensors.get, ins))  # "" (an omitted input) is -1
+        if None in ids:
+            k = ids.index(None)
+            reasons[i] = f"input {k} {ins[k]!r} has no carried shape"
+            found.append(None)
+            continue
+        # The roles of the inputs and outputs matter where node_traffic looks at them.
+        roles: tuple[int, ...] | None = None
+        if (
+            is_constant
+            or reads_constant
+            or (kv and not (kv.isdisjoint(ins) and kv.isdisjoint(outs)))
+        ):
+            roles = (
+                *[2 if k in kv else 1 if k in constant else 0 for k in ins],
+                *[2 if o in kv else 0 for o in outs],
+            )
+        key = (
+            domain,
+            op_type,
+            attributes := _attribute_key(node),
+            tuple([o != "" for o in outs]) if "" in outs else len(outs),
+            folded or is_constant,
+            ids,
+            roles,
+        )
+        cls = memo.get(key)
+        if cls is None:
+            new = _new_class(
+                w, node, op_type, domain, spec, ins, outs, folded or is_constant, len(memo)
+            )
+            if isinstance(new, str):
+                reasons[i] = new
+                found.append(None)
+                if is_constant:
+                    _f, params[i], param_bytes[i] = _weights(
+                        w, node, spec, ins, outs, types, domain
+                    )
+                continue
+            cls = memo[key] = new
+            if is_constant and len(outs) == 1 and outs[0] not in special:
+                constants[attributes] = cls
+        for o, (tid, shape, value) in zip(outs, cls.outputs, strict=True):
+            if tid >= 0:
+                tensors[o] = tid
+                shapes[o] = shape
+                if value is not None:
+                    values[o] = value
+        if cls.joins_kv:
+            kv.update(o for o in outs if o)
+        if cls.reason:
+            reasons[i] = cls.reason
+        found.append(cls)
+        if is_constant:
+            _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types, domain)
+    w.shapes.uncarried.extend(
+        (view.names[i], view.op_types[i], why) for i, why in reasons.items() if found[i] is None
+    )
+    return NodeCosts(
+        [None if c is None else c.macs for c in found],
+        [None if c is None else c.flops for c in found],
+        [None if c is None else c.read for c in found],
+        [None if c is None else c.written for c in found],
+        params,
+        param_bytes,
+        [-1 if c is None else c.id for c in found],
+        reasons,
+        w.shapes,
     )
 
 
-def node_costs(proto: onnx.ModelProto) -> NodeCosts:
-    """Every node's MACs and FLOPs over the symbolic shapes of ``proto``."""
-    found = symbolic_shapes(proto)
-    types = _types(proto)
-    opsets = {(o.domain or ""): o.version for o in proto.opset_import}
-    out = NodeCosts(shapes=found)
-    uncarried = {name for name, _op, _why in found.uncarried}
-    for i, node in enumerate(proto.graph.node):
-        macs: Dim | None = None
-        flops: Dim | None = None
-        domain = "" if node.domain == "ai.onnx" else node.domain
-        spec = REGISTRY.lookup(domain, node.op_type, opsets.get(domain, 1))
-        name = node.name or f"{node.op_type}_{i}"
-        if spec is None:
-            out.reasons[i] = "no cost formula registered"
-        elif spec.zero:
-            macs = flops = 0
-        elif name in uncarried or any(n and n not in found.shapes for n in node.input):
-            out.reasons[i] = "its shapes are not carried"
+def _weights(
+    w: _Walk,
+    node: onnx.NodeProto,
+    spec: OpSpec | None,
+    ins: Sequence[str],
+    outs: Sequence[str],
+    types: Mapping[str, TensorInfo],
+    domain: str,
+) -> tuple[bool, int, int]:
+    """``Weights.see`` and ``Weights.count`` of the node as ``analysis.walk._cost_node`` calls
+    them: (whether it computes from constants only, the params it brings in, their bytes)."""
+    weights = w.weights
+    before = len(weights.counted)
+    params = 0
+    folded = weights.see(node.op_type, ins, outs, spec, types, domain == "")
+    if not folded:
+        packed = spec is not None and spec.param_elements
+        context = _context(w, node, ins, outs) if packed else None
+        params = weights.count(ins, spec, types, context)
+    elif not w.graph_outputs.isdisjoint(outs):  # a weight the model outputs
+        kept = [o if o in w.graph_outputs else "" for o in outs]
+        params = weights.count(kept, None, types, None, generated=False)
+    param_bytes = 0
+    if len(weights.counted) != before:
+        added = list(weights.counted.values())[before:]
+        param_bytes = sum(c.nbytes for c in added if c.role != "stat")
+    return folded, params, param_bytes
+
+
+def _context(
+    w: _Walk, node: onnx.NodeProto, ins: Sequence[str], outs: Sequence[str]
+) -> Callable[[], OpContext] | None:
+    """The node's OpContext on demand (``Weights.count``: an op with a packed weight)."""
+
+    def context() -> OpContext:
+        opset = w.spec(node.domain, node.op_type)[1]
+        return OpContext(node, opset, _infos(w, ins), _infos(w, outs))
+
+    return context
+
+
+def _infos(w: _Walk, names: Sequence[str]) -> tuple[TensorInfo | None, ...]:
+    out: list[TensorInfo | None] = []
+    for n in names:
+        tid = w.tensors.get(n, -1) if n else -1
+        if tid < 0:
+            out.append(None)
         else:
-            ctx = OpContext(
-                node,
-                opsets.get(domain, 1),
-                _tensors(node.input, found, types),
-                _tensors(node.output, found, types),
-            )
-            try:
-                cost = spec.formula(ctx)
-                macs = as_dim(SymDim.of(cost.macs))
+            elem, shape, _value = w.table[tid]
+            out.append(_tensor(n, elem, shape))
+    return tuple(out)
+
+
+def _new_class(
+    w: _Walk,
+    node: onnx.NodeProto,
+    op_type: str,
+    domain: str,
+    spec: OpSpec | None,
+    ins: Sequence[str],
+    outs: Sequence[str],
+    folded: bool,
+    index: int,
+) -> _Class | str:
+    """Carry the node's shapes and run its formula and traffic rule: what its class gets."""
+    if op_type in SUBGRAPH_OPS and domain == "":
+        return "control flow: its bodies are not walked symbolically"
+    shapes = w.shapes
+    try:
+        _carry(shapes, node)
+    except _UncarriedError as e:
+        return f"its shape is not carried ({e})"
+    except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
+        return f"its shape is not carried (unexpected input, {type(e).__name__})"
+    in_elems = [w.table[w.tensors[n]][0] if n else 0 for n in ins]
+    out_elems = output_elem_types(node, op_type, domain, in_elems)
+    tids = tuple(
+        w.intern((out_elems[k], shapes.shapes[o], shapes.values.get(o)))
+        if o and o in shapes.shapes
+        else -1
+        for k, o in enumerate(outs)
+    )
+    outputs = tuple((tid, *w.table[tid][1:]) if tid >= 0 else (-1, (), None) for tid in tids)
+    missing = [k for k, (o, tid) in enumerate(zip(outs, tids, strict=True)) if o and tid < 0]
+    inputs = _infos(w, ins)
+    outputs_info = tuple(
+        None if tid < 0 else _tensor(o, w.table[tid][0], w.table[tid][1])
+        for o, tid in zip(outs, tids, strict=True)
+    )
+    if missing:  # an output the shape rule leaves without a shape: no bytes written
+        k = missing[0]
+        return _Class(
+            index, outputs, None, None, None, None, f"output {k} has no carried shape", False
+        )
+    opset = w.spec(node.domain, op_type)[1]
+    macs: Dim | None = None
+    flops: Dim | None = None
+    reason = ""
+    if spec is None or spec.zero:
+        macs = flops = 0  # unsupported (counted as 0) or no arithmetic
+    else:
+        try:
+            cost = spec.formula(OpContext(node, opset, inputs, outputs_info))
+            macs = as_dim(SymDim.of(cost.macs))
+            if w.flops_of == "torch":
+                flops = as_dim(SymDim.of(cost.macs) * 2)
+            elif w.flops_of == "fvcore":
+                flops = macs
+            else:
                 flops = as_dim(SymDim.of(cost.flops))
-            except Exception as e:  # any formula may need a concrete dim somewhere
-                out.reasons[i] = f"its formula needs concrete dims ({type(e).__name__})"
-        out.macs.append(macs)
-        out.flops.append(flops)
-    return out
+        except Exception as e:  # any formula may need a concrete dim somewhere
+            reason = f"its formula needs concrete dims ({type(e).__name__}: {e})"
+    in_tids = [w.tensors[n] for n in ins]
+    reads = _reads(w, spec, node, opset, inputs, outputs_info, in_tids)
+    if isinstance(reads, str):
+        return _Class(index, outputs, macs, flops, None, None, reason or reads, False)
+    writes = tuple(_whole(w, tid) for tid in tids)
+    before = {o for o in outs if o and o not in w.kv}
+    read, written = _traffic(w, op_type, domain, ins, reads, outs, writes, folded)
+    joins = bool(before) and before <= w.kv
+    return _Class(index, outputs, macs, flops, read, written, reason, joins)
+
+
+def _whole(w: _Walk, tid: int) -> Dim:
+    """The bytes of tensor ``tid`` of ``_Walk.table`` (0 for -1: omitted), once per tensor."""
+    if tid < 0:
+        return 0
+    found = w.whole.get(tid)
+    if found is None:
+        elem, shape, _value = w.table[tid]
+        found = w.whole[tid] = as_dim(SymDim.of(tensor_bytes(math.prod(shape), elem)))  # type: ignore[arg-type]
+    return found
+
+
+def _reads(
+    w: _Walk,
+    spec: OpSpec | None,
+    node: onnx.NodeProto,
+    opset: int,
+    inputs: tuple[TensorInfo | None, ...],
+    outputs: tuple[TensorInfo | None, ...],
+    tids: Sequence[int],
+) -> tuple[Dim, ...] | str:
+    """Bytes read of each input, as ``analysis.walk._reads``: none for an op that reads
+    shapes only, the op's traffic rule with ``traffic="runtime"``, else each input whole;
+    or why they are unknown."""
+    if spec is not None and not spec.reads_data:
+        return (0,) * len(inputs)
+    whole = tuple(_whole(w, tid) for tid in tids)
+    if spec is None or spec.reads is None or not w.runtime:
+        return whole
+    symbolic = any(isinstance(t, _SymTensor) for t in (*inputs, *outputs))
+    try:
+        found = spec.reads(OpContext(node, opset, inputs, outputs))
+    except Exception as e:
+        if symbolic:
+            return f"its traffic rule needs concrete dims ({type(e).__name__}: {e})"
+        return whole  # as a concrete analysis: a rule that cannot size them reads whole
+    if len(found) != len(whole):
+        return whole
+    return tuple(as_dim(SymDim.of(b)) for b in found)
+
+
+def _traffic(
+    w: _Walk,
+    op_type: str,
+    domain: str,
+    ins: Sequence[str],
+    reads: Sequence[Dim],
+    outs: Sequence[str],
+    writes: Sequence[Dim],
+    folded: bool,
+) -> tuple[Dim, Dim]:
+    """Bytes read and written by ``analysis.traffic.node_traffic``'s rule. The rule sums the
+    bytes of the inputs and outputs it counts, by role; called with one bit per input and per
+    output in place of their bytes, its sums say which it counts (and it adds the outputs to
+    the KV cache where it would), and the Dims are summed over those."""
+    read_bits = tuple(1 << k for k in range(len(ins)))
+    write_bits = tuple(1 << k for k in range(len(outs)))
+    read_mask, write_mask, *_roles = node_traffic(
+        op_type,
+        domain == "",
+        ins,
+        read_bits,
+        outs,
+        write_bits,
+        folded,
+        w.runtime,
+        w.weights.constant,
+        w.kv,
+    )
+    read = SymDim.of(0)
+    for k, b in enumerate(reads):
+        if read_mask >> k & 1:
+            read = read + b
+    written = SymDim.of(0)
+    for k, b in enumerate(writes):
+        if write_mask >> k & 1:
+            written = written + b
+    return as_dim(read), as_dim(written)
 
 
 __all__ = ["NodeCosts", "node_costs"]

@@ -5,6 +5,7 @@ model in models/, tests/data and every built-in, and by hand on small graphs."""
 from __future__ import annotations
 
 import random
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -160,3 +161,21 @@ def test_a_clamped_slice_broadcast_against_its_symbol_is_the_symbol() -> None:
     assert found.shapes["v"] == (SymDim.of("s"), 4)
     # starts of length 1 and ends of length 2: a bad Slice is named, not a crash.
     assert found.uncarried == [("Slice_1", "Slice", "starts, ends and axes of unlike lengths")]
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw_data", "int64_data"])
+def test_a_shape_constant_is_read_from_raw_or_typed_data(raw: bool) -> None:
+    # Reshape [b, 6] by the Constant (0, 2, 3): [b, 2, 3], whichever field holds the values.
+    proto = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[b, 6] x) => (float[b, 2, 3] y) {
+            y = Reshape(x, shape)
+        }"""
+    )
+    values = struct.pack("<3q", 0, 2, 3) if raw else [0, 2, 3]
+    value = onnx.helper.make_tensor("v", onnx.TensorProto.INT64, [3], values, raw=raw)
+    assert bool(value.raw_data) == raw
+    proto.graph.node.insert(0, onnx.helper.make_node("Constant", [], ["shape"], value=value))
+    found = symbolic_shapes(proto)
+    assert found.values["shape"] == (0, 2, 3)
+    assert found.shapes["y"] == (SymDim.of("b"), 2, 3)

@@ -15,7 +15,9 @@ costs over these shapes are the next slice.
 from __future__ import annotations
 
 import ast
+import functools
 import math
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -73,7 +75,9 @@ class SymbolicShapes:
         ]
 
 
-def _derived(param: str, fixed: Mapping[str, int], standalone: set[str]) -> Dim | None:
+def _derived(
+    param: str, fixed: Mapping[str, int], standalone: Callable[[], set[str]]
+) -> Dim | None:
     """A dim_param as a Dim: a symbol (or its value in ``fixed``), or a derived dim such as
     optimum's ``past_sequence_length + sequence_length`` computed over the symbols it names
     (``dims._derived_names``: integer arithmetic of names every one of which some input has as
@@ -83,7 +87,7 @@ def _derived(param: str, fixed: Mapping[str, int], standalone: set[str]) -> Dim 
         return fixed[param]
     if param.isidentifier():
         return SymDim.of(param)
-    names = _derived_names(param, standalone)
+    names = _derived_names(param, standalone())
     if names is None:
         return SymDim.of(param)
     try:
@@ -124,7 +128,8 @@ def input_shapes_of(
     input_shapes = dict(input_shapes or {})
     fixed = stated_dims(proto.graph, input_shapes, dict(fixed or {}))
     inits = {t.name for t in proto.graph.initializer}
-    standalone = _standalone(proto)
+    # The inputs' dims that are names of their own: read once, where a derived dim needs them.
+    standalone = functools.cache(lambda: _standalone(proto))
     out: dict[str, Shape] = {}
     for vi in proto.graph.input:
         if vi.name in inits:
@@ -177,11 +182,28 @@ def symbolic_shapes(
     return out
 
 
+_INT_FORMATS: dict[int, str] = {onnx.TensorProto.INT64: "q", onnx.TensorProto.INT32: "i"}
+"""struct's letter of each integer type whose small tensors may be shapes."""
+
+
 def _maybe_value(out: SymbolicShapes, name: str, t: onnx.TensorProto) -> None:
-    if t.data_type in (onnx.TensorProto.INT64, onnx.TensorProto.INT32) and math.prod(t.dims) <= 64:
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            return
-        out.values[name] = tuple(int(v) for v in numpy_helper.to_array(t).reshape(-1))
+    """Record the value of ``t`` if it is a small int64 or int32 tensor stored in the model;
+    read with struct (raw data is little-endian) or from the typed field: numpy_helper's
+    general conversion costs most of a symbolic walk's time for a Constant it meets."""
+    letter = _INT_FORMATS.get(t.data_type)
+    if letter is None or t.data_location == onnx.TensorProto.EXTERNAL:
+        return
+    n = math.prod(t.dims)
+    if n > 64:
+        return
+    raw = t.raw_data
+    if raw:
+        if len(raw) == n * struct.calcsize(letter):
+            out.values[name] = struct.unpack(f"<{n}{letter}", raw)
+        return
+    data = t.int64_data if letter == "q" else t.int32_data
+    if len(data) == n:
+        out.values[name] = tuple(int(v) for v in data)
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, object]:

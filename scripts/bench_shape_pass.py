@@ -27,7 +27,7 @@ def case(source: str, runs: int) -> None:
     p = prepare(source)
     onnxcost.analyze(p)
     node_costs(p)  # warm
-    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "walk": []}
+    times: dict[str, list[tuple[float, float]]] = {"analysis": [], "walk": [], "no params": []}
     classes = uncarried = 0
     for _ in range(runs):
         wall, cpu = time.perf_counter(), time.process_time()
@@ -36,17 +36,25 @@ def case(source: str, runs: int) -> None:
         wall, cpu = time.perf_counter(), time.process_time()
         found = node_costs(p)
         times["walk"].append((time.perf_counter() - wall, time.process_time() - cpu))
+        wall, cpu = time.perf_counter(), time.process_time()
+        node_costs(p, count_params=False)
+        times["no params"].append((time.perf_counter() - wall, time.process_time() - cpu))
         classes = len(set(found.classes))
         uncarried = sum(b is None for b in found.bytes_read)
     med = {
         k: (statistics.median(w for w, _c in t), statistics.median(c for _w, c in t))
         for k, t in times.items()
     }
-    (aw, ac), (nw, nc) = med["analysis"], med["walk"]
+    aw, ac = med["analysis"]
+    walks = "; ".join(
+        f"node_costs{' (' + k + ')' if k != 'walk' else ''} {w * 1000:.1f} ms wall / "
+        f"{c * 1000:.1f} ms CPU: {w / aw:.2f}x wall, {c / ac:.2f}x CPU"
+        for k, (w, c) in med.items()
+        if k != "analysis"
+    )
     print(
         f"{source}: {len(p.view.order)} nodes, {classes} classes, {uncarried} without bytes; "
-        f"analysis {aw * 1000:.1f} ms wall / {ac * 1000:.1f} ms CPU; node_costs "
-        f"{nw * 1000:.1f} ms wall / {nc * 1000:.1f} ms CPU: {nw / aw:.2f}x wall, {nc / ac:.2f}x CPU"
+        f"analysis {aw * 1000:.1f} ms wall / {ac * 1000:.1f} ms CPU; {walks}"
     )
 
 

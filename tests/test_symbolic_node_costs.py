@@ -249,3 +249,12 @@ def test_control_flow_has_no_formula() -> None:
         if op == "If":
             assert found.macs[i] is None
             assert "control flow" in found.reasons[i]
+
+
+def test_without_counting_params_the_costs_are_the_same() -> None:
+    prepared = prepare("gpt2", params=_SMALL)
+    full, lean = node_costs(prepared), node_costs(prepared, count_params=False)
+    assert (lean.params, lean.param_bytes) == ([], [])
+    assert sum(full.params) > 0
+    for field in (*FIELDS, "classes"):
+        assert getattr(lean, field) == getattr(full, field)

@@ -11,9 +11,10 @@ the KV cache or a folded constant is ``analysis.traffic.node_traffic``'s and
 
 A memo per class makes the repeated layers cost a lookup: a node's class is what its result
 depends on, (domain, op, attributes, which outputs it writes, whether it computes from
-constants only, and per input its element type, symbolic shape, symbolic value and role: an
-activation, a weight or the KV cache; with a KV cache, the role of each output too). Each
-tensor's (type, shape, value) is interned as one int when it is made, so a key is cheap.
+constants only, per input its element type, symbolic shape and symbolic value, and with a KV
+cache which inputs are KV cache: node_traffic's totals do not depend on which inputs are
+weights). Each tensor's (type, shape, value) is interned as one int when it is made, so a key
+is cheap. A Constant seen before is one lookup by its attributes.
 
 A formula that needs more than arithmetic (a comparison of a symbolic dim, a value) raises
 (a SymDim has no truth value), and the node gets no formula (None) with the reason; so does
@@ -29,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import onnx
 
@@ -40,6 +40,7 @@ from onnxcost.analysis.weights import Weights, dequantising_scales
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext, TensorInfo
 from onnxcost.costs._registry import OpSpec
+from onnxcost.load.graph import DEFAULT_DOMAINS
 from onnxcost.load.tensors import SUBGRAPH_OPS, normalize_domain, tensor_bytes
 from onnxcost.prepare import PreparedModel
 from onnxcost.shapes.folding import _attribute_key
@@ -94,9 +95,10 @@ class NodeCosts:
     ``flops`` follow the convention asked for; ``bytes_read`` and ``bytes_written`` the
     traffic mode. ``params`` and ``param_bytes``: the weights a node brings in, each stored
     weight counted at its first reader (ints: weights have no symbolic size); their sums are
-    the analysis' totals. ``classes``: nodes with equal ids have the same class key (op,
-    attributes, symbolic inputs and their roles), hence the same MACs, FLOPs and bytes at
-    every point (not the same params: a weight is counted once)."""
+    the analysis' totals (empty without ``count_params``). ``classes``: nodes with equal ids
+    have the same class key (op, attributes, symbolic inputs: see the module docstring), hence
+    the same MACs, FLOPs and bytes at every point (not the same params: a weight is counted
+    once); -1 where a node has no shape carried."""
 
     macs: list[Dim | None] = field(default_factory=list)
     flops: list[Dim | None] = field(default_factory=list)
@@ -110,8 +112,10 @@ class NodeCosts:
     shapes: SymbolicShapes | None = None
 
 
-class _Class(NamedTuple):
-    """What every node of one class gets."""
+@dataclass(slots=True)
+class _Class:
+    """What every node of one class gets (read-only by contract; slots: the walk reads a few
+    fields of it per node)."""
 
     id: int
     outputs: tuple[tuple[int, Shape, tuple[Dim, ...] | None], ...]
@@ -124,7 +128,20 @@ class _Class(NamedTuple):
     reason: str
     joins_kv: bool
     """Whether the node's outputs become KV cache (``node_traffic``'s layout rule)."""
+    plain: bool = True
+    """Neither a reason nor KV cache joined: the usual node."""
+    stored: TensorInfo | None = None
+    """A Constant's output as ``Weights`` stores it (its name left empty)."""
 
+    row: tuple[Dim | None, Dim | None, Dim | None, Dim | None] = (None, None, None, None)
+    """(macs, flops, read, written): what the node's row of ``NodeCosts`` gets."""
+
+    def __post_init__(self) -> None:
+        self.plain = not self.reason and not self.joins_kv
+        self.row = (self.macs, self.flops, self.read, self.written)
+
+
+_NO_ROW: tuple[None, None, None, None] = (None, None, None, None)
 
 _Tensor = tuple[int, Shape, tuple[Dim, ...] | None]
 """A tensor as the walk knows it: element type, shape, value (small int tensors) or None."""
@@ -139,6 +156,7 @@ class _Walk:
     weights: Weights
     kv: set[str]
     graph_outputs: frozenset[str]
+    count_params: bool
     table: list[_Tensor] = field(default_factory=list)
     ids: dict[_Tensor, int] = field(default_factory=dict)
     tensors: dict[str, int] = field(default_factory=dict)
@@ -220,10 +238,15 @@ def node_costs(
     fixed: Mapping[str, int] | None = None,
     traffic: Traffic = "runtime",
     convention: Convention = "onnxcost",
+    count_params: bool = True,
 ) -> NodeCosts:
     """Every node's MACs, FLOPs, bytes read and written (Dims) and params of ``prepared``,
     its symbols at ``fixed`` where given and its inputs at ``input_shapes`` (``--dim`` and
-    ``--input-shape`` of a concrete analysis), under ``traffic`` and ``convention``."""
+    ``--input-shape`` of a concrete analysis), under ``traffic`` and ``convention``.
+
+    Without ``count_params``, ``params`` and ``param_bytes`` are empty: counting them (each
+    stored weight at its first reader, ``Weights.count``) is 10-25% of the walk, and a
+    concrete analysis at any point has the same per node (weights have no symbolic size)."""
     check_traffic(traffic)
     check_convention(convention)
     proto, view = prepared.proto, prepared.view
@@ -242,6 +265,7 @@ def node_costs(
         weights,
         kv_cache_names(graph_inputs, graph_outputs),
         graph_outputs,
+        count_params,
     )
     elems = _elem_types(proto)
     for t in graph.initializer:
@@ -252,7 +276,9 @@ def node_costs(
     n = len(view.order)
     params, param_bytes = [0] * n, [0] * n
     reasons: dict[int, str] = {}
-    found: list[_Class | None] = []
+    rows: list[tuple[Dim | None, Dim | None, Dim | None, Dim | None]] = []
+    """Per node, its class's (MACs, FLOPs, bytes read, bytes written)."""
+    classes: list[int] = []
     types = _Types(w)
     w.tensors[""] = -1
     constants: dict[bytes, _Class] = {}
@@ -264,67 +290,61 @@ def node_costs(
     for i, (node, op_type, node_domain, ins, outs) in enumerate(
         zip(view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True)
     ):
-        domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
         # Weights first, as analysis.walk's _cost_node: which outputs are constant, and the
         # params this node brings in (each stored weight at its first reader); a Constant's
         # after its class, to store its output with the type just carried. A node that reads
         # no constant is neither (Weights.see's and .count's own first tests).
-        is_constant = op_type == "Constant" and domain == ""
+        is_constant = op_type == "Constant" and node_domain in DEFAULT_DOMAINS
         if is_constant and len(outs) == 1 and outs[0] not in special:
             # A Constant whose attributes were seen: its class, and Weights.see's own rule
             # for it (its output is a stored weight), without the general key.
             cls = constants.get(_attribute_key(node))
-            if cls is not None:
+            if cls is not None and cls.stored is not None:
                 o = outs[0]
                 tid, shapes[o], value = cls.outputs[0]
                 tensors[o] = tid
                 if value is not None:
                     values[o] = value
-                weights.add_stored(o, types[o])
-                found.append(cls)
+                weights.add_stored(o, cls.stored.renamed(o))
+                rows.append(cls.row)
+                classes.append(cls.id)
                 continue
-        folded = reads_constant = False
+        folded = False
         if ins and not is_constant and not constant.isdisjoint(ins):
-            reads_constant = True
-            folded, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types, domain)
+            spec = (specs.get((node_domain, op_type)) or w.spec(node_domain, op_type))[2]
+            folded, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
         ids = tuple(map(tensors.get, ins))  # "" (an omitted input) is -1
         if None in ids:
             k = ids.index(None)
             reasons[i] = f"input {k} {ins[k]!r} has no carried shape"
-            found.append(None)
+            rows.append(_NO_ROW)
+            classes.append(-1)
             continue
-        # The roles of the inputs and outputs matter where node_traffic looks at them.
-        roles: tuple[int, ...] | None = None
-        if (
-            is_constant
-            or reads_constant
-            or (kv and not (kv.isdisjoint(ins) and kv.isdisjoint(outs)))
-        ):
-            roles = (
-                *[2 if k in kv else 1 if k in constant else 0 for k in ins],
-                *[2 if o in kv else 0 for o in outs],
-            )
+        # node_traffic's totals are every input read and every output written, or nothing
+        # for a folded node (its split into weights and KV cache is not carried); which
+        # inputs are KV cache decides whether the outputs become KV cache too.
+        kv_in = None if not kv or kv.isdisjoint(ins) else tuple([k in kv for k in ins])
         key = (
-            domain,
+            node_domain,
             op_type,
             attributes := _attribute_key(node),
             tuple([o != "" for o in outs]) if "" in outs else len(outs),
             folded or is_constant,
             ids,
-            roles,
+            kv_in,
         )
         cls = memo.get(key)
         if cls is None:
+            domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
             new = _new_class(
                 w, node, op_type, domain, spec, ins, outs, folded or is_constant, len(memo)
             )
             if isinstance(new, str):
                 reasons[i] = new
-                found.append(None)
+                rows.append(_NO_ROW)
+                classes.append(-1)
                 if is_constant:
-                    _f, params[i], param_bytes[i] = _weights(
-                        w, node, spec, ins, outs, types, domain
-                    )
+                    _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
                 continue
             cls = memo[key] = new
             if is_constant and len(outs) == 1 and outs[0] not in special:
@@ -335,27 +355,25 @@ def node_costs(
                 shapes[o] = shape
                 if value is not None:
                     values[o] = value
-        if cls.joins_kv:
-            kv.update(o for o in outs if o)
-        if cls.reason:
-            reasons[i] = cls.reason
-        found.append(cls)
+        rows.append(cls.row)
+        classes.append(cls.id)
+        if not cls.plain:
+            if cls.joins_kv:
+                kv.update(o for o in outs if o)
+            if cls.reason:
+                reasons[i] = cls.reason
         if is_constant:
-            _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types, domain)
+            spec = (specs.get((node_domain, op_type)) or w.spec(node_domain, op_type))[2]
+            _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
+            if cls.stored is None and outs:
+                cls.stored = types.get(outs[0])
     w.shapes.uncarried.extend(
-        (view.names[i], view.op_types[i], why) for i, why in reasons.items() if found[i] is None
+        (view.names[i], view.op_types[i], why) for i, why in reasons.items() if classes[i] < 0
     )
-    return NodeCosts(
-        [None if c is None else c.macs for c in found],
-        [None if c is None else c.flops for c in found],
-        [None if c is None else c.read for c in found],
-        [None if c is None else c.written for c in found],
-        params,
-        param_bytes,
-        [-1 if c is None else c.id for c in found],
-        reasons,
-        w.shapes,
-    )
+    macs, flops, read, written = ([row[k] for row in rows] for k in range(4))
+    if not count_params:
+        params, param_bytes = [], []
+    return NodeCosts(macs, flops, read, written, params, param_bytes, classes, reasons, w.shapes)
 
 
 def _weights(
@@ -365,14 +383,19 @@ def _weights(
     ins: Sequence[str],
     outs: Sequence[str],
     types: Mapping[str, TensorInfo],
-    domain: str,
 ) -> tuple[bool, int, int]:
     """``Weights.see`` and ``Weights.count`` of the node as ``analysis.walk._cost_node`` calls
     them: (whether it computes from constants only, the params it brings in, their bytes)."""
     weights = w.weights
     before = len(weights.counted)
     params = 0
-    folded = weights.see(node.op_type, ins, outs, spec, types, domain == "")
+    op_type = node.op_type
+    if op_type != "Constant" and ins and ins[0] and ins[0] not in weights.constant:
+        folded = False  # see's own first test: the usual node's first input is an activation
+    else:
+        folded = weights.see(op_type, ins, outs, spec, types, node.domain in DEFAULT_DOMAINS)
+    if not w.count_params:
+        return folded, 0, 0
     if not folded:
         packed = spec is not None and spec.param_elements
         context = _context(w, node, ins, outs) if packed else None
@@ -549,15 +572,21 @@ def _traffic(
         w.weights.constant,
         w.kv,
     )
-    read = SymDim.of(0)
-    for k, b in enumerate(reads):
-        if read_mask >> k & 1:
-            read = read + b
-    written = SymDim.of(0)
-    for k, b in enumerate(writes):
-        if write_mask >> k & 1:
-            written = written + b
-    return as_dim(read), as_dim(written)
+    read = _total([b for k, b in enumerate(reads) if read_mask >> k & 1])
+    written = _total([b for k, b in enumerate(writes) if write_mask >> k & 1])
+    return read, written
+
+
+def _total(dims: Sequence[Dim]) -> Dim:
+    """The sum of ``dims``: the ints added as ints, one SymDim made for the rest."""
+    symbolic = [d for d in dims if isinstance(d, SymDim)]
+    constant = sum(d for d in dims if isinstance(d, int))
+    if not symbolic:
+        return constant
+    total = symbolic[0]
+    for d in symbolic[1:]:
+        total = total + d
+    return as_dim(total + constant)
 
 
 __all__ = ["NodeCosts", "node_costs"]

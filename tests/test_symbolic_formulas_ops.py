@@ -15,6 +15,7 @@ import onnxcost
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext, TensorInfo, dim_max, dim_min, numel_over
 from onnxcost.costs.pooling import _axis_taps, _axis_taps_symbolic
+from onnxcost.prepare import prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.node_costs import _SymTensor, node_costs
 from onnxcost.symdim import Dim, SymDim, as_dim
@@ -190,7 +191,7 @@ def test_node_gets_a_formula_equal_to_a_concrete_analysis(
     inputs: str, outputs: str, body: str, opset: int
 ) -> None:
     proto = _model(inputs, outputs, body, opset)
-    found = node_costs(proto)
+    found = node_costs(prepare(proto))
     assert found.reasons == {}, found.reasons
     assert found.macs[0] is not None
     assert found.flops[0] is not None
@@ -211,7 +212,7 @@ def test_softmax_by_hand() -> None:
     # Softmax over s of a [b, 4, s] input: 5 x numel - 2 x rows, rows = b x 4 (x min(s, 1), 0
     # for an empty axis). At b = 3, s = 7: 5 x 84 - 2 x 12 = 396; at s = 0: 0 - 0 = 0.
     proto = _model("float[b, 4, s] x", "float[b, 4, s] y", "y = Softmax<axis = -1>(x)")
-    flops = node_costs(proto).flops[0]
+    flops = node_costs(prepare(proto)).flops[0]
     assert isinstance(flops, SymDim)
     assert flops.evaluate({"b": 3, "s": 7}) == 396
     assert flops.evaluate({"b": 3, "s": 0}) == 0
@@ -227,7 +228,7 @@ def test_max_pool_by_hand() -> None:
         "y = MaxPool<kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>(x)",
         13,
     )
-    flops = node_costs(proto).flops[0]
+    flops = node_costs(prepare(proto)).flops[0]
     assert isinstance(flops, SymDim)
     assert flops.evaluate({"b": 2, "h": 8}) == 630
 
@@ -275,7 +276,7 @@ def test_hostile_kernel_is_no_symbolic_formula() -> None:
         "y = MaxPool<kernel_shape = [1073741824]>(x)",
         13,
     )
-    found = node_costs(proto)
+    found = node_costs(prepare(proto))
     assert found.flops[0] is None
 
 

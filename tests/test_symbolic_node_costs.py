@@ -73,6 +73,8 @@ def _check(prepared: PreparedModel, traffic: Traffic) -> NodeCosts:
         # A model with If/Loop/Scan records its bodies' nodes too: matched by name.
         records = {r.name: r for r in analysis.nodes if r.graph == ""}
         assert len(records) == len(view.names)
+        if len(records) == len(analysis.nodes):  # no bodies: node i is the analysis' node i
+            assert [r.name for r in analysis.nodes] == list(view.names)
         by_class: dict[int, tuple[int | None, ...]] = {}
         for i, name in enumerate(view.names):
             record = records[name]

@@ -11,7 +11,8 @@ hash alike. Simplifications are exact for every integer value of the symbols:
 - ``(a + d*b) // d == a // d + b`` for a polynomial b with integer coefficients (the terms
   whose coefficients d divides leave the floor); a constant floor is folded;
 - ``ceil(p / d) == -((-p) // d)``;
-- ``min(p, p) == p``, and ``min``/``max`` of two constants is folded.
+- ``min(p, p + k) == p`` for a constant k >= 0 (two constants, and p and p, too), and
+  ``max`` alike.
 
 Python ints throughout (no numpy), so counts never overflow.
 """
@@ -299,9 +300,10 @@ def _min_max(op: str, p: int | SymDim, q: int | SymDim) -> Dim:
     a, b = SymDim.of(p), SymDim.of(q)
     if a == b:
         return as_dim(a)
-    if a.is_constant and b.is_constant:
-        pick = min if op == "min" else max
-        return pick(a.constant, b.constant)
+    difference = a - b
+    if difference.is_constant:  # both constants, or p = q + k: the order is known
+        smaller = a if difference.constant <= 0 else b
+        return as_dim(smaller if op == "min" else (b if smaller is a else a))
     first, second = sorted((a, b), key=str)
     return SymDim._atom(_MinMax(op, first, second))
 

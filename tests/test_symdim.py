@@ -61,6 +61,9 @@ def test_min_and_max_fold_where_they_can() -> None:
     assert sym_min(3, 5) == 3
     assert sym_max(3, 5) == 5
     assert sym_min(s, s) == s
+    # seq <= seq + 1 for every seq: min is seq, max seq + 1 (transformers' mask arithmetic)
+    assert (sym_min(s, s + 1), sym_max(s + 1, s)) == (s, s + 1)
+    assert (sym_min(s + 2, s - 3), sym_max(s + 2, s - 3)) == (s - 3, s + 2)
     m = sym_min(s, 16)  # a Slice end clamped to a 16-row table
     assert isinstance(m, SymDim)
     assert not m.is_polynomial

@@ -39,6 +39,9 @@ _ELEMENTWISE = frozenset(
         "Identity", "Reciprocal", "Max", "Min", "Abs", "Softmax", "Gelu", "Dropout",
         "LayerNormalization", "Mod", "Floor", "Ceil", "Clip", "BatchNormalization",
         "InstanceNormalization", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu",
+        "CumSum", "LessOrEqual", "GreaterOrEqual", "Xor", "BitwiseAnd", "BitwiseOr",
+        "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Sign", "Round", "Sin", "Cos", "Softplus",
+        "Softsign", "Mish", "PRelu", "ThresholdedRelu", "Celu", "LogSoftmax", "Hardmax", "Trilu",
     }
 )  # fmt: skip
 """Ops whose first output has the broadcast shape of their inputs (Softmax and
@@ -46,7 +49,7 @@ LayerNormalization: of their one data input)."""
 _FIRST_ONLY = frozenset(
     {
         "Softmax", "LayerNormalization", "Dropout", "Clip", "BatchNormalization",
-        "InstanceNormalization",
+        "InstanceNormalization", "CumSum", "LogSoftmax", "Hardmax", "Trilu",
     }
 )  # fmt: skip
 """Of those, the ones whose output has their first input's shape (the others are scales,
@@ -609,6 +612,23 @@ def _gather(
         out.values[node.output[0]] = tuple(picked)
 
 
+def _gather_nd(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """indices [b..., q..., k] over data [b..., d...] (b: batch_dims): [b..., q..., d[k:]...];
+    k must be a known int."""
+    data, indices = shapes[0], shapes[1]
+    assert data is not None and indices is not None
+    batch = int(attrs.get("batch_dims", 0))  # type: ignore[call-overload]
+    k = indices[-1]
+    if not isinstance(k, int):
+        raise _UncarriedError(f"the indices' last dim {k} is symbolic")
+    out.shapes[node.output[0]] = (*indices[:-1], *data[batch + k :])
+
+
 def _shape_op(
     out: SymbolicShapes,
     node: onnx.NodeProto,
@@ -710,12 +730,15 @@ def _reduce(
     x = shapes[0]
     assert x is not None
     axes = _axes(out, node, attrs)
+    if not axes and attrs.get("noop_with_empty_axes", 0):
+        out.shapes[node.output[0]] = x
+        return
     drop = set(range(len(x))) if not axes else {_axis(a, len(x)) for a in axes}
     if attrs.get("keepdims", 1):
         out.shapes[node.output[0]] = tuple(1 if i in drop else d for i, d in enumerate(x))
     else:
         out.shapes[node.output[0]] = tuple(d for i, d in enumerate(x) if i not in drop)
-    if node.input[0] in out.values and len(x) == 1 and node.op_type != "ReduceMean":
+    if node.input[0] in out.values and len(x) == 1 and node.op_type in ("ReduceSum", "ReduceProd"):
         total = SymDim.of(1 if node.op_type == "ReduceProd" else 0)
         for v in out.values[node.input[0]]:
             total = total * v if node.op_type == "ReduceProd" else total + v
@@ -769,6 +792,7 @@ _RULES: dict[str, _Rule] = {
     "Concat": _concat,
     "Slice": _slice,
     "Gather": _gather,
+    "GatherND": _gather_nd,
     "Shape": _shape_op,
     "Range": _range,
     "Squeeze": _squeeze,
@@ -777,6 +801,13 @@ _RULES: dict[str, _Rule] = {
     "ReduceMean": _reduce,
     "ReduceProd": _reduce,
     "ReduceSum": _reduce,
+    "ReduceMax": _reduce,
+    "ReduceMin": _reduce,
+    "ReduceL1": _reduce,
+    "ReduceL2": _reduce,
+    "ReduceLogSum": _reduce,
+    "ReduceLogSumExp": _reduce,
+    "ReduceSumSquare": _reduce,
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Expand": _expand,

@@ -1,16 +1,24 @@
-"""Benchmark of ``analyze --symbolic`` against one concrete analysis (issue 12), not a timed test.
+"""Benchmark of ``analyze --symbolic`` against one concrete analysis (issues 12 and 22), not a
+timed test.
 
-Cases: the built-in GPT-2 small by name (``onnxcost.analyze("gpt2")``), in (batch, seq);
-GPT-2 small from a file as ``onnxcost zoo save gpt2 FILE`` writes it (weights inline,
-499 MB), in (batch, seq); and the same with a KV cache (``--param kv_cache=true``), in
-(batch, seq, past_seq); and the built-in llama (8B-shaped, 32 layers, 5,778 nodes) with
-a KV cache, its weights declared, not written. Each case alternates a concrete analysis and a symbolic one in
-the same process and reports the median wall time and the median CPU time
-(``time.process_time``: what the shared machine's other work does not inflate) of each,
-their ratio, and how many concrete analyses the symbolic one ran.
+Issue 22's cases, each in-process on a prepared model (``onnxcost.prepare``: loaded and
+indexed once, as a notebook or a sweep holds it):
 
-Usage: python scripts/bench_symbolic.py [--runs 7] [--out DIR]
-(writes the two GPT-2 files, 1 GB, once per --out).
+- GPT-2 small (12 layers, Hugging Face's ``GPT2LMHeadModel`` at its default config, random
+  weights) as the torch exporter writes it (``dynamo=True``: the TorchScript exporter stops
+  at transformers' mask code), in (batch, seq); needs torch, onnxscript and transformers;
+- a 2-layer GPT-2 with a KV cache in optimum's naming (``zoo.save("gpt2", params={"layers":
+  2, "kv_cache": "true"})``), in (batch, seq, past_seq);
+- the built-in llama shape at 8 layers with a KV cache, weights declared, in (batch, seq,
+  past_seq);
+- with ``--all``, also the 12-layer GPT-2 with a KV cache and the 32-layer llama.
+
+Each case alternates a concrete analysis and a symbolic one and reports the median wall
+time and the median CPU time (``time.process_time``: what the shared machine's other work
+does not inflate) of each, their ratio, and how the formulas were found (the one walk, or
+how many concrete analyses the sampler ran).
+
+Usage: python scripts/bench_symbolic.py [--runs 7] [--out DIR] [--all]
 """
 
 from __future__ import annotations
@@ -19,13 +27,17 @@ import argparse
 import statistics
 import tempfile
 import time
+import warnings
 from pathlib import Path
+
+import onnx
 
 import onnxcost
 from onnxcost import zoo
+from onnxcost.prepare import PreparedModel, prepare
 
 
-def _timed(source: str, symbolic: bool) -> tuple[float, float, str]:
+def _timed(source: PreparedModel, symbolic: bool) -> tuple[float, float, str]:
     wall, cpu = time.perf_counter(), time.process_time()
     a = onnxcost.analyze(source, symbolic=symbolic)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -38,14 +50,16 @@ def _timed(source: str, symbolic: bool) -> tuple[float, float, str]:
     return wall, cpu, runs
 
 
-def case(label: str, source: str, runs: int) -> None:
-    """Alternating concrete and symbolic analyses of ``source``: medians and their ratios."""
-    _timed(source, True)  # warm: imports, onnx schemas, the page cache
+def case(label: str, source: str | Path, runs: int) -> None:
+    """Alternating concrete and symbolic analyses of ``source``, prepared once: medians and
+    their ratios."""
+    prepared = prepare(source)
+    _timed(prepared, True)  # warm: imports, onnx schemas
     times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     analyses = ""
     for _ in range(runs):
         for symbolic in (False, True):
-            wall, cpu, analyses_run = _timed(source, symbolic)
+            wall, cpu, analyses_run = _timed(prepared, symbolic)
             times[symbolic].append((wall, cpu))
             if symbolic:
                 analyses = analyses_run
@@ -55,30 +69,78 @@ def case(label: str, source: str, runs: int) -> None:
     }
     (cw, cc), (sw, sc) = med[False], med[True]
     print(
-        f"{label}: concrete {cw:.3f} s wall / {cc:.3f} s CPU; symbolic {sw:.3f} s wall / "
-        f"{sc:.3f} s CPU ({analyses}): {sw / cw:.1f}x wall, {sc / cc:.1f}x CPU"
+        f"{label}, {len(prepared.view.order):,} nodes: concrete {cw:.3f} s wall / {cc:.3f} s "
+        f"CPU; symbolic {sw:.3f} s wall / {sc:.3f} s CPU ({analyses}): {sw / cw:.2f}x wall, "
+        f"{sc / cc:.2f}x CPU",
+        flush=True,
     )
+
+
+def _torch_gpt2(path: Path) -> bool:
+    """GPT-2 small as the torch exporter writes it, at ``path``; False without torch."""
+    try:
+        import torch
+        import transformers
+    except ImportError:
+        return False
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(use_cache=False)).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gpt2 = model
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            return self.gpt2(input_ids=input_ids).logits  # type: ignore[no-any-return]
+
+    dims = {
+        0: torch.export.Dim("batch", min=1, max=64),
+        1: torch.export.Dim("seq", min=2, max=1024),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            Logits(),
+            (torch.randint(0, 50257, (2, 8)),),
+            input_names=["input_ids"],
+            dynamic_shapes=(dims,),
+            dynamo=True,
+            verbose=False,
+        )
+    assert program is not None
+    onnx.save(program.model_proto, path)
+    return True
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench_symbolic")
+    ap.add_argument("--all", action="store_true", help="also the 12-layer GPT-2 KV, 32-layer llama")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    plain, kv = args.out / "gpt2.onnx", args.out / "gpt2_kv.onnx"
-    llama = args.out / "llama_kv.onnx"
-    if not plain.exists():
-        zoo.save("gpt2", plain)
-    if not kv.exists():
-        zoo.save("gpt2", kv, params={"kv_cache": "true"})
-    if not llama.exists():
-        zoo.save("llama", llama, weights=False, params={"kv_cache": "true"})
+    exported = args.out / "gpt2_torch_dynamo.onnx"
+    kv2, llama8 = args.out / "gpt2_kv_2layers.onnx", args.out / "llama_kv_8layers.onnx"
+    if not kv2.exists():
+        zoo.save("gpt2", kv2, params={"layers": 2, "kv_cache": "true"})
+    if not llama8.exists():
+        zoo.save("llama", llama8, weights=False, params={"layers": 8, "kv_cache": "true"})
     print(f"medians of {args.runs} alternating runs")
-    case("built-in gpt2 (batch, seq)", "gpt2", args.runs)
-    case("GPT-2 small file (batch, seq)", str(plain), args.runs)
-    case("GPT-2 small with a KV cache (batch, seq, past_seq)", str(kv), args.runs)
-    case("the built-in llama, 32 layers, with a KV cache, weights declared", str(llama), args.runs)
+    if exported.exists() or _torch_gpt2(exported):
+        case("GPT-2 small, torch export (batch, seq)", exported, args.runs)
+    else:
+        print("GPT-2 small, torch export: skipped (needs torch, onnxscript and transformers)")
+    case("2-layer GPT-2 with a KV cache, optimum's naming (batch, seq, past_seq)", kv2, args.runs)
+    case("llama shape, 8 layers, KV cache, weights declared", llama8, args.runs)
+    if args.all:
+        kv, llama = args.out / "gpt2_kv.onnx", args.out / "llama_kv.onnx"
+        if not kv.exists():
+            zoo.save("gpt2", kv, params={"kv_cache": "true"})
+        if not llama.exists():
+            zoo.save("llama", llama, weights=False, params={"kv_cache": "true"})
+        case("GPT-2 small with a KV cache (batch, seq, past_seq)", kv, args.runs)
+        case("llama shape, 32 layers, KV cache, weights declared", llama, args.runs)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import onnxcost
 from onnxcost.cli.app import app
 from onnxcost.errors import ShapeError
 from onnxcost.llm.cost import llm_report
+from onnxcost.symbolic import formulas
 
 runner = CliRunner()
 
@@ -33,7 +34,21 @@ def _relus(k: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_sixteen_symbols_are_refused_not_sampled(tmp_path: Path) -> None:
+def test_sixteen_symbols_are_one_walk() -> None:
+    # The one walk has no grid: each Relu reads 4*s_i bytes and does s_i FLOPs.
+    a = onnxcost.analyze(_relus(16), symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1
+    flops = a.formulas["flops"]
+    assert flops is not None
+    assert flops.python() == " + ".join(f"s{i}" for i in range(16))
+
+
+def test_sixteen_symbols_are_refused_not_sampled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where the walk does not carry a node, the sampler's grid has a bound
+    monkeypatch.setattr(formulas, "one_walk_costs", lambda *args, **kwargs: None)
     model = _relus(16)  # 2**16 = 65,536 grid points (was over a minute)
     start = time.perf_counter()
     with pytest.raises(ShapeError, match=r"16 free symbols .* over the limit of 1,024"):

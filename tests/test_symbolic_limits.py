@@ -50,10 +50,15 @@ def test_a_decoder_with_16_positions_is_checked_within_them(name: str) -> None:
 
 
 def test_too_few_positions_for_a_check_point_is_one_clear_error() -> None:
-    # seq from base 3 and past_seq from base 4, each past the grid (+ max_degree 3 + 1):
-    # 7 + 8 = 15 positions at least; the model has 8.
-    with pytest.raises(ShapeError, match=r"has 8 positions .* = 15 at least, 8 allowed"):
-        onnxcost.analyze(_decoder("gpt2", 8), symbolic=True)
+    # The one walk checks at a point past 1, symbols distinct: seq and past_seq at 2 and 3
+    # at least, 5 positions; the model has 4. The sampler then needs seq from base 3 and
+    # past_seq from base 4, each past its grid (+ max_degree 3 + 1): 7 + 8 = 15.
+    with pytest.raises(ShapeError, match=r"has 4 positions .* = 15 at least, 4 allowed"):
+        onnxcost.analyze(_decoder("gpt2", 4), symbolic=True)
+    # with 8 positions the walk's check point fits
+    a = onnxcost.analyze(_decoder("gpt2", 8), symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1
 
 
 def test_the_limit_counts_the_later_dims_and_subtracts_a_fixed_one() -> None:

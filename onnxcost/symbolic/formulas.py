@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
+from onnxcost.symbolic.onewalk import one_walk_costs
 from onnxcost.symbolic.poly import Formula, sum_over
 from onnxcost.symbolic.reduced import _light, _ReducedMissError
 from onnxcost.symbolic.result import (
@@ -125,13 +126,30 @@ def symbolic_costs(
     seed: int = 0,
     allow_reshape: bool = False,
     reduce: bool = True,
+    walk: bool = True,
 ) -> SymbolicCosts:
     """Formulas in the model's free symbolic dims for the totals and every node of ``base``,
     the analysis of ``model`` with ``dims`` and every free symbol at 1 (one of the points the
     formulas are checked at). ``reduce``: find the polynomials on the model reduced to one
     node per class (``_Reduced``) where that pays; the formulas are checked on the whole
     model, and where the reduced model misses the whole model's costs at a point both were
-    run, the search is made again on the whole model alone."""
+    run, the search is made again on the whole model alone. ``walk``: first try the one
+    symbolic walk (``onewalk.py``), which needs no sampling where it carries every node."""
+    source = _light(prepare(model))
+    if walk:
+        symbols = model_symbols(source.proto, input_shapes or {}, dims or {})
+        walked = one_walk_costs(
+            source,
+            base,
+            symbols,
+            input_shapes=dict(input_shapes or {}),
+            dims=dict(dims or {}),
+            convention=convention,
+            allow_reshape=allow_reshape,
+            seed=seed,
+        )
+        if walked is not None:
+            return walked
     options = (
         dict(input_shapes or {}),
         dict(dims or {}),
@@ -142,9 +160,9 @@ def symbolic_costs(
         allow_reshape,
     )
     try:
-        return _search(model, base, *options, reduce=reduce)
+        return _search(source, base, *options, reduce=reduce)
     except _ReducedMissError:
-        return _search(model, base, *options, reduce=False)
+        return _search(source, base, *options, reduce=False)
 
 
 __all__ = [

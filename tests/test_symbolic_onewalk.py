@@ -1,0 +1,109 @@
+"""``--symbolic`` from one symbolic walk (issue 22): the formulas, how they are checked, and
+the fallback to sampling where the walk does not carry a node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from onnxcost_testing import parse
+
+import onnxcost
+from onnxcost import zoo
+from onnxcost.prepare import prepare
+from onnxcost.symbolic import formulas
+from onnxcost.symbolic.onewalk import formula_of
+from onnxcost.symdim import SymDim
+
+
+def _terms(f: formulas.Formula | None) -> dict[tuple[int, ...], int]:
+    assert f is not None
+    return dict(f.terms)
+
+
+# --- SymDim -> Formula --------------------------------------------------------------------------
+
+
+def test_a_polynomial_becomes_a_formula() -> None:
+    b, s = SymDim.of("batch"), SymDim.of("seq")
+    f = formula_of(5 + 3 * b * s + 2 * b * s * s, ("batch", "seq"))
+    assert f is not None
+    # 5 + 3*b*s + 2*b*s^2 at b = 2, s = 7: 5 + 42 + 196 = 243
+    assert f(batch=2, seq=7) == 243
+    assert f.python() == "5 + 3*batch*seq + 2*batch*seq**2"
+    assert formula_of(12, ("batch",)) == formulas.Formula(("batch",), (((0,), 12),))
+    assert formula_of(0, ("batch",)) == formulas.Formula(("batch",), ())
+
+
+def test_a_floor_or_another_symbol_is_no_formula() -> None:
+    h = SymDim.of("h")
+    assert formula_of((h + 1) // 2, ("h",)) is None  # floor((h + 1) / 2): not a polynomial
+    assert formula_of(h, ("batch",)) is None  # h is not one of the symbols
+
+
+# --- the walk's route ------------------------------------------------------------------------------
+
+
+def _small_gpt2(tmp_path: Path, **more: str) -> Path:
+    params = {"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "max_positions": 64}
+    return zoo.save("gpt2", tmp_path / "gpt2_small.onnx", weights=False, params={**params, **more})
+
+
+def test_gpt2_formulas_come_from_one_walk(tmp_path: Path) -> None:
+    a = onnxcost.analyze(_small_gpt2(tmp_path), symbolic=True)
+    assert a.symbolic is not None
+    # Per token and layer, width d = 64: c_attn d*3d = 12,288, attn c_proj d*d = 4,096, c_fc
+    # d*4d = 16,384, mlp c_proj 4d*d = 16,384: 49,152; 2 layers 98,304; the tied LM head d*100
+    # = 6,400: 104,704 per token. Attention per layer and token and position attended: QK^T
+    # and AV, 2*64 = 128; 2 layers 256, over seq positions for batch*seq tokens.
+    assert _terms(a.formulas["macs"]) == {(1, 1): 104_704, (1, 2): 256}
+    # One whole analysis (the reported one, every symbol at 1: the formulas are checked there
+    # node for node) and one of the reduced model, at the random point; the points at 0 are
+    # walks of the reduced model (seq's 0 breaks the model's Reshapes, so seq >= 1).
+    assert (a.symbolic.analyses, a.symbolic.reduced_analyses) == (1, 1)
+    assert a.symbolic.zero_allowed == {"batch": True, "seq": False}
+    # The 2 layers are one: each class has a node of layer 0 and its twin in layer 1
+    assert a.symbolic.reduced_nodes < len(a.nodes) * 0.6
+
+
+@pytest.mark.parametrize("point", [{"batch": 3, "seq": 5}, {"batch": 7, "seq": 2}])
+def test_walked_formulas_equal_the_concrete_analysis(tmp_path: Path, point: dict[str, int]) -> None:
+    path = _small_gpt2(tmp_path, kv_cache="true")
+    a = onnxcost.analyze(path, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1
+    point = {**point, "past_seq": 4}
+    want = onnxcost.analyze(path, dims=point)
+    got = a.at(**point)
+    for key in ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes"):
+        assert getattr(got, key) == getattr(want.totals, key), key
+    for k, node in enumerate(want.nodes):
+        for key, f in a.symbolic.nodes[k].items():
+            assert f is not None, (node.name, key)
+            assert f.evaluate(point) == getattr(node, key), (node.name, key)
+
+
+def test_an_uncarried_node_falls_back_to_sampling() -> None:
+    # com.microsoft's Gelu has no symbolic shape rule (no contrib op has): the sampler finds
+    # the formulas. Relu on [batch, 8] writes 32*batch bytes, Gelu the same: 64*batch.
+    text = """
+    <ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
+    g (float[batch,8] x) => (float[batch,8] y) {
+      r = Relu (x)
+      y = com.microsoft.Gelu (r)
+    }"""
+    a = onnxcost.analyze(parse(text), symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses > 1  # sampled: the whole model ran at more than one point
+    assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
+
+
+def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:
+    prepared = prepare(_small_gpt2(tmp_path))
+    base = onnxcost.analyze(prepared, dims={"batch": 1, "seq": 1})
+    walked = formulas.symbolic_costs(prepared, base)
+    sampled = formulas.symbolic_costs(prepared, base, walk=False)
+    assert walked.analyses == 1
+    assert sampled.analyses > 1
+    assert walked.totals == sampled.totals
+    assert walked.nodes == sampled.nodes

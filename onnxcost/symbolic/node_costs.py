@@ -45,13 +45,13 @@ from onnxcost.load.tensors import SUBGRAPH_OPS, normalize_domain, tensor_bytes
 from onnxcost.prepare import PreparedModel
 from onnxcost.shapes.folding import _attribute_key
 from onnxcost.symbolic.elem_types import output_elem_types
+from onnxcost.symbolic.inputs import input_shapes_of
 from onnxcost.symbolic.shapes import (
     Shape,
     SymbolicShapes,
     _carry,
     _maybe_value,
     _UncarriedError,
-    input_shapes_of,
 )
 from onnxcost.symdim import Dim, SymDim, as_dim
 

@@ -8,14 +8,13 @@ clamped with min where they are symbolic), Gather, Shape, Range (delta 1), Softm
 LayerNormalization, Split, Squeeze, Unsqueeze, ReduceMean/ReduceProd and Constant. A node
 that it cannot carry (another op, a broadcast of two unlike symbols, a value it does not
 know) is named in ``uncarried`` and its outputs have no shape: only what is downstream of
-it is lost. NB: not yet used by ``--symbolic`` (the sampler still finds the formulas); the
-costs over these shapes are the next slice.
+it is lost. The graph inputs' shapes, with ``--dim``, ``--input-shape`` and derived dims:
+``symbolic.inputs``. The costs over these shapes: ``symbolic.node_costs``; the formulas
+``--symbolic`` gives from them: ``symbolic.onewalk``.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import math
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,8 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from onnxcost.errors import OnnxcostError
-from onnxcost.shapes.overrides import stated_dims
-from onnxcost.symbolic.dims import _derived_names, _standalone
+from onnxcost.symbolic.inputs import input_shapes_of
 from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
 
 Shape = tuple[Dim, ...]
@@ -76,87 +74,6 @@ class SymbolicShapes:
             f"downstream of it come from sampling"
             for name, op, why in self.uncarried
         ]
-
-
-def _derived(
-    param: str, fixed: Mapping[str, int], standalone: Callable[[], set[str]]
-) -> Dim | None:
-    """A dim_param as a Dim: a symbol (or its value in ``fixed``), or a derived dim such as
-    optimum's ``past_sequence_length + sequence_length`` computed over the symbols it names
-    (``dims._derived_names``: integer arithmetic of names every one of which some input has as
-    a dim of its own); any other text is one symbol of that name, as ``model_symbols`` and a
-    concrete analysis read it. None for a floor-division by what is not an int >= 1."""
-    if param in fixed:
-        return fixed[param]
-    if param.isidentifier():
-        return SymDim.of(param)
-    names = _derived_names(param, standalone())
-    if names is None:
-        return SymDim.of(param)
-    try:
-        return as_dim(_arithmetic(ast.parse(param, mode="eval").body, fixed))
-    except _UncarriedError:
-        return None
-
-
-def _arithmetic(node: ast.expr, fixed: Mapping[str, int]) -> SymDim:
-    """The SymDim of a derived dim's parsed text (``_derived_names`` has checked its form)."""
-    if isinstance(node, ast.Name):
-        return SymDim.of(fixed.get(node.id, node.id))
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return SymDim.of(node.value)
-    assert isinstance(node, ast.BinOp)
-    a, b = _arithmetic(node.left, fixed), _arithmetic(node.right, fixed)
-    if isinstance(node.op, ast.Add):
-        return a + b
-    if isinstance(node.op, ast.Sub):
-        return a - b
-    if isinstance(node.op, ast.Mult):
-        return a * b
-    if b.is_constant and b.constant >= 1:
-        return a // b.constant
-    raise _UncarriedError(f"a derived dim divides by {b}")
-
-
-def input_shapes_of(
-    proto: onnx.ModelProto,
-    fixed: Mapping[str, int] | None = None,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-) -> dict[str, Shape]:
-    """The graph inputs' shapes (initializers left out): an ``input_shapes`` entry as given,
-    else the declared dims, each symbol at its ``fixed`` value where it has one (also the
-    values an ``input_shapes`` entry gives the symbols of its input: ``stated_dims``), and
-    derived dims computed over the symbols (``_derived``). An input whose declared shape has
-    no rank, or a dim that is not carried, is left out."""
-    input_shapes = dict(input_shapes or {})
-    fixed = stated_dims(proto.graph, input_shapes, dict(fixed or {}))
-    inits = {t.name for t in proto.graph.initializer}
-    # The inputs' dims that are names of their own: read once, where a derived dim needs them.
-    standalone = functools.cache(lambda: _standalone(proto))
-    out: dict[str, Shape] = {}
-    for vi in proto.graph.input:
-        if vi.name in inits:
-            continue
-        given = input_shapes.get(vi.name)
-        if given is not None:
-            out[vi.name] = tuple(int(d) for d in given)
-            continue
-        t = vi.type.tensor_type
-        if not t.HasField("shape"):
-            continue
-        dims: list[Dim] = []
-        for d in t.shape.dim:
-            found: Dim | None
-            if d.HasField("dim_value"):
-                found = d.dim_value
-            else:
-                found = _derived(d.dim_param, fixed, standalone) if d.dim_param else None
-            if found is None:
-                break
-            dims.append(found)
-        else:
-            out[vi.name] = tuple(dims)
-    return out
 
 
 def symbolic_shapes(

@@ -107,3 +107,19 @@ def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:
     assert sampled.analyses > 1
     assert walked.totals == sampled.totals
     assert walked.nodes == sampled.nodes
+
+
+def test_with_training_the_forward_formulas_come_from_the_walk(tmp_path: Path) -> None:
+    # The training totals are sampled (``_with_training``); the forward ones are the walk's
+    # and equal a concrete analysis with training at a point.
+    path = _small_gpt2(tmp_path)
+    a = onnxcost.analyze(path, symbolic=True, training=True)
+    assert a.symbolic is not None
+    assert a.symbolic.reduced_analyses == 1  # the walk's one check of the reduced model
+    point = {"batch": 3, "seq": 6}
+    want = onnxcost.analyze(path, dims=point, training=True).totals
+    got = a.at(**point)
+    for key in ("macs", "flops", "bytes_read", "bytes_written"):
+        assert getattr(got, key) == getattr(want, key), key
+    assert want.training is not None
+    assert got.backward_macs == want.training.backward_macs

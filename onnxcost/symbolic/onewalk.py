@@ -180,8 +180,8 @@ def one_walk_costs(
     from onnxcost.symbolic.node_costs import node_costs
 
     n = len(source.view.order)
-    if not symbols or len(base.nodes) != n or base.totals.training is not None:
-        return None  # If/Loop bodies add records; training formulas are sampled
+    if not symbols or len(base.nodes) != n:
+        return None  # If/Loop bodies add records
     fixed = {**_unset(source, input_shapes, dims), **dims}
     walked = node_costs(
         source,
@@ -189,6 +189,7 @@ def one_walk_costs(
         fixed=fixed,
         traffic=base.traffic,
         convention=convention,
+        count_params=False,  # the reported analysis has them, and they do not vary
     )
     if walked.reasons:
         return None
@@ -326,6 +327,7 @@ def _check_zero(
         fixed=fixed,
         traffic=base.traffic,
         convention=convention,
+        count_params=False,
     )
     if walked.reasons or len(walked.macs) != len(units):
         return False

@@ -15,7 +15,7 @@ import onnxcost
 from onnxcost.cli.app import app
 from onnxcost.errors import ShapeError
 from onnxcost.llm.cost import llm_report
-from onnxcost.symbolic import formulas
+from onnxcost.symbolic import formulas, onewalk
 
 runner = CliRunner()
 
@@ -42,6 +42,16 @@ def test_sixteen_symbols_are_one_walk() -> None:
     flops = a.formulas["flops"]
     assert flops is not None
     assert flops.python() == " + ".join(f"s{i}" for i in range(16))
+
+
+def test_thousands_of_symbols_are_refused_in_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 16 symbols x 16 classes past a bound of 200: the walk leaves them to the sampler, whose
+    # grid of 2**16 points is refused
+    monkeypatch.setattr(onewalk, "MAX_ZERO_WALK", 200)
+    start = time.perf_counter()
+    with pytest.raises(ShapeError, match=r"16 free symbols .* over the limit of 1,024"):
+        onnxcost.analyze(_relus(16), symbolic=True)
+    assert time.perf_counter() - start < 20
 
 
 def test_sixteen_symbols_are_refused_not_sampled(

@@ -6,23 +6,26 @@ read and bytes written come out as polynomials, and the nodes with the same op, 
 and symbolic inputs share one class. What this module adds is the proof and the totals:
 
 1. Checks. The polynomials hold where every symbol is at least 2 (a formula's test of a dim
-   against 1, a broadcast, is false for a symbol). Each node's formulas are checked against
-   a concrete analysis at every symbol = 1 (the analysis reported: free), at a random point
-   and, for each symbol, at 0 with the others at that point. Those two kinds of points run
-   on the model reduced to one node per class (``reduced.reduced_model``): a class's nodes
-   have the same inputs at every point, so they cost the same, and the reduced model costs a
-   class's first node once (88 of GPT-2 small's 2,030 nodes). Its wiring is checked once,
-   against the reported analysis, node for node.
-2. What the checks find. A formula that misses at 1 or at the random point has none (None),
-   as with sampling, and a warning names the node; a count that is negative at a 0 where the
-   analysis gives 0 (``n - 1`` adds at n = 0) is ``max(0, ...)``; a symbol whose 0 breaks
-   the model's shapes is reported, and the formulas hold from 1.
-3. Totals: the sum of the nodes' formulas, a class's times its size, with the ``max(0, ...)``
+   against 1, a broadcast, is false for a symbol); ``min``/``max`` with one answer over the
+   model's domain are decided first (``within``). They are checked
+   - at every symbol = 1 against the analysis reported (free): every node of a class must
+     cost the same there, and a formula that misses is None (a Squeeze that drops a dim of
+     1), with a warning naming the node;
+   - at a random point past 1 against a concrete analysis of the model reduced to one node
+     per class (``reduced.reduced_model``: a class's nodes have the same inputs at every
+     point, so they cost the same; 88 of the 32-layer llama's 5,778 nodes). A miss there
+     means the walk and ONNX's inference disagree: the sampler decides;
+   - at each symbol = 0 by a walk of the reduced model with that symbol at 0, polynomials in
+     the other symbols (``_check_zero``): the formula there, or ``max(0, formula)`` where a
+     count stops at 0 (``n - 1`` adds at n = 0); a symbol whose 0 breaks the model's shapes
+     is reported, and the formulas hold from 1.
+2. Totals: the sum of the nodes' formulas, a class's times its size, with the ``max(0, ...)``
    ones as parts; params and param bytes do not depend on the symbols.
 
 A node the walk cannot carry (``NodeCosts.reasons``: an op without a symbolic shape rule, a
-formula that needs a concrete dim, a floor in a cost) leaves its formulas to the sampler
-(``search.py``): ``one_walk_costs`` returns None, and the caller samples.
+contrib op, a formula that needs a concrete dim) leaves the formulas to the sampler
+(``search.py``): ``one_walk_costs`` returns None, and the caller samples. A cost that stays
+a floor, min or max of the symbols has no formula (``Formula`` holds polynomials).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ if TYPE_CHECKING:
     from onnxcost.analysis.result import Analysis
     from onnxcost.prepare import PreparedModel
 
+MAX_ZERO_WALK = 200_000
+"""The most classes walked at the symbols' 0s (symbols x classes, about 45 µs each): 9 s.
+Past it (a hostile model with thousands of symbols) the formulas are left to the sampler,
+which refuses more than 10 symbols of degree 1 in about a second."""
 _SUMMED = TOTAL_KEYS[: len(NODE_KEYS)]
 """The totals that are sums of the node costs of the same name (macs .. bytes_written)."""
 
@@ -211,14 +218,20 @@ def one_walk_costs(
                     classes[unit].misses[q] = "piecewise: a floor, min or max of the symbols"
         classes[unit].size += 1
     units = [classes[u] for u in range(len(classes))]
+    if len(symbols) * len(units) > MAX_ZERO_WALK:
+        return None  # the sampler's bound on its grid refuses such a model in one line
     totals = base.totals
     reduced = reduced_model(source, of_node, (totals.params, totals.param_bytes))
     if reduced is None:
         return None
     ones = dict.fromkeys(symbols, 1)
     at_ones = ", ".join(f"{s}=1" for s in symbols)
-    for k, unit in enumerate(of_node):  # the whole model at 1: every node, not its class
-        for q, want in enumerate(_costs(base.nodes[k])):
+    at_one: dict[int, tuple[int, int, int, int]] = {}
+    for k, unit in enumerate(of_node):  # the whole model at 1: every node of a class alike
+        if at_one.setdefault(unit, _costs(base.nodes[k])) != _costs(base.nodes[k]):
+            return None  # nodes of one class that cost differently: the walk is wrong there
+    for unit, costs in at_one.items():
+        for q, want in enumerate(costs):
             units[unit].check(q, ones, want, f" at {at_ones}")
     check = _check_point(random.Random(seed), symbols, limit)
     if check is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import NamedTuple
 
 import onnx
@@ -156,6 +157,13 @@ class _Costed(NamedTuple):
     """Bytes written of each output (0 where omitted or unknown)."""
     plain: NodeTraffic
     """The traffic of a node of this kind that reads no weight and touches no KV cache."""
+    domain: str
+    """The op's domain, normalized ('' for the default)."""
+    opset: int
+    spec: OpSpec | None
+    """The op's formulas (None: an op with none)."""
+    flagged: bool
+    """Whether its status is one the warnings count (unsupported, unknown_shape, error)."""
 
 
 def _types_of(
@@ -172,44 +180,43 @@ def _cost_node(
     counted: bool,
     kind: int = -1,
 ) -> tuple[NodeRecord, Cost]:
-    proto, name, op_type, node_domain = node.proto, node.name, node.op_type, node.domain
-    in_names, out_names = node.inputs, node.outputs
-    domain, opset, spec = _spec_of(w, node_domain, op_type)
-    params = 0
-    types = w.shapes.types
-    folded = False
-    if in_names or op_type == "Constant":
-        folded = w.weights.see(op_type, in_names, out_names, spec, types, domain == "")
-        if not folded:
-
-            def context() -> OpContext:
-                """The node's OpContext: an op with a packed weight needs it for its count."""
-                return OpContext(
-                    proto, opset, _types_of(types, in_names), _types_of(types, out_names)
-                )
-
-            packed = spec is not None and spec.param_elements
-            params = w.weights.count(in_names, spec, types, context if packed else None)
-        elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
-            outs = [o if o in w.graph_outputs else "" for o in out_names]
-            params = w.weights.count(outs, None, types, None, generated=False)
+    op_type, in_names, out_names = node.op_type, node.inputs, node.outputs
     # The per-kind memo: a decoder repeats a few node kinds (same op, attributes and tensor
     # types) thousands of times, so the formula and byte sizes are computed once per kind
     # (without it, one analysis of the 8B-shaped llama built-in runs ~26% more instructions).
     costed = w.costed.get(kind) if kind >= 0 else None
-    if costed is None:
+    if costed is not None:
+        domain, opset, spec = costed.domain, costed.opset, costed.spec
+    else:
+        domain, opset, spec = _spec_of(w, node.domain, op_type)
+    weights = w.weights
+    params = 0
+    folded = False
+    if in_names or op_type == "Constant":
+        types = w.shapes.types
+        folded = weights.see(op_type, in_names, out_names, spec, types, domain == "")
+        if not folded:
+            context = None
+            if spec is not None and spec.param_elements:  # a packed weight: counted by its op
+                context = partial(
+                    OpContext,
+                    node.proto,
+                    opset,
+                    _types_of(types, in_names),
+                    _types_of(types, out_names),
+                )
+            params = weights.count(in_names, spec, types, context)
+        elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
+            outs = [o if o in w.graph_outputs else "" for o in out_names]
+            params = weights.count(outs, None, types, None, generated=False)
+    if costed is None:  # weights first: a control-flow node's bodies count theirs after
         costed = _costs(w, node, domain, opset, spec, scope, multiplier, counted)
         if kind >= 0:
             w.costed[kind] = costed
     status, cost, note = costed.status, costed.cost, costed.note
-    if status == "unsupported":
-        w.unsupported[_op_label(domain, op_type)] += 1
-    elif status == "unknown_shape":
-        w.unknown += 1
-        note = _why_unknown(w.shapes.types, domain, op_type, in_names, out_names, note)
-    elif status == "error":
-        w.errors.append(f"{name} ({_op_label(domain, op_type)}): {note}")
-    if folded or w.kv or not w.weights.constant.isdisjoint(in_names):
+    if costed.flagged:
+        note = _flag(w, node, costed)
+    if folded or w.kv or not weights.constant.isdisjoint(in_names):
         moved = node_traffic(
             op_type,
             domain == "",
@@ -219,39 +226,25 @@ def _cost_node(
             costed.writes,
             folded,
             w.traffic == "runtime",
-            w.weights.constant,
+            weights.constant,
             w.kv,
         )
     else:  # the usual node: activations in, activations out
         moved = costed.plain
-    return _node_record(node, domain, costed, params, scope, note, moved), cost
-
-
-def _node_record(
-    node: _Node,
-    domain: str,
-    costed: _Costed,
-    params: int,
-    scope: str,
-    note: str,
-    moved: NodeTraffic,
-) -> NodeRecord:
-    """The record of ``node``, of a kind that costs ``costed``, bringing in ``params`` and
-    moving ``moved``."""
-    return NodeRecord(
+    record = NodeRecord(
         node.name,
-        node.op_type,
+        op_type,
         domain,
-        costed.status,
-        costed.cost.macs,
+        status,
+        cost.macs,
         costed.flops,
         params,
         moved[0],
         moved[1],
         costed.input_shapes,
         costed.output_shapes,
-        node.inputs,
-        node.outputs,
+        in_names,
+        out_names,
         scope,
         note,
         None,  # backward_macs and backward_flops: set by the training pass, if any
@@ -260,6 +253,21 @@ def _node_record(
         moved[3],
         moved[4],
     )
+    return record, cost
+
+
+def _flag(w: _Walk, node: _Node, costed: _Costed) -> str:
+    """Count a node whose status is unsupported, unknown_shape or error where the walk's
+    warnings will name it; returns its record's note."""
+    domain, op_type, note = costed.domain, node.op_type, costed.note
+    if costed.status == "unsupported":
+        w.unsupported[_op_label(domain, op_type)] += 1
+    elif costed.status == "unknown_shape":
+        w.unknown += 1
+        note = _why_unknown(w.shapes.types, domain, op_type, node.inputs, node.outputs, note)
+    elif costed.status == "error":
+        w.errors.append(f"{node.name} ({_op_label(domain, op_type)}): {note}")
+    return note
 
 
 def _op_label(domain: str, op_type: str) -> str:
@@ -377,6 +385,10 @@ def _costs(
         reads,
         writes,
         (sum(reads), sum(writes), 0, 0, 0),
+        domain,
+        opset,
+        spec,
+        status not in ("ok", "zero"),
     )
 
 
@@ -426,17 +438,22 @@ def _record(
     w: _Walk, node: _Node, scope: str, multiplier: int, counted: bool, kind: int = -1
 ) -> tuple[NodeRecord, Cost]:
     """Cost ``node`` and append its record, ahead of the records of any body it walks."""
-    slot = len(w.records)
-    w.records.append(None)
-    w.counted.append(False)
     if not w.lean:
         w.labels.append(_label(w, node, kind))
         if node.op_type in DEQUANTIZE and node.inputs and node.outputs and node.inputs[0]:
             w.dequantized_from[node.outputs[0]] = node.inputs[0]
+    if node.op_type not in SUBGRAPH_OPS:
+        rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
+        w.records.append(rec)
+        w.counted.append(counted)
+        return rec, cost
+    slot = len(w.records)  # its bodies' records follow its own
+    w.records.append(None)
+    w.counted.append(False)
     rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
-    w.counted[slot] = counted and not (rec.op_type in SUBGRAPH_OPS and rec.domain == "")
+    w.counted[slot] = counted and rec.domain != ""
     return rec, cost
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import onnx
 
 from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
+from onnxcost.analysis.collector import collector_paused
 from onnxcost.analysis.control_flow import control_flow_cost
 from onnxcost.analysis.liveness import peak_activation
 from onnxcost.analysis.records import (
@@ -522,7 +523,26 @@ def _analyze(
     traffic: Traffic = "runtime",
 ) -> Analysis:
     """``analyze``; with ``lean`` (``costs_at``), only the totals and the node records: no
-    model checks, warnings, peak memory, inputs, outputs or summaries."""
+    model checks, warnings, peak memory, inputs, outputs or summaries. Run with the cyclic
+    collector paused (``analysis.collector``)."""
+    with collector_paused():
+        return _analysis(
+            model, input_shapes, dims, convention, registry, allow_reshape, lean, training, traffic
+        )
+
+
+def _analysis(
+    model: ModelSource | PreparedModel,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    dims: Mapping[str, int] | None,
+    convention: Convention,
+    registry: Registry,
+    allow_reshape: bool,
+    lean: bool,
+    training: TrainingOptions | None,
+    traffic: Traffic,
+) -> Analysis:
+    """``_analyze``'s work."""
     given = model if isinstance(model, PreparedModel) else None
     prepared = prepare(model)
     # Shape inference writes into the model it is given: a prepared model the caller holds

@@ -43,8 +43,8 @@ from onnxcost.shapes.folding import (
 )
 from onnxcost.shapes.overrides import (
     _apply_overrides,
+    _declarations,
     _declared,
-    _declared_in,
     _use_declared,
     shape_of,
 )
@@ -408,7 +408,7 @@ class _Seen:
 def _per_node(
     model: onnx.ModelProto,
     view: GraphView,
-    declared: Mapping[str, tuple[int, Shape | None]],
+    declared: Mapping[str, onnx.ValueInfoProto],
     symbols: Mapping[str, int],
     failures: list[_NodeFailure],
 ) -> tuple[dict[str, TensorInfo], KnownValues, list[int]]:
@@ -488,7 +488,7 @@ def _per_node(
                 if o in declared:
                     info = types.get(o)
                     if info is None or not info.is_concrete:
-                        _use_declared(types, {o: declared[o]}, symbols)
+                        _use_declared(types, {o: shape_of(declared[o].type)}, symbols)
                         kind = -1
         kinds.append(kind)
     for vi in graph.output:
@@ -597,8 +597,7 @@ def _infer_all(
     failures: list[_NodeFailure] = []
     symbols = _apply_overrides(model.graph, input_shapes, dims, warnings, allow_reshape)
     if view is not None and not view.outer_reads and not model.functions:
-        declared = _declared_in(model.graph)
-        types, values, kinds = _per_node(model, view, declared, symbols, failures)
+        types, values, kinds = _per_node(model, view, _declarations(model.graph), symbols, failures)
         checked = [k for k, op_type in enumerate(view.op_types) if op_type in _STATIC_CHECKED]
         nodes = (
             (view.order[k], view.op_types[k], view.domains[k], view.inputs[k]) for k in checked

@@ -186,7 +186,14 @@ def _declared(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
 
 def _declared_in(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
     """What ``_declared`` gives for one graph, its subgraphs left out."""
-    return {vi.name: shape_of(vi.type) for vi in (*graph.value_info, *graph.output)}
+    return {name: shape_of(vi.type) for name, vi in _declarations(graph).items()}
+
+
+def _declarations(graph: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
+    """The tensors one graph declares (value_info, outputs: an output's declaration wins),
+    by name, their shapes not read: a model may declare every tensor, and a walk that
+    infers them needs the declared shape of few (``_declared_in`` reads them all)."""
+    return {vi.name: vi for vi in (*graph.value_info, *graph.output)}
 
 
 def _use_declared(

@@ -23,7 +23,6 @@ from pathlib import Path
 import onnx
 from onnx import helper
 
-from onnxcost import zoo
 from onnxcost.errors import UsageError
 from onnxcost.load.graph import GraphView, build, inline_functions
 from onnxcost.load.model import (
@@ -89,6 +88,8 @@ def build_builtin(
     """
     if os.sep in name or name.endswith(".onnx"):
         return None
+    from onnxcost import zoo  # and numpy.random: only for a name that is no file
+
     if name not in zoo.MODELS:
         return None
     proto = zoo.build(name, weights=weights, params=params)

@@ -96,6 +96,9 @@ def test_an_uncarried_node_falls_back_to_sampling() -> None:
     assert a.symbolic is not None
     assert a.symbolic.analyses > 1  # sampled: the whole model ran at more than one point
     assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
+    said = [w for w in a.warnings if w.startswith("the formulas were sampled")]
+    assert len(said) == 1, a.warnings
+    assert "does not carry node 'Gelu_1' (Gelu: its shape is not carried" in said[0]
 
 
 def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:
@@ -123,3 +126,26 @@ def test_with_training_the_forward_formulas_come_from_the_walk(tmp_path: Path) -
         assert getattr(got, key) == getattr(want, key), key
     assert want.training is not None
     assert got.backward_macs == want.training.backward_macs
+
+
+def test_a_walk_that_disagrees_with_the_analysis_is_sampled_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A walk whose MACs are one off everywhere (as a wrong shape rule would make them) is
+    # found out at the random point: the formulas are the sampler's, and a warning says why.
+    from onnxcost.symbolic import node_costs as module
+
+    walk = module.node_costs
+
+    def one_off(*args: object, **kwargs: object) -> module.NodeCosts:
+        found = walk(*args, **kwargs)  # type: ignore[arg-type]
+        found.macs = [None if m is None else m + 1 for m in found.macs]  # type: ignore[operator]
+        return found
+
+    monkeypatch.setattr(module, "node_costs", one_off)
+    path = _small_gpt2(tmp_path)
+    a = onnxcost.analyze(path, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses > 1
+    assert _terms(a.formulas["macs"]) == {(1, 1): 104_704, (1, 2): 256}  # as by hand above
+    assert any("is not a concrete analysis's at" in w for w in a.warnings), a.warnings

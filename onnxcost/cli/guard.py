@@ -44,7 +44,8 @@ def run_guarded(debug: bool, fn: Callable[[], T]) -> T:
     debug = debug or os.environ.get("ONNXCOST_DEBUG", "") not in ("", "0")
     # A command's objects (records, shapes, one or a few per node) live until it ends and form
     # no cycles: the cyclic collector would only re-walk them, about a sixth of a 10,000-node
-    # analysis. The command, not the library, pauses it for its own process.
+    # analysis. The command pauses it for its whole process (an analysis also pauses it for
+    # its own span, analysis.collector, and gives the caller's setting back).
     gc.disable()
     try:
         return fn()

@@ -136,6 +136,7 @@ def symbolic_costs(
     run, the search is made again on the whole model alone. ``walk``: first try the one
     symbolic walk (``onewalk.py``), which needs no sampling where it carries every node."""
     source = _light(prepare(model))
+    walked: SymbolicCosts | str | None = None
     if walk:
         symbols = model_symbols(source.proto, input_shapes or {}, dims or {})
         walked = one_walk_costs(
@@ -148,7 +149,7 @@ def symbolic_costs(
             allow_reshape=allow_reshape,
             seed=seed,
         )
-        if walked is not None:
+        if isinstance(walked, SymbolicCosts):
             return walked
     options = (
         dict(input_shapes or {}),
@@ -160,9 +161,13 @@ def symbolic_costs(
         allow_reshape,
     )
     try:
-        return _search(source, base, *options, reduce=reduce)
+        found = _search(source, base, *options, reduce=reduce)
     except _ReducedMissError:
-        return _search(source, base, *options, reduce=False)
+        found = _search(source, base, *options, reduce=False)
+    if walk and isinstance(walked, str):
+        why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
+        found = replace(found, warnings=(*found.warnings, why))
+    return found
 
 
 __all__ = [

@@ -179,10 +179,12 @@ def one_walk_costs(
     convention: Convention,
     allow_reshape: bool,
     seed: int = 0,
-) -> SymbolicCosts | None:
+) -> SymbolicCosts | str | None:
     """The formulas of ``base`` (the analysis with every symbol at 1) from one symbolic walk,
-    checked as the module docstring says; None where the walk does not carry every node (or
-    the reduced model cannot be built or misses the reported analysis): sample instead."""
+    checked as the module docstring says. Where the formulas are to be sampled instead: why,
+    for a warning (a node the walk does not carry; the walk disagreeing with a concrete
+    analysis, a bug), or None where there is nothing to say (no symbols, If/Loop bodies, too
+    few positions for a check point, a reduced model that cannot be built)."""
     from onnxcost.analysis.walk import costs_at
     from onnxcost.symbolic.node_costs import node_costs
 
@@ -199,7 +201,7 @@ def one_walk_costs(
         count_params=False,  # the reported analysis has them, and they do not vary
     )
     if walked.reasons:
-        return None
+        return _not_carried(walked.reasons, base)
     limit = find_limit(source.proto, input_shapes, dims, symbols)
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
     classes: dict[int, _Class] = {}
@@ -229,7 +231,10 @@ def one_walk_costs(
     at_one: dict[int, tuple[int, int, int, int]] = {}
     for k, unit in enumerate(of_node):  # the whole model at 1: every node of a class alike
         if at_one.setdefault(unit, _costs(base.nodes[k])) != _costs(base.nodes[k]):
-            return None  # nodes of one class that cost differently: the walk is wrong there
+            return (
+                f"node {base.nodes[k].name!r} costs otherwise than the walk's class of alike "
+                f"nodes at {at_ones} (please report it)"
+            )
     for unit, costs in at_one.items():
         for q, want in enumerate(costs):
             units[unit].check(q, ones, want, f" at {at_ones}")
@@ -248,12 +253,16 @@ def one_walk_costs(
         )
     except OnnxcostError:
         return None  # the sampler names the node that breaks there
-    if len(checked.nodes) != len(units) or any(
-        unit.dims[q] is not None and unit.value(q, check) != want
-        for unit, record in zip(units, checked.nodes, strict=True)
-        for q, want in enumerate(_costs(record))
-    ):
-        return None  # the walk and ONNX's inference disagree: the sampler decides
+    if len(checked.nodes) != len(units):
+        return None
+    for alike, record in zip(units, checked.nodes, strict=True):
+        for q, want in enumerate(_costs(record)):
+            if alike.dims[q] is not None and alike.value(q, check) != want:
+                at = ", ".join(f"{s}={v}" for s, v in check.items())
+                return (
+                    f"the walk's {NODE_KEYS[q]} of node {record.name!r} ({record.op_type}) is "
+                    f"not a concrete analysis's at {at} (please report it)"
+                )
     zero_allowed: dict[str, bool] = {}
     warnings: list[str] = []
     for sym in symbols:
@@ -291,6 +300,17 @@ def one_walk_costs(
         reduced_nodes=len(units),
         limit=limit,
     )
+
+
+def _not_carried(reasons: Mapping[int, str], base: Analysis) -> str:
+    """Why the walk leaves the formulas to the sampler: the first nodes it does not carry
+    (their inputs' producers, not what follows them)."""
+    starts = [
+        (k, why) for k, why in sorted(reasons.items()) if "has no carried shape" not in why
+    ] or sorted(reasons.items())
+    named = [f"{base.nodes[k].name!r} ({base.nodes[k].op_type}: {why})" for k, why in starts]
+    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+    return f"the symbolic walk does not carry node {', '.join(named[:3])}{more}"
 
 
 def _check_point(

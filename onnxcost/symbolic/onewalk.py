@@ -299,6 +299,7 @@ def one_walk_costs(
         reduced_analyses=1,
         reduced_nodes=len(units),
         limit=limit,
+        shapes=walked.shapes.shapes if walked.shapes is not None else None,
     )
 
 

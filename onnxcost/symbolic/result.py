@@ -5,12 +5,13 @@ node) and ``FormulaTotals`` (the totals at a point); the keys that get formulas.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from onnxcost.analysis.records import Layout, to_jsonable
 from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.poly import Formula
+from onnxcost.symdim import Dim
 
 TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
 """The totals that get formulas."""
@@ -58,6 +59,11 @@ class SymbolicCosts:
     limit: PositionLimit | None = None
     """The model's positions, which the check points stayed within (its warning is in
     ``warnings``); None where the model has no position table."""
+    shapes: Mapping[str, tuple[Dim, ...]] | None = field(default=None, repr=False, compare=False)
+    """Every tensor's shape from the one walk (tensor name -> dims in ``symbols`` and the
+    dims fixed; a dim may hold a min, max or floor of them), for ``predict --sweep``; None
+    where the formulas were sampled. Not checked against a concrete analysis here: a reader
+    checks what it uses."""
 
     def at(self, **values: int) -> FormulaTotals:
         """The totals at a point: every symbol bound to an integer >= 0."""

@@ -351,14 +351,26 @@ def predict_nodes(
     cold = device.cache_bytes > 0 and weight_bytes > device.cache_bytes // 2
     streamed = cold or (device.core_cache_bytes > 0 and weight_bytes > device.core_cache_bytes)
     out = []
+    seen: dict[tuple[str, int, int, int], NodeTime] = {}
+    """(class, FLOPs, bytes, params) -> a node's time: all node_time reads of a node (a
+    decoder's layers repeat a few of them)."""
     for i, n in enumerate(nodes):
         if n.op_type in ("If", "Loop", "Scan") and n.domain in ("", "ai.onnx"):
             continue
-        out.append(
-            free_time(n, free[i])
-            if i in free
-            else node_time(n, device, weights_cold=cold, weights_streamed=streamed)
-        )
+        if i in free:
+            out.append(free_time(n, free[i]))
+            continue
+        cls = op_class(n)
+        key = (cls, n.flops, n.bytes_total, n.params)
+        t = seen.get(key)
+        if t is None:
+            t = seen[key] = node_time(n, device, cls, weights_cold=cold, weights_streamed=streamed)
+        elif t.name != n.name or t.op_type != n.op_type:
+            t = NodeTime(
+                n.name, n.op_type, cls, t.flops, t.bytes, t.compute_us, t.memory_us,
+                t.overhead_us, t.bound, t.note, t.weights_us,
+            )  # fmt: skip
+        out.append(t)
     return tuple(out)
 
 

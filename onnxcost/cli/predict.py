@@ -26,7 +26,9 @@ from onnxcost.cli.options import (
 from onnxcost.cli.render import Format, Views, render
 
 if TYPE_CHECKING:
-    from onnxcost.predict.result import Prediction
+    from pathlib import Path
+
+    from onnxcost.predict.result import Prediction, PredictSweep
 
 
 def predict_cmd(
@@ -55,6 +57,19 @@ def predict_cmd(
         int | None,
         typer.Option(help="Nodes listed, most predicted time first (0: all; default 20).", min=0),
     ] = None,
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sweep",
+            metavar="SYMBOL=N1,N2,...",
+            help="Predict at every point of a grid of symbol values (repeatable: the grid of "
+            "them), e.g. --sweep batch=1,8,32 --sweep seq=128,512, from one symbolic analysis "
+            "(docs/predict.md); the other symbols as --dim sets them. A table of latency, "
+            "throughput and top bound per point; -f json: the first point's prediction "
+            "and a sweep list, one entry per point.",
+            show_default=False,
+        ),
+    ] = None,
     force: ForceOpt = False,
     wide: WideOpt = False,
     debug: DebugOpt = False,
@@ -66,6 +81,9 @@ def predict_cmd(
 
         out = checked_output(output, [model], force)
         shapes, dims = parse_shape_flags(input_shape, dim)
+        if sweep is not None:
+            _sweep(model, device, sweep, shapes, dims, provider, allow_reshape, format, out)
+            return
         result = predict(
             model,
             device,
@@ -77,6 +95,47 @@ def predict_cmd(
         render(_views(result, top), Format(format), out, wide=wide)
 
     run_guarded(debug, go)
+
+
+def _sweep(
+    model: str,
+    device: str,
+    sweep: list[str],
+    shapes: dict[str, tuple[int, ...]],
+    dims: dict[str, int],
+    provider: str | None,
+    allow_reshape: bool,
+    format: str,
+    out: "Path | None",
+) -> None:
+    """``--sweep``: the prediction at every point, one row each."""
+    from onnxcost.errors import UsageError
+    from onnxcost.predict.sweep import parse_sweep, predict_sweep
+
+    grid = parse_sweep(sweep)
+    if format == "html":
+        raise UsageError("--sweep writes table, json or markdown; drop -f html")
+    result = predict_sweep(
+        model,
+        device,
+        grid,
+        input_shapes=shapes,
+        dims=dims,
+        provider=provider,
+        allow_reshape=allow_reshape,
+    )
+    render(_sweep_views(result), Format(format), out)
+
+
+def _sweep_views(result: "PredictSweep") -> Views:
+    from onnxcost.analysis.records import to_json
+    from onnxcost.report.predict import render_sweep, sweep_markdown
+
+    return Views(
+        table=lambda c: render_sweep(result, c),
+        json=lambda: to_json(result.to_dict()),
+        markdown=lambda: sweep_markdown(result),
+    )
 
 
 def _views(result: "Prediction", top: int | None) -> Views:

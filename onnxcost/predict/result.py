@@ -7,7 +7,7 @@ JSON schema ``onnxcost.predict/1`` (``Prediction.JSON_LAYOUT``, serialized by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from onnxcost.analysis.records import Const, Group, Layout, to_jsonable
 from onnxcost.predict.device import Device
@@ -143,4 +143,60 @@ class Prediction:
         return to_jsonable(self)  # type: ignore[no-any-return]
 
 
-__all__ = ["SCHEMA", "OpTypeTime", "Prediction"]
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """The prediction at one point of ``predict --sweep``."""
+
+    values: dict[str, int]
+    """The swept symbols' values here."""
+    prediction: Prediction
+    source: Literal["formulas", "analysis"]
+    """``formulas``: from the symbolic analysis' formulas and shapes; ``analysis``: from a
+    concrete analysis at this point (``why``)."""
+    why: str = ""
+
+    @property
+    def top_bound(self) -> str:
+        """The bound with the most predicted time (compute, memory or overhead; ties in
+        that order)."""
+        times = {b: self.prediction.bound_us(b) for b in ("compute", "memory", "overhead")}
+        return max(times, key=lambda b: times[b])
+
+    @property
+    def top_bound_share(self) -> float:
+        """Its predicted time / the nodes' (0 where the nodes take none)."""
+        total = self.prediction.nodes_us
+        return self.prediction.bound_us(self.top_bound) / total if total > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.prediction
+        return {
+            "point": dict(self.values),
+            "batch": p.batch,
+            "latency_ms": p.latency_ms,
+            "throughput_per_s": p.throughput_per_s,
+            "bound": self.top_bound,
+            "bound_share": self.top_bound_share,
+            "source": self.source,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PredictSweep:
+    """``predict --sweep``'s result: the prediction at every point of a grid."""
+
+    symbols: tuple[str, ...]
+    """The swept symbols, in the grid's order (the last varies fastest)."""
+    points: tuple[SweepPoint, ...]
+    why: str = ""
+    """Why every point came from a concrete analysis ('' where the formulas served)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``onnxcost.predict/1`` of the first point, with ``sweep``: one entry per point."""
+        out = self.points[0].prediction.to_dict()
+        out["sweep"] = [pt.to_json() for pt in self.points]
+        return out
+
+
+__all__ = ["SCHEMA", "OpTypeTime", "PredictSweep", "Prediction", "SweepPoint"]

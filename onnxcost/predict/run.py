@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import onnx
 
+from onnxcost.analysis.records import NodeRecord
 from onnxcost.analysis.result import Analysis
 from onnxcost.api import analyze
 from onnxcost.load.model import ModelSource
@@ -55,27 +56,42 @@ def predict_analysis(
 ) -> Prediction:
     """The prediction for a model already analysed (its shapes as the analysis set them).
     ``static_shapes``: the model file fixes every input dim (``static_inputs``)."""
-    graph_inputs = [t.name for t in analysis.inputs]
-    nodes = predict_nodes(
+    return predict_records(
         analysis.counted_nodes,
-        graph_inputs,
+        [t.name for t in analysis.inputs],
         device,
+        batch=_batch(analysis),
+        inputs=len(analysis.inputs),
+        outputs=len(analysis.outputs),
         static_shapes=static_shapes,
         weight_bytes=analysis.totals.param_bytes,
+        warnings=analysis.warnings,
+        model=model or analysis.model.path,
     )
-    warnings = list(analysis.warnings)
+
+
+def predict_records(
+    nodes: Sequence[NodeRecord],
+    graph_inputs: Sequence[str],
+    device: Device,
+    *,
+    batch: int,
+    inputs: int,
+    outputs: int,
+    static_shapes: bool,
+    weight_bytes: int,
+    warnings: Sequence[str],
+    model: str | None,
+) -> Prediction:
+    """The prediction from the records of the nodes counted (an analysis' ``counted_nodes``,
+    or ``sweep``'s at a point), the model's weight bytes and its inputs and outputs."""
+    times = predict_nodes(
+        nodes, graph_inputs, device, static_shapes=static_shapes, weight_bytes=weight_bytes
+    )
+    said = list(warnings)
     if device.roofline_bound:
-        warnings.append(f"{device.name}: {device.note}")
-    return Prediction(
-        model or analysis.model.path,
-        device,
-        _batch(analysis),
-        len(analysis.inputs),
-        len(analysis.outputs),
-        nodes,
-        _by_op_type(nodes),
-        tuple(warnings),
-    )
+        said.append(f"{device.name}: {device.note}")
+    return Prediction(model, device, batch, inputs, outputs, times, _by_op_type(times), tuple(said))
 
 
 def predict(
@@ -97,4 +113,4 @@ def predict(
     return predict_analysis(analysis, dev, static_shapes=static, model=name)
 
 
-__all__ = ["predict", "predict_analysis"]
+__all__ = ["predict", "predict_analysis", "predict_records"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from onnxcost import units
 from onnxcost.predict.estimate import NodeTime
 from onnxcost.predict.llm import LlmPrediction
-from onnxcost.predict.result import Prediction
+from onnxcost.predict.result import Prediction, PredictSweep
 from onnxcost.predict.versus import Versus
 from onnxcost.report.safe_text import hanging, md, plain
 from onnxcost.report.tables import Column, Table, by_header
@@ -250,12 +250,105 @@ def llm_rows(p: LlmPrediction) -> list[tuple[str, str]]:
     return rows
 
 
+SWEEP_HEADERS = ("latency ms", "throughput /s", "bound", "bound share", "from")
+
+
+def sweep_summary(s: PredictSweep) -> list[tuple[str, str]]:
+    """Model, device and where the points came from."""
+    p = s.points[0].prediction
+    d = p.device
+    formulas = sum(1 for pt in s.points if pt.source == "formulas")
+    if s.why:
+        how = f"a concrete analysis each ({s.why})"
+    elif formulas == len(s.points):
+        how = "one symbolic analysis' formulas"
+    else:
+        how = (
+            f"one symbolic analysis' formulas ({formulas}), a concrete analysis at the "
+            f"{len(s.points) - formulas} where they are not known to hold"
+        )
+    return [
+        ("model", p.model or "(in memory)"),
+        ("device", f"{d.name} ({d.source}{', a roofline bound' if d.roofline_bound else ''})"),
+        ("points", f"{len(s.points)} ({' x '.join(s.symbols)}) from {how}"),
+    ]
+
+
+def sweep_table(s: PredictSweep) -> Table:
+    """One row per point: the swept values, latency, throughput, the top bound."""
+    rows = tuple(
+        (
+            *(str(pt.values[sym]) for sym in s.symbols),
+            f"{pt.prediction.latency_ms:,.4f}",
+            f"{pt.prediction.throughput_per_s:,.1f}",
+            pt.top_bound,
+            f"{pt.top_bound_share:.1%}",
+            pt.source,
+        )
+        for pt in s.points
+    )
+    return Table(
+        f"predicted at {len(s.points)} points",
+        (
+            *(Column(sym, numeric=True) for sym in s.symbols),
+            Column(SWEEP_HEADERS[0], numeric=True),
+            Column(SWEEP_HEADERS[1], numeric=True),
+            Column(SWEEP_HEADERS[2]),
+            Column(SWEEP_HEADERS[3], numeric=True),
+            Column(SWEEP_HEADERS[4]),
+        ),
+        rows,
+    )
+
+
+def _sweep_warnings(s: PredictSweep) -> list[str]:
+    """The first point's warnings, then each point's reason for a concrete analysis."""
+    said = list(s.points[0].prediction.warnings)
+    if not s.why:
+        said += [
+            f"{', '.join(f'{k}={v}' for k, v in pt.values.items())}: a concrete analysis ({pt.why})"
+            for pt in s.points
+            if pt.why
+        ]
+    return said
+
+
+def render_sweep(s: PredictSweep, console: Console) -> None:
+    from rich.text import Text
+
+    summary = Table(
+        "",
+        (Column("figure", style="bold"), Column("value", cut="end")),
+        tuple(sweep_summary(s)),
+        show_header=False,
+    )
+    for table in (summary, sweep_table(s)):
+        console.print(to_rich(table, console.width))
+    for w in _sweep_warnings(s):
+        console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
+
+
+def sweep_markdown(s: PredictSweep) -> str:
+    p = s.points[0].prediction
+    out = [f"# onnxcost predict --sweep: {md(p.model or '(in memory)')}", ""]
+    out += md_lines(Table("", (Column("figure"), Column("value")), tuple(sweep_summary(s))))
+    table = sweep_table(s)
+    out += ["", *md_lines(replace(table, title=table.title.capitalize()), level=2)]
+    said = _sweep_warnings(s)
+    if said:
+        out += ["", "## Warnings", ""] + [f"- {md(w)}" for w in said]
+    return "\n".join(out) + "\n"
+
+
 __all__ = [
     "llm_rows",
     "predict_html",
     "render",
+    "render_sweep",
     "render_versus",
     "summary_rows",
+    "sweep_markdown",
+    "sweep_table",
     "to_markdown",
     "top_nodes",
     "versus_markdown",

@@ -260,3 +260,35 @@ def test_without_counting_params_the_costs_are_the_same() -> None:
     assert sum(full.params) > 0
     for field in (*FIELDS, "classes"):
         assert getattr(lean, field) == getattr(full, field)
+
+
+def test_a_memo_given_to_the_next_walk_makes_alike_nodes_lookups() -> None:
+    prepared = prepare("gpt2", params=_SMALL_KV)
+    first = node_costs(prepared, count_params=False)
+    assert first.memo is not None
+    classes = len(first.memo.memo)
+    again = node_costs(prepared, count_params=False, memo=first.memo)
+    assert len(first.memo.memo) == classes  # every node a lookup
+    for field in FIELDS:
+        assert getattr(again, field) == getattr(first, field)
+    # At past_seq = 0 only what reads the cache changes: the walk with the memo costs every
+    # node as a fresh walk does, and adds fewer classes than a fresh walk makes.
+    zero = {"past_seq": 0}
+    fresh = node_costs(prepared, count_params=False, fixed=zero)
+    shared = node_costs(prepared, count_params=False, fixed=zero, memo=first.memo)
+    for field in FIELDS:
+        assert getattr(shared, field) == getattr(fresh, field)
+    assert fresh.memo is not None
+    added = len(first.memo.memo) - classes
+    assert 0 < added < len(fresh.memo.memo)
+
+
+def test_a_memo_of_other_settings_is_not_used() -> None:
+    prepared = prepare("gpt2", params=_SMALL_KV)
+    runtime = node_costs(prepared, traffic="runtime")
+    inputs = node_costs(prepared, traffic="all-inputs", memo=runtime.memo)
+    # all-inputs: a Gather reads its whole table, runtime only the rows it selects; a memo
+    # of runtime classes would give the runtime bytes
+    assert inputs.bytes_read == node_costs(prepared, traffic="all-inputs").bytes_read
+    assert inputs.bytes_read != runtime.bytes_read
+    assert inputs.memo is not runtime.memo

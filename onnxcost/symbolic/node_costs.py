@@ -110,6 +110,8 @@ class NodeCosts:
     reasons: dict[int, str] = field(default_factory=dict)
     """Node index -> why it has no formula (its costs are None)."""
     shapes: SymbolicShapes | None = None
+    memo: WalkMemo | None = None
+    """The walk's memo, for a next walk of the same settings (``node_costs(memo=...)``)."""
 
 
 @dataclass(slots=True)
@@ -148,6 +150,29 @@ _Tensor = tuple[int, Shape, tuple[Dim, ...] | None]
 
 
 @dataclass
+class WalkMemo:
+    """What one walk learns that holds for another walk of the same settings (opsets,
+    convention, traffic): the interned tensors, each class by its key, the Constants by
+    their attributes and each tensor's bytes. ``NodeCosts.memo`` of one walk given to the
+    next (``node_costs(memo=...)``) makes a node alike a node seen before a lookup there too:
+    ``--symbolic``'s walks of the reduced model at each symbol's 0 recompute only the classes
+    whose inputs change with the symbol. A class's key is all its result depends on (the
+    module docstring), whichever model the node is in."""
+
+    settings: tuple[object, ...]
+    """(opsets, convention, traffic, count_params): a memo serves walks of equal settings."""
+    table: list[_Tensor] = field(default_factory=list)
+    ids: dict[_Tensor, int] = field(default_factory=dict)
+    specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
+    memo: dict[tuple[object, ...], _Class] = field(default_factory=dict)
+    constants: dict[bytes, _Class] = field(default_factory=dict)
+    """A Constant's attributes -> its class (where its output is neither a graph output nor
+    KV cache)."""
+    whole: dict[int, Dim] = field(default_factory=dict)
+    """Tensor (index in ``table``) -> its bytes."""
+
+
+@dataclass
 class _Walk:
     shapes: SymbolicShapes
     opsets: dict[str, int]
@@ -157,14 +182,24 @@ class _Walk:
     kv: set[str]
     graph_outputs: frozenset[str]
     count_params: bool
-    table: list[_Tensor] = field(default_factory=list)
-    ids: dict[_Tensor, int] = field(default_factory=dict)
+    shared: WalkMemo
     tensors: dict[str, int] = field(default_factory=dict)
     """Tensor name -> its index in ``table``."""
-    specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(default_factory=dict)
-    memo: dict[tuple[object, ...], _Class] = field(default_factory=dict)
-    whole: dict[int, Dim] = field(default_factory=dict)
-    """Tensor (index in ``table``) -> its bytes."""
+    table: list[_Tensor] = field(init=False)
+    ids: dict[_Tensor, int] = field(init=False)
+    specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(init=False)
+    memo: dict[tuple[object, ...], _Class] = field(init=False)
+    whole: dict[int, Dim] = field(init=False)
+
+    def __post_init__(self) -> None:
+        m = self.shared
+        self.table, self.ids, self.specs, self.memo, self.whole = (
+            m.table,
+            m.ids,
+            m.specs,
+            m.memo,
+            m.whole,
+        )
 
     def intern(self, t: _Tensor) -> int:
         found = self.ids.get(t)
@@ -239,6 +274,7 @@ def node_costs(
     traffic: Traffic = "runtime",
     convention: Convention = "onnxcost",
     count_params: bool = True,
+    memo: WalkMemo | None = None,
 ) -> NodeCosts:
     """Every node's MACs, FLOPs, bytes read and written (Dims) and params of ``prepared``,
     its symbols at ``fixed`` where given and its inputs at ``input_shapes`` (``--dim`` and
@@ -246,11 +282,17 @@ def node_costs(
 
     Without ``count_params``, ``params`` and ``param_bytes`` are empty: counting them (each
     stored weight at its first reader, ``Weights.count``) is 10-25% of the walk, and a
-    concrete analysis at any point has the same per node (weights have no symbolic size)."""
+    concrete analysis at any point has the same per node (weights have no symbolic size).
+
+    ``memo``: a previous walk's (``NodeCosts.memo``), where its settings are these: its
+    classes are found again by lookup (the results are the same as without it)."""
     check_traffic(traffic)
     check_convention(convention)
     proto, view = prepared.proto, prepared.view
     graph = proto.graph
+    opsets = {normalize_domain(o.domain): o.version for o in proto.opset_import}
+    settings = (sorted(opsets.items()), convention, traffic, count_params)
+    shared = memo if memo is not None and memo.settings == settings else WalkMemo(settings)
     weights = Weights(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
@@ -259,13 +301,14 @@ def node_costs(
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(
         SymbolicShapes(),
-        {normalize_domain(o.domain): o.version for o in proto.opset_import},
+        opsets,
         convention,
         traffic == "runtime",
         weights,
         kv_cache_names(graph_inputs, graph_outputs),
         graph_outputs,
         count_params,
+        shared,
     )
     elems = _elem_types(proto)
     for t in graph.initializer:
@@ -281,11 +324,9 @@ def node_costs(
     classes: list[int] = []
     types = _Types(w)
     w.tensors[""] = -1
-    constants: dict[bytes, _Class] = {}
-    """A Constant's attributes -> its class (where its output is neither a graph output nor
-    KV cache, ``special``)."""
+    constants = shared.constants
     special = w.kv | graph_outputs
-    constant, kv, tensors, memo, specs = weights.constant, w.kv, w.tensors, w.memo, w.specs
+    constant, kv, tensors, known, specs = weights.constant, w.kv, w.tensors, w.memo, w.specs
     shapes, values = w.shapes.shapes, w.shapes.values
     for i, (node, op_type, node_domain, ins, outs) in enumerate(
         zip(view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True)
@@ -333,11 +374,11 @@ def node_costs(
             ids,
             kv_in,
         )
-        cls = memo.get(key)
+        cls = known.get(key)
         if cls is None:
             domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
             new = _new_class(
-                w, node, op_type, domain, spec, ins, outs, folded or is_constant, len(memo)
+                w, node, op_type, domain, spec, ins, outs, folded or is_constant, len(known)
             )
             if isinstance(new, str):
                 reasons[i] = new
@@ -346,7 +387,7 @@ def node_costs(
                 if is_constant:
                     _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
                 continue
-            cls = memo[key] = new
+            cls = known[key] = new
             if is_constant and len(outs) == 1 and outs[0] not in special:
                 constants[attributes] = cls
         for o, (tid, shape, value) in zip(outs, cls.outputs, strict=True):
@@ -373,7 +414,9 @@ def node_costs(
     macs, flops, read, written = ([row[k] for row in rows] for k in range(4))
     if not count_params:
         params, param_bytes = [], []
-    return NodeCosts(macs, flops, read, written, params, param_bytes, classes, reasons, w.shapes)
+    return NodeCosts(
+        macs, flops, read, written, params, param_bytes, classes, reasons, w.shapes, shared
+    )
 
 
 def _weights(
@@ -589,4 +632,4 @@ def _total(dims: Sequence[Dim]) -> Dim:
     return as_dim(total + constant)
 
 
-__all__ = ["NodeCosts", "node_costs"]
+__all__ = ["NodeCosts", "WalkMemo", "node_costs"]

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention, NodeRecord
     from onnxcost.analysis.result import Analysis
     from onnxcost.prepare import PreparedModel
+    from onnxcost.symbolic.node_costs import WalkMemo
 
 MAX_ZERO_WALK = 200_000
 """The most classes walked at the symbols' 0s (symbols x classes, about 45 µs each): 9 s.
@@ -267,7 +268,16 @@ def one_walk_costs(
     warnings: list[str] = []
     for sym in symbols:
         zero_allowed[sym] = _check_zero(
-            sym, units, reduced, symbols, limit, input_shapes, {**fixed, sym: 0}, base, convention
+            sym,
+            units,
+            reduced,
+            symbols,
+            limit,
+            input_shapes,
+            {**fixed, sym: 0},
+            base,
+            convention,
+            walked.memo,
         )
         if not zero_allowed[sym]:
             warnings.append(
@@ -348,11 +358,13 @@ def _check_zero(
     fixed: Mapping[str, int],
     base: Analysis,
     convention: Convention,
+    memo: WalkMemo | None = None,
 ) -> bool:
     """Whether the model keeps its shapes at ``sym`` = 0 (the walk of the reduced model there
     carries every node), and each class's formulas there: the walk at 0, a polynomial in the
     other symbols, must be the formula with ``sym`` at 0, or 0 where that is <= 0 (the
-    formula is then max(0, ...)); else the formula misses."""
+    formula is then max(0, ...)); else the formula misses. ``memo``: the whole model's walk's
+    (``NodeCosts.memo``): a class whose inputs do not change with ``sym`` is a lookup."""
     from onnxcost.symbolic.node_costs import node_costs
 
     walked = node_costs(
@@ -362,6 +374,7 @@ def _check_zero(
         traffic=base.traffic,
         convention=convention,
         count_params=False,
+        memo=memo,
     )
     if walked.reasons or len(walked.macs) != len(units):
         return False

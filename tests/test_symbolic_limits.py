@@ -12,6 +12,8 @@ import pytest
 import onnxcost
 from onnxcost import zoo
 from onnxcost.errors import ShapeError
+from onnxcost.load.positions import position_limit
+from onnxcost.prepare import prepare
 from onnxcost.symbolic.dims import with_derived
 from onnxcost.symbolic.limits import PositionLimit, find_limit, position_symbols
 from onnxcost.symbolic.search import _Bound, _check_point
@@ -94,3 +96,39 @@ def test_check_points_stay_within_the_budget_and_past_the_grid(seed: int) -> Non
     assert all(v >= b + max_degree + 1 for v, b in zip(point, start, strict=True))
     assert point[1] + point[2] <= 16
     assert len(set(point)) == 3
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+@pytest.mark.parametrize("positions", [16, 40])
+def test_the_limit_from_the_prepared_index_is_the_protos(name: str, positions: int) -> None:
+    # GPT-2 reads its wpe table (an initializer) by a Range; the llama reads its rotary
+    # cos/sin tables through Slice and Squeeze: the limit is the table's rows either way.
+    prepared = prepare(_decoder(name, positions))
+    symbols = ("batch", "seq", "past_seq")
+    want = PositionLimit(positions, ("seq", "past_seq"), positions)
+    assert find_limit(prepared.proto, {}, {}, symbols) == want
+    assert find_limit(prepared.proto, {}, {}, symbols, prepared.view) == want
+    assert position_limit(prepared.proto, prepared.view) == positions
+    relu = prepare(_relu())
+    assert position_limit(relu.proto, relu.view) is None
+
+
+def test_a_table_held_by_a_constant_limits_the_positions_by_either_path() -> None:
+    # A 6 x 2 position table in a Constant, read by a Gather at Range(0, seq): 6 positions.
+    model = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[b, seq] x) => (float[seq, 2] y) {
+            table = Constant<value = float[6, 2] {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}>()
+            shape = Shape(x)
+            one = Constant<value = int64[1] {1}>()
+            n = Gather<axis = 0>(shape, one)
+            start = Constant<value = int64 {0}>()
+            step = Constant<value = int64 {1}>()
+            last = Squeeze(n)
+            ids = Range(start, last, step)
+            y = Gather(table, ids)
+        }"""
+    )
+    prepared = prepare(model)
+    assert position_limit(prepared.proto) == 6
+    assert position_limit(prepared.proto, prepared.view) == 6

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import onnx
 
 from onnxcost.load.positions import position_limit
 from onnxcost.symbolic.dims import _derived_names, _standalone
+
+if TYPE_CHECKING:
+    from onnxcost.load.graph import GraphView
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +69,12 @@ def find_limit(
     input_shapes: Mapping[str, Sequence[int]],
     dims: Mapping[str, int],
     symbols: Sequence[str],
+    view: GraphView | None = None,
 ) -> PositionLimit | None:
     """The position limit on ``symbols``, or None where the model has no position table or
-    none of ``symbols`` counts positions."""
-    positions = position_limit(proto)
+    none of ``symbols`` counts positions. ``view``: the main graph's index, read in place of
+    the nodes' fields (``position_limit``)."""
+    positions = position_limit(proto, view)
     if positions is None:
         return None
     counted = position_symbols(proto, input_shapes)

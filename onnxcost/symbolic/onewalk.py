@@ -203,7 +203,7 @@ def one_walk_costs(
     )
     if walked.reasons:
         return _not_carried(walked.reasons, base)
-    limit = find_limit(source.proto, input_shapes, dims, symbols)
+    limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
     classes: dict[int, _Class] = {}
     renumbered: dict[int, int] = {}

@@ -169,7 +169,7 @@ def _search(
     names = tuple(n.name for n in base.nodes)
     sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
     start = tuple(_FIRST_BASE + i for i in range(len(symbols)))
-    limit = find_limit(source.proto, input_shapes, dims, symbols)
+    limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     checks = _choose_points(
         sampler, source, base, start, max_degree, verify, seed, reduce, _Bound.of(limit, symbols)
     )

@@ -49,6 +49,7 @@ from onnxcost.symbolic.inputs import input_shapes_of
 from onnxcost.symbolic.shapes import (
     Shape,
     SymbolicShapes,
+    _attrs,
     _carry,
     _maybe_value,
     _UncarriedError,
@@ -170,6 +171,12 @@ class WalkMemo:
     KV cache)."""
     whole: dict[int, Dim] = field(default_factory=dict)
     """Tensor (index in ``table``) -> its bytes."""
+    attrs: dict[bytes, dict[str, object]] = field(default_factory=dict)
+    """A node's attributes (``_attribute_key``) -> their values, as the shape rules read them."""
+
+
+_NO_ATTRS: dict[str, object] = {}
+"""The attributes of a node that has none (read-only, as every entry of ``WalkMemo.attrs``)."""
 
 
 @dataclass
@@ -378,7 +385,16 @@ def node_costs(
         if cls is None:
             domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
             new = _new_class(
-                w, node, op_type, domain, spec, ins, outs, folded or is_constant, len(known)
+                w,
+                node,
+                op_type,
+                domain,
+                spec,
+                ins,
+                outs,
+                folded or is_constant,
+                len(known),
+                attributes,
             )
             if isinstance(new, str):
                 reasons[i] = new
@@ -487,13 +503,17 @@ def _new_class(
     outs: Sequence[str],
     folded: bool,
     index: int,
+    attribute_key: bytes,
 ) -> _Class | str:
     """Carry the node's shapes and run its formula and traffic rule: what its class gets."""
     if op_type in SUBGRAPH_OPS and domain == "":
         return "control flow: its bodies are not walked symbolically"
     shapes = w.shapes
+    attrs = w.shared.attrs.get(attribute_key) if attribute_key else _NO_ATTRS
     try:
-        _carry(shapes, node)
+        if attrs is None:
+            attrs = w.shared.attrs[attribute_key] = _attrs(node)
+        _carry(shapes, node, attrs)
     except _UncarriedError as e:
         return f"its shape is not carried ({e})"
     except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
@@ -554,7 +574,8 @@ def _whole(w: _Walk, tid: int) -> Dim:
     found = w.whole.get(tid)
     if found is None:
         elem, shape, _value = w.table[tid]
-        found = w.whole[tid] = as_dim(SymDim.of(tensor_bytes(math.prod(shape), elem)))  # type: ignore[arg-type]
+        size = tensor_bytes(math.prod(shape), elem)  # type: ignore[arg-type]
+        found = w.whole[tid] = size if type(size) is int else as_dim(SymDim.of(size))
     return found
 
 
@@ -622,6 +643,8 @@ def _traffic(
 
 def _total(dims: Sequence[Dim]) -> Dim:
     """The sum of ``dims``: the ints added as ints, one SymDim made for the rest."""
+    if all(type(d) is int for d in dims):
+        return sum(dims)
     symbolic = [d for d in dims if isinstance(d, SymDim)]
     constant = sum(d for d in dims if isinstance(d, int))
     if not symbolic:

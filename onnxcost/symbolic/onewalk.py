@@ -390,8 +390,16 @@ def _check_zero(
             if unit.dims[q] is None or q in unit.misses:
                 continue
             want = column[j]
-            want = None if want is None else within(want, others, rest)
             got = _without(unit.dims[q], sym)
+            if type(want) is int:  # the usual case at a 0: the checks below, for an int
+                if type(got) is int and got == want:
+                    continue
+                if want == 0 and _sign(SymDim.of(got), others, rest) == -1:
+                    unit.clamped[q] = True
+                else:
+                    unit.misses[q] = f"piecewise or not a polynomial at {sym}=0"
+                continue
+            want = None if want is None else within(want, others, rest)
             if want is None or formula_of(want, others) is None:
                 unit.misses[q] = f"not carried at {sym}=0"
             elif SymDim.of(got) == want:

@@ -130,7 +130,11 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _carry(out: SymbolicShapes, node: onnx.NodeProto) -> None:
+def _carry(
+    out: SymbolicShapes, node: onnx.NodeProto, attrs: dict[str, object] | None = None
+) -> None:
+    """Carry ``node``'s output shapes (and small values) into ``out``; ``attrs``: its
+    attributes as ``_attrs`` reads them, where the caller has them (read-only)."""
     if node.domain not in ("", "ai.onnx"):
         raise _UncarriedError(f"domain {node.domain!r}")
     rule = _RULES.get(node.op_type)
@@ -140,7 +144,7 @@ def _carry(out: SymbolicShapes, node: onnx.NodeProto) -> None:
         else:
             raise _UncarriedError("no symbolic rule for this op")
     shapes = [_shape(out, n) if n else None for n in node.input]
-    rule(out, node, shapes, _attrs(node))
+    rule(out, node, shapes, _attrs(node) if attrs is None else attrs)
 
 
 def _shape(out: SymbolicShapes, name: str) -> Shape:

@@ -12,8 +12,9 @@ import onnxcost
 from onnxcost import zoo
 from onnxcost.prepare import prepare
 from onnxcost.symbolic import formulas
-from onnxcost.symbolic.onewalk import formula_of
-from onnxcost.symdim import SymDim
+from onnxcost.symbolic.limits import PositionLimit
+from onnxcost.symbolic.onewalk import formula_of, within
+from onnxcost.symdim import SymDim, sym_max, sym_min
 
 
 def _terms(f: formulas.Formula | None) -> dict[tuple[int, ...], int]:
@@ -39,6 +40,30 @@ def test_a_floor_or_another_symbol_is_no_formula() -> None:
     h = SymDim.of("h")
     assert formula_of((h + 1) // 2, ("h",)) is None  # floor((h + 1) / 2): not a polynomial
     assert formula_of(h, ("batch",)) is None  # h is not one of the symbols
+
+
+# --- min and max decided over the model's domain --------------------------------------------------
+
+
+def test_min_and_max_with_one_answer_where_the_model_is_valid_are_decided() -> None:
+    seq, past, b = SymDim.of("seq"), SymDim.of("past"), SymDim.of("b")
+    both = ("seq", "past")
+    sixteen = PositionLimit(16, both, 16)  # seq + past <= 16, each >= 1
+    # a 16-row mask sliced to the context: seq + past <= 16 everywhere, so min is the context
+    assert within(sym_min(16, seq + past), both, sixteen) == seq + past
+    # at 15 rows it is not: seq + past = 16 takes the 15
+    assert within(sym_min(15, seq + past), both, sixteen) == sym_min(15, seq + past)
+    # seq >= 1, so past <= 15 and past - 20 <= -5: max(past - 20, 0) is 0
+    assert within(sym_max(past - 20, 0), both, sixteen) == 0
+    # no limit: min(1, seq) is 1 for seq >= 1; max(0, 31*b*seq) is 31*b*seq (every
+    # coefficient positive: its least, 31, is at b = seq = 1)
+    assert within(sym_min(1, seq), ("seq",), None) == 1
+    assert within(sym_max(0, 31 * b * seq), ("b", "seq"), None) == 31 * b * seq
+    # both signs: min(seq, past) and min(10, seq) stay
+    assert within(sym_min(seq, past), both, None) == sym_min(seq, past)
+    assert within(sym_min(10, seq), ("seq",), None) == sym_min(10, seq)
+    # a product with a decided atom: 8*b*min(1, seq) is 8*b
+    assert within(8 * b * SymDim.of(sym_min(1, seq)), ("b", "seq"), None) == 8 * b
 
 
 # --- the walk's route ------------------------------------------------------------------------------

@@ -81,8 +81,8 @@ def within(dim: Dim, symbols: Sequence[str], limit: PositionLimit | None) -> Dim
     (every symbol >= 1; the symbols of ``limit``, a model's positions, summing to its
     budget at most) replaced by the side it takes: GPT-2's causal mask, ``min(64, seq +
     past_seq)`` rows of a 64-row table, is ``seq + past_seq`` wherever the model is valid,
-    and a softmax's ``min(1, seq)`` rows of length ``seq`` is 1. Decided for linear
-    differences only; the others stay (and the dim is then no polynomial)."""
+    and a softmax's ``min(1, seq)`` rows of length ``seq`` is 1. Decided as ``_sign``
+    decides; the others stay (and the dim is then no polynomial)."""
     if isinstance(dim, int) or dim.is_polynomial:
         return dim
     total: Dim = 0
@@ -136,10 +136,10 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
         # x_i >= 1 and sum x_i <= budget: a simplex, whose vertices are every x_i at 1, or
         # one of them at budget - (k - 1)
         spare = limit.budget - len(limited)
-        at_one = sum(coefficient.get(s, 0) for s in limited)
+        all_at_one = sum(coefficient.get(s, 0) for s in limited)
         steps = [coefficient.get(s, 0) * spare for s in limited]
-        lowest += at_one + min(0, *steps)
-        highest += at_one + max(0, *steps)
+        lowest += all_at_one + min(0, *steps)
+        highest += all_at_one + max(0, *steps)
     if lowest >= 0:
         return 1
     if highest <= 0:

@@ -282,7 +282,15 @@ LLM = [
     "roofline.decode_bound",
     "warnings",
 ]
-LOOP = ["provider", "ttft_ms", "decode_median_ms", "decode_p90_ms", "decode_steps", "total_ms"]
+LOOP = [
+    "provider",
+    "cache",
+    "ttft_ms",
+    "decode_median_ms",
+    "decode_p90_ms",
+    "decode_steps",
+    "total_ms",
+]
 LOOP += ["tokens_per_s"]
 
 
@@ -301,7 +309,7 @@ def test_llm_keys_with_a_ceiling_and_a_bench() -> None:
     assert d["symbols"] == {"batch": "batch", "seq": "seq", "past": "past_seq"}
     # ridge = 1e12 / 5e10 = 20 FLOP/B
     assert d["roofline"]["ceiling"]["ridge_flops_per_byte"] == 20.0
-    timing = LoopTiming("CPUExecutionProvider", 1, 4, 3, 2.0, (1.0, 3.0))
+    timing = LoopTiming("CPUExecutionProvider", "device", 1, 4, 3, 2.0, (1.0, 3.0))
     benched = dataclasses.replace(report, bench=timing).to_dict()
     assert key_paths(benched) == [*LLM, "bench", *(f"bench.{k}" for k in LOOP)]
     # 2 + 1 + 3 = 6 ms for 1 x 3 tokens: 500 tokens/s

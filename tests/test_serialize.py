@@ -51,11 +51,12 @@ def test_latency_ms_keys_and_values() -> None:
 
 
 def test_loop_timing_bench_object() -> None:
-    d = LoopTiming("CPUExecutionProvider", 2, 8, 4, 12.5, (1.0, 2.0, 4.0)).as_dict()
+    d = LoopTiming("CPUExecutionProvider", "device", 2, 8, 4, 12.5, (1.0, 2.0, 4.0)).as_dict()
     # median of 1, 2, 4 = 2; p90 at rank 1.8: 2 + 0.8 * 2 = 3.6; total 12.5 + 7 = 19.5 ms;
     # B x M / s = 2 * 4 / 0.0195 = 410.256...
     assert list(d.items()) == [
         ("provider", "CPUExecutionProvider"),
+        ("cache", "device"),
         ("ttft_ms", 12.5),
         ("decode_median_ms", 2.0),
         ("decode_p90_ms", pytest.approx(3.6)),
@@ -63,7 +64,7 @@ def test_loop_timing_bench_object() -> None:
         ("total_ms", 19.5),
         ("tokens_per_s", pytest.approx(8 / 0.0195)),
     ]
-    none = LoopTiming("CPUExecutionProvider", 1, 8, 1, 3.0, ()).as_dict()
+    none = LoopTiming("CPUExecutionProvider", "host", 1, 8, 1, 3.0, ()).as_dict()
     assert (none["decode_median_ms"], none["decode_p90_ms"], none["decode_steps"]) == (
         None,
         None,

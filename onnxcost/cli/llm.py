@@ -4,7 +4,7 @@ No ``from __future__ import annotations`` in cli/: typer evaluates the annotatio
 start (see onnxcost/cli/__init__.py); names imported for type checking only are quoted.
 """
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -82,6 +82,16 @@ def llm_cmd(
     bench: Annotated[
         bool, typer.Option("--bench", help="Also run the generation loop in onnxruntime.")
     ] = False,
+    cache: Annotated[
+        str | None,
+        typer.Option(
+            "--cache",
+            metavar="device|host",
+            help="The --bench loop: device (IO binding, the KV cache stays on the device; the "
+            "default) or host (numpy feeds, the cache copied through the host every step).",
+            show_default=False,
+        ),
+    ] = None,
     provider: Annotated[
         str, provider_option("Execution provider for --bench and the cached calibration.")
     ] = "cpu",
@@ -124,6 +134,7 @@ def llm_cmd(
             raise UsageError("--training needs --tokens D: the number of tokens to train on")
         if tokens is not None and not training:
             raise UsageError("--tokens needs --training")
+        loop = _cache_loop(cache, bench)
         out = checked_output(output, [model], force)
         params = parse_params(param)
         _shapes, dims = parse_shape_flags(None, dim)
@@ -159,6 +170,7 @@ def llm_cmd(
                 generate=generate,
                 batch=batch,
                 config=SessionConfig(resolve_provider(provider), intra_op_threads=threads),
+                cache=loop,
             )
             report = dataclasses.replace(report, bench=timing)
         if device is None:
@@ -209,6 +221,17 @@ def _with_prediction(report: "LlmReport", predicted: "LlmPrediction") -> Views:
         return head + "\n".join(lines + [f"| {md(k)} | {md(v)} |" for k, v in rows]) + "\n"
 
     return Views(table=table, json=as_json, markdown=markdown)
+
+
+def _cache_loop(cache: str | None, bench: bool) -> Literal["device", "host"]:
+    """The --bench loop --cache names (device when not given); UsageError for any other."""
+    if cache is not None and not bench:
+        raise UsageError("--cache chooses the --bench loop; add --bench or drop --cache")
+    if cache is None or cache == "device":
+        return "device"
+    if cache == "host":
+        return "host"
+    raise UsageError(f"--cache must be device or host, not {cache!r}")
 
 
 def _llm_ceilings(peak_tflops: float | None, bandwidth_gbs: float | None) -> "Ceilings | None":

@@ -5,6 +5,16 @@ one token each (the argmax of the last logits), the previous step's ``present`` 
 back as the ``past`` inputs. Time to first token is the prefill's wall time; per-token decode
 latency is each step's; tokens/s = B x M / (prefill + every decode step). One untimed warm-up
 generation of two tokens runs first.
+
+Two loops (``cache``):
+
+- ``device``: IO binding. The cache stays where the provider keeps it (CUDA memory for the
+  CUDA and TensorRT providers, host memory otherwise): each step binds the previous step's
+  ``present`` OrtValues as its ``past`` inputs and lets onnxruntime allocate the new ones on
+  the device; only the logits are bound to host memory and read (the argmax is taken there).
+  A step's time covers uploading the token ids, mask and positions, the run and the logits.
+- ``host``: ``session.run`` with numpy feeds; every step copies the whole cache out to the
+  host and back in (on a GPU). A step's time is the run's.
 """
 
 from __future__ import annotations
@@ -13,17 +23,21 @@ import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from onnxcost.analysis.records import NOT_IN_JSON, TensorRecord, to_jsonable
-from onnxcost.bench._ort import ort_error_types, run_error
+from onnxcost.bench._ort import import_ort, ort_error_types, run_error
+from onnxcost.bench.providers import CUDA_LIKE
 from onnxcost.bench.session import SessionConfig, open_session, prepare_model
-from onnxcost.errors import BenchError
+from onnxcost.errors import BenchError, UsageError
 from onnxcost.llm.cost import CacheLayout, present_for
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
+
+Cache = Literal["device", "host"]
+CACHES: tuple[Cache, ...] = ("device", "host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +45,9 @@ class LoopTiming:
     """Measured figures of one generation of M tokens for a batch of B prompts of N tokens."""
 
     provider: str
+    cache: Cache
+    """Which loop ran: ``device`` (IO binding, the cache never leaves the provider's memory)
+    or ``host`` (numpy feeds, the cache through the host every step)."""
     batch: int = field(metadata=NOT_IN_JSON)
     prompt: int = field(metadata=NOT_IN_JSON)
     generate: int = field(metadata=NOT_IN_JSON)
@@ -38,6 +55,8 @@ class LoopTiming:
     """Wall time of the prefill, which yields the first token."""
     decode_ms: tuple[float, ...] = field(metadata=NOT_IN_JSON)
     """Wall time of each of the M - 1 decode steps."""
+    tokens: tuple[tuple[int, ...], ...] = field(default=(), metadata=NOT_IN_JSON)
+    """The M generated token ids of each sequence (B rows), of the timed generation."""
 
     JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
         "decode_median_ms",
@@ -98,12 +117,13 @@ def _feeds(
     inputs: tuple[TensorRecord, ...],
     tokens: np.ndarray,
     past: int,
-    cache: Mapping[str, np.ndarray],
+    cache: Mapping[str, Any],
     batch: int,
-) -> dict[str, np.ndarray]:
-    """Every input for one step: the tokens, the cache, and masks or positions as HF sets them."""
+) -> dict[str, Any]:
+    """Every input for one step: the tokens, the cache (numpy arrays or OrtValues, as given),
+    and masks or positions as HF sets them."""
     seq = tokens.shape[1]
-    feeds: dict[str, np.ndarray] = {}
+    feeds: dict[str, Any] = {}
     for t in inputs:
         if t.name in cache:
             feeds[t.name] = cache[t.name]
@@ -138,6 +158,82 @@ def _next_tokens(logits: np.ndarray, batch: int, name: str) -> np.ndarray:
     return np.full((batch, 1), ids.reshape(-1)[-1], dtype=np.int64)
 
 
+@dataclass(slots=True)
+class _Steps:
+    """One step of either loop: the feeds, the run, the cache carried to the next step."""
+
+    session: Any
+    inputs: tuple[TensorRecord, ...]
+    pairs: Mapping[str, str]
+    """Past input -> the present output fed back into it."""
+    empty: Mapping[str, np.ndarray]
+    """The prefill's cache: every past input at past length 0."""
+    out_names: list[str]
+    logits_name: str
+    batch: int
+    fail: Any
+    """The onnxruntime error of a run -> ours (``run_error``)."""
+    device: str = "cpu"
+    device_id: int = 0
+    binding: Any = None
+    """The session's IOBinding (the device loop)."""
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.cache = dict(self.empty)
+
+    def host(self, tokens: np.ndarray, past: int) -> tuple[float, np.ndarray]:
+        """``session.run`` with numpy feeds: the cache comes out to the host and goes back."""
+        feeds = _feeds(self.inputs, tokens, past, self.cache, self.batch)
+        start = time.perf_counter_ns()
+        try:
+            values = self.session.run(self.out_names, feeds)
+        except ort_error_types() as e:
+            raise self.fail(e) from e
+        ms = (time.perf_counter_ns() - start) / 1e6
+        outs = dict(zip(self.out_names, values, strict=True))
+        self.cache = {p: outs[o] for p, o in self.pairs.items()}
+        return ms, np.asarray(outs[self.logits_name])
+
+    def bound(self, tokens: np.ndarray, past: int) -> tuple[float, np.ndarray]:
+        """IO binding: the previous step's present OrtValues are this step's past inputs,
+        every output but the logits is allocated by onnxruntime on the device, and only the
+        logits are read on the host."""
+        ort, binding = import_ort(), self.binding
+        feeds = _feeds(self.inputs, tokens, past, self.cache, self.batch)
+        start = time.perf_counter_ns()
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()  # else the next run would write into this step's
+        for name, value in feeds.items():
+            if isinstance(value, np.ndarray):
+                value = ort.OrtValue.ortvalue_from_numpy(value, self.device, self.device_id)
+            binding.bind_ortvalue_input(name, value)
+        for name in self.out_names:
+            if name == self.logits_name:
+                binding.bind_output(name, "cpu")
+            else:
+                binding.bind_output(name, self.device, self.device_id)
+        try:
+            binding.synchronize_inputs()
+            self.session.run_with_iobinding(binding)
+            binding.synchronize_outputs()
+        except ort_error_types() as e:
+            raise self.fail(e) from e
+        outs = dict(zip(self.out_names, binding.get_outputs(), strict=True))
+        logits = outs[self.logits_name].numpy()
+        ms = (time.perf_counter_ns() - start) / 1e6
+        self.cache = {p: outs[o] for p, o in self.pairs.items()}
+        return ms, logits
+
+
+def device_of(config: SessionConfig) -> tuple[str, int]:
+    """Where the device loop keeps the cache: ``("cuda", device_id)`` for the CUDA and
+    TensorRT providers (``device_id`` from the provider options), else ``("cpu", 0)``."""
+    if config.provider in CUDA_LIKE:
+        return "cuda", config.device_id
+    return "cpu", 0
+
+
 def run_llm_loop(
     model: ModelSource | PreparedModel,
     layout: CacheLayout,
@@ -147,11 +243,15 @@ def run_llm_loop(
     batch: int = 1,
     config: SessionConfig | None = None,
     seed: int = 0,
+    cache: Cache = "device",
 ) -> LoopTiming:
     """Run prefill then M - 1 cached decode steps in onnxruntime and time each.
 
     ``model``: best the one ``llm_report`` analysed, prepared with ``weights=True``: then it is
-    neither loaded nor built again."""
+    neither loaded nor built again. ``cache``: ``device`` (IO binding, the cache stays on the
+    device) or ``host`` (numpy feeds, the cache through the host every step)."""
+    if cache not in CACHES:
+        raise UsageError(f"the cache loop must be one of {', '.join(CACHES)}, not {cache!r}")
     config = config or SessionConfig()
     prepared = prepare_model(model)
     opened = open_session(prepared, config)
@@ -172,25 +272,34 @@ def run_llm_loop(
     rng = np.random.default_rng(seed)
     prompt_ids = rng.integers(0, vocab, size=(batch, prompt), dtype=np.int64)
 
-    def generate_tokens(count: int) -> tuple[float, list[float]]:
-        cache, past, tokens = dict(empty), 0, prompt_ids
+    def fail(e: BaseException) -> BaseException:
+        return run_error(e, config.provider, prepared.display)
+
+    device, device_id = device_of(config)
+    steps = _Steps(session, inputs, pairs, empty, out_names, logits_name, batch, fail)
+    steps.device, steps.device_id = device, device_id
+    steps.binding = session.io_binding()
+    step = steps.host if cache == "host" else steps.bound
+
+    def generate_tokens(count: int) -> tuple[list[float], list[np.ndarray]]:
+        steps.reset()
+        past, tokens = 0, prompt_ids
         times: list[float] = []
+        made: list[np.ndarray] = []
         for _ in range(count):
-            feeds = _feeds(inputs, tokens, past, cache, batch)
-            start = time.perf_counter_ns()
-            try:
-                outs = dict(zip(out_names, session.run(out_names, feeds), strict=True))
-            except ort_error_types() as e:
-                raise run_error(e, config.provider, prepared.display) from e
-            times.append((time.perf_counter_ns() - start) / 1e6)
+            ms, logits = step(tokens, past)
+            times.append(ms)
             past += tokens.shape[1]
-            cache = {p: outs[o] for p, o in pairs.items()}
-            tokens = _next_tokens(np.asarray(outs[logits_name]), batch, logits_name)
-        return times[0], times[1:]
+            tokens = _next_tokens(logits, batch, logits_name)
+            made.append(tokens)
+        return times, made
 
     generate_tokens(min(2, generate))  # warm-up, untimed
-    ttft, steps = generate_tokens(generate)
-    return LoopTiming(config.provider, batch, prompt, generate, ttft, tuple(steps))
+    times, made = generate_tokens(generate)
+    ids = tuple(tuple(int(i) for i in row) for row in np.concatenate(made, axis=1))
+    return LoopTiming(
+        config.provider, cache, batch, prompt, generate, times[0], tuple(times[1:]), ids
+    )
 
 
-__all__ = ["LoopTiming", "run_llm_loop"]
+__all__ = ["CACHES", "Cache", "LoopTiming", "device_of", "run_llm_loop"]

@@ -110,11 +110,19 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
         median = "-" if t.decode_median_ms is None else f"{t.decode_median_ms:.3f} ms"
         p90 = "-" if t.decode_p90_ms is None else f"{t.decode_p90_ms:.3f} ms"
         out.append((f"measured ({t.provider})", f"time to first token {t.ttft_ms:.3f} ms"))
+        out.append(("", _LOOPS.get(t.cache, f"loop: {t.cache}")))
         out.append(("", f"decode per token: median {median}, p90 {p90}"))
         out.append(
             ("", f"{t.tokens_per_s:,.1f} tokens/s ({b} x {m} tokens in {t.total_ms:.1f} ms)")
         )
     return out
+
+
+_LOOPS = {
+    "device": "loop: KV cache kept on the device (IO binding; only the logits to the host)",
+    "host": "loop: KV cache copied through the host every step (numpy feeds)",
+}
+"""The row that says which --bench loop ran (``--cache``)."""
 
 
 def table(r: LlmReport, *, indent: bool = True) -> Table:

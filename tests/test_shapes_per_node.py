@@ -186,6 +186,25 @@ g (float[2,3] x, int64[1] s) => (float[6] r2) <float[6] r2> {
     assert result.kinds[1] == -1
 
 
+def test_a_declared_type_reaches_the_nodes_that_read_it() -> None:
+    # r1 and r2 are one signature (Reshape to an unknown [N]); value_info declares r2 as [6].
+    # Relu (r1) is inferred first, as [N]; Relu (r2) reads a tensor of another type now, so
+    # it must be inferred again ([6]), not take Relu (r1)'s [N] as a node of the same inputs.
+    model = parse("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x, int64[1] s) => (y1, y2) <float[6] r2> {
+  r1 = Reshape (x, s)
+  r2 = Reshape (x, s)
+  y1 = Relu (r1)
+  y2 = Relu (r2)
+}""")
+    name_nodes(model.graph)
+    result = infer(model, None, None, build(model.graph))
+    assert result.types["y2"].shape == (6,)
+    assert result.types["y1"].shape != (6,)
+    assert result.kinds[2] != result.kinds[3]
+
+
 def test_subgraphs_go_through_whole_graph_inference(monkeypatch: pytest.MonkeyPatch) -> None:
     model = parse("""
 <ir_version: 8, opset_import: ["" : 17]>

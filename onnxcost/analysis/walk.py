@@ -28,6 +28,7 @@ from onnxcost.analysis.records import (
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
 from onnxcost.analysis.summaries import by_op_type, io_records, model_info
 from onnxcost.analysis.traffic import (
+    NOTHING,
     NodeTraffic,
     Traffic,
     check_traffic,
@@ -217,7 +218,9 @@ def _cost_node(
     status, cost, note = costed.status, costed.cost, costed.note
     if costed.flagged:
         note = _flag(w, node, costed)
-    if folded or w.kv or not weights.constant.isdisjoint(in_names):
+    if folded and w.traffic == "runtime":
+        moved = NOTHING  # computed from constants: folded at load time, nothing moves
+    elif folded or w.kv or not weights.constant.isdisjoint(in_names):
         moved = node_traffic(
             op_type,
             domain == "",

@@ -388,9 +388,17 @@ class _Seen:
     complete: bool
     """Whether inference typed every output the node writes."""
 
+    ids: tuple[tuple[int, int], ...]
+    """(output index, ``_TensorIds`` number) of each output with a shape: its type and value."""
+
     @classmethod
     def of(
-        cls, node: onnx.NodeProto, signature: tuple[object, ...], run: _Propagation, kind: int
+        cls,
+        node: onnx.NodeProto,
+        signature: tuple[object, ...],
+        run: _Propagation,
+        kind: int,
+        ids: _TensorIds,
     ) -> _Seen:
         outputs = tuple(
             (index, TensorInfo("", elem, shape))
@@ -402,7 +410,76 @@ class _Seen:
             if value is not None:
                 value.flags.writeable = False  # shared by every node of this signature
         complete = len(outputs) == sum(1 for o in node.output if o)
-        return cls(outputs, values, kind, complete)
+        folded = dict(enumerate(values))
+        numbered = tuple(
+            (index, ids.number(t.elem_type, t.shape, folded.get(index)))
+            for index, t in outputs
+            if t.shape is not None
+        )
+        return cls(outputs, values, kind, complete, numbered)
+
+
+class _TensorIds:
+    """A small int per distinct (element type, shape, value) of the tensors of one walk, so
+    that a node's signature (``_node_key``) holds and hashes ints, not shapes and bytes: two
+    tensors have one number exactly when ``_signature`` would key them alike."""
+
+    __slots__ = ("_numbers", "_types", "_values", "of")
+
+    def __init__(self, types: Mapping[str, TensorInfo], values: KnownValues) -> None:
+        self._types = types
+        self._values = values
+        self._numbers: dict[tuple[object, ...], int] = {}
+        self.of: dict[str, int] = {}
+        """Tensor -> its number, once known: the walk sets it where a node's outputs take a
+        signature's types, ``read`` where it reads one; it is dropped where a node's outputs
+        are typed another way (no signature, declared shapes, a merge with an input)."""
+
+    def number(self, elem_type: int, shape: Shape, value: np.ndarray | None) -> int:
+        if value is None:
+            key: tuple[object, ...] = (elem_type, shape)
+        else:
+            key = (elem_type, shape, value.dtype, value.tobytes())
+        return self._numbers.setdefault(key, len(self._numbers))
+
+    def read(self, name: str) -> int | None:
+        """The number of tensor ``name`` from its type and value now, kept in ``of``; None
+        when its rank is unknown."""
+        info = self._types.get(name)
+        if info is None or info.shape is None:
+            return None
+        found = self.of[name] = self.number(info.elem_type, info.shape, self._values.get(name))
+        return found
+
+
+def _node_key(
+    op_type: str,
+    domain: str,
+    ins: Sequence[str],
+    outs: Sequence[str],
+    ids: _TensorIds,
+    attributes: bytes,
+) -> tuple[object, ...] | None:
+    """``_signature`` with each input's type and value as its ``_TensorIds`` number (-1 where
+    the input is omitted): equal for the same nodes, cheaper to build and hash."""
+    key: list[object] = [
+        domain,
+        op_type,
+        tuple([o != "" for o in outs]) if "" in outs else len(outs),
+    ]
+    of = ids.of
+    for name in ins:
+        if not name:
+            key.append(-1)
+            continue
+        number = of.get(name)
+        if number is None:
+            number = ids.read(name)
+            if number is None:
+                return None
+        key.append(number)
+    key.append(attributes)
+    return tuple(key)
 
 
 def _per_node(
@@ -437,7 +514,8 @@ def _per_node(
         {(o.domain or ""): o.version for o in model.opset_import},
         failures=failures,
     )
-    constants: dict[bytes, tuple[TensorInfo | None, int]] = {}
+    ids = _TensorIds(types, values)
+    constants: dict[bytes, tuple[TensorInfo | None, int, int | None]] = {}
     seen: dict[tuple[object, ...], _Seen] = {}
     kinds: list[int] = []
     declared_names = declared.keys()
@@ -448,13 +526,14 @@ def _per_node(
         view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True
     ):
         kind = -1
+        attrs = _attribute_key(node)
         if op_type == "Constant" and len(outs) == 1 and domain in DEFAULT_DOMAINS:
-            attrs = _attribute_key(node)
             found_constant = constants.get(attrs)
             if found_constant is None:
                 info = _constant_info(node)
-                found_constant = constants[attrs] = (info, -1 if info is None else len(kinds))
-            info, kind = found_constant
+                kind = -1 if info is None else len(kinds)
+                found_constant = constants[attrs] = (info, kind, None)
+            info, kind, number = found_constant
             if info is not None:
                 out = outs[0]
                 types[out] = info.renamed(out)
@@ -462,39 +541,59 @@ def _per_node(
                 # where the value is read costs 4.8% more instructions (callgrind, the
                 # 8B-shaped decoder: 719M against 686M for two analyses).
                 values.add_constant(out, node, attrs)
+                if number is None:  # read once per distinct Constant, its value with it
+                    number = ids.read(out)
+                    constants[attrs] = (info, kind, number)
+                else:
+                    ids.of[out] = number
                 kinds.append(kind)
                 continue
-        signature = _signature(node, op_type, domain, ins, outs, types, values)
+        signature = _node_key(op_type, domain, ins, outs, ids, attrs)
         if signature is None:
             _fold_node(node, types, values, run.opsets.get(""))
+            _forget(ids, outs)
         else:
             found = seen.get(signature)
             if found is None:
-                found = seen[signature] = _Seen.of(node, signature, run, len(kinds))
+                found = seen[signature] = _Seen.of(node, signature, run, len(kinds), ids)
             if found.complete:
                 kind = found.kind
+            merged = False
             for index, template in found.outputs:
                 name = outs[index]
                 if name in types:  # also an input or initializer: the careful merge
                     _apply_inferred(outs, ((index, template.elem_type, template.shape),), types)
                     kind = -1
+                    merged = True
                 else:
                     types[name] = template.renamed(name)
             for name, value in zip(outs, found.values, strict=False):
                 if value is not None and name:
                     values.add_folded(name, value)
+            if merged:
+                _forget(ids, outs)
+            else:
+                for index, number in found.ids:
+                    ids.of[outs[index]] = number
         if not declared_names.isdisjoint(outs):
             for o in outs:
                 if o in declared:
                     info = types.get(o)
                     if info is None or not info.is_concrete:
                         _use_declared(types, {o: shape_of(declared[o].type)}, symbols)
+                        ids.of.pop(o, None)
                         kind = -1
         kinds.append(kind)
     for vi in graph.output:
         if vi.name not in types:  # written by a node nothing could infer: its type only
             types[vi.name] = TensorInfo(vi.name, shape_of(vi.type)[0], None)
     return types, values, kinds
+
+
+def _forget(ids: _TensorIds, outs: Sequence[str]) -> None:
+    """Drop the numbers of ``outs``, typed other than from a signature: read again on use."""
+    for name in outs:
+        ids.of.pop(name, None)
 
 
 def _infer_with_onnx(

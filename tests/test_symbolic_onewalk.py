@@ -109,13 +109,14 @@ def test_walked_formulas_equal_the_concrete_analysis(tmp_path: Path, point: dict
 
 
 def test_an_uncarried_node_falls_back_to_sampling() -> None:
-    # com.microsoft's Gelu has no symbolic shape rule (no contrib op has): the sampler finds
-    # the formulas. Relu on [batch, 8] writes 32*batch bytes, Gelu the same: 64*batch.
+    # Resize by scales has no symbolic shape rule (its float scales are not carried): the
+    # sampler finds the formulas. Relu on [batch, 8] writes 32*batch bytes, Resize by 1s the
+    # same: 64*batch.
     text = """
-    <ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
-    g (float[batch,8] x) => (float[batch,8] y) {
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,8] x) => (float[batch,8] y) <float[2] scales = {1, 1}> {
       r = Relu (x)
-      y = com.microsoft.Gelu (r)
+      y = Resize (r, , scales)
     }"""
     a = onnxcost.analyze(parse(text), symbolic=True)
     assert a.symbolic is not None
@@ -123,7 +124,7 @@ def test_an_uncarried_node_falls_back_to_sampling() -> None:
     assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
     said = [w for w in a.warnings if w.startswith("the formulas were sampled")]
     assert len(said) == 1, a.warnings
-    assert "does not carry node 'Gelu_1' (Gelu: its shape is not carried" in said[0]
+    assert "does not carry node 'Resize_1' (Resize: its shape is not carried" in said[0]
 
 
 def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@ ONNX's type inference gives, for the symbolic walk (``symbolic.node_costs``), wh
 bytes by it. Called once per class of nodes.
 
 Most ops' outputs have their first input's type; the table below lists the ones that do not
-(a cast, a comparison, an index, a quantization). NB: an op of another domain not listed
-here is given its first input's type.
+(a cast, a comparison, an index, a quantization). The ops onnxcost has its own shape rule
+for (``shapes.rules``: onnxruntime's contrib ops) take their types from that rule
+(``symbolic.contrib``), not from here. NB: another op of another domain is given its first
+input's type.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ _FIXED: dict[str, tuple[int, ...]] = {
 }
 """Ops whose outputs have fixed types, whatever their inputs."""
 
-_FROM_INPUT: dict[str, int] = {"Where": 1, "CastLike": 1, "DequantizeLinear": 1}
+_FROM_INPUT: dict[str, int] = {
+    "Where": 1,
+    "CastLike": 1,
+    "DequantizeLinear": 1,
+    "QLinearMatMul": 7,
+    "OneHot": 2,
+}
 """Ops whose outputs have the type of another input than the first."""
 
 _CONSTANT_TYPES = {

@@ -44,40 +44,12 @@ from onnxcost.load.graph import DEFAULT_DOMAINS
 from onnxcost.load.tensors import SUBGRAPH_OPS, normalize_domain, tensor_bytes
 from onnxcost.prepare import PreparedModel
 from onnxcost.shapes.folding import _attribute_key
+from onnxcost.symbolic.contrib import _SymTensor
 from onnxcost.symbolic.elem_types import output_elem_types
 from onnxcost.symbolic.inputs import input_shapes_of
-from onnxcost.symbolic.shapes import (
-    Shape,
-    SymbolicShapes,
-    _attrs,
-    _carry,
-    _maybe_value,
-    _UncarriedError,
-)
+from onnxcost.symbolic.shape_core import Shape, SymbolicShapes, _UncarriedError
+from onnxcost.symbolic.shapes import _attrs, _carry, _maybe_value
 from onnxcost.symdim import Dim, SymDim, as_dim
-
-
-class _SymTensor(TensorInfo):
-    """A TensorInfo whose shape has SymDims: ``concrete_shape``, ``numel`` and ``nbytes`` give
-    them to the formula; ``known_numel`` and ``known_nbytes`` stay -1 (not a concrete count)."""
-
-    __slots__ = ("sym_shape",)
-
-    def __init__(self, name: str, elem_type: int, shape: Shape) -> None:
-        super().__init__(name, elem_type, None)
-        self.sym_shape = shape
-
-    @property
-    def concrete_shape(self) -> tuple[int, ...]:
-        return self.sym_shape  # type: ignore[return-value]
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.sym_shape)  # type: ignore[arg-type]
-
-    @property
-    def nbytes(self) -> int:
-        return tensor_bytes(self.numel, self.elem_type)
 
 
 def _tensor(name: str, elem_type: int, shape: Shape) -> TensorInfo:
@@ -510,16 +482,16 @@ def _new_class(
         return "control flow: its bodies are not walked symbolically"
     shapes = w.shapes
     attrs = w.shared.attrs.get(attribute_key) if attribute_key else _NO_ATTRS
+    in_elems = [w.table[w.tensors[n]][0] if n else 0 for n in ins]
     try:
         if attrs is None:
             attrs = w.shared.attrs[attribute_key] = _attrs(node)
-        _carry(shapes, node, attrs)
+        typed = _carry(shapes, node, attrs, in_elems)
     except _UncarriedError as e:
         return f"its shape is not carried ({e})"
     except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
         return f"its shape is not carried (unexpected input, {type(e).__name__})"
-    in_elems = [w.table[w.tensors[n]][0] if n else 0 for n in ins]
-    out_elems = output_elem_types(node, op_type, domain, in_elems)
+    out_elems = typed or output_elem_types(node, op_type, domain, in_elems)
     tids = tuple(
         w.intern((out_elems[k], shapes.shapes[o], shapes.values.get(o)))
         if o and o in shapes.shapes

@@ -5,9 +5,11 @@ Shape, Gather, Concat, Unsqueeze, arithmetic) carried the same way, in one walk.
 Ops carried: elementwise ops with numpy broadcasting, MatMul, Gemm, Conv and pooling output
 sizes (floor and ceil mode), Reshape (0 and -1), Transpose, Concat, Slice (step 1, ends
 clamped with min where they are symbolic), Gather, Shape, Range (delta 1), Softmax,
-LayerNormalization, Split, Squeeze, Unsqueeze, ReduceMean/ReduceProd and Constant. A node
-that it cannot carry (another op, a broadcast of two unlike symbols, a value it does not
-know) is named in ``uncarried`` and its outputs have no shape: only what is downstream of
+Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum, TopK, Tile, OneHot and
+more (``symbolic.more_shapes``); and every op onnxcost has its own output-shape rule for
+(``shapes.rules``: onnxruntime's com.microsoft contrib ops, LayerNormalization with its
+statistics, QLinearConv), by that rule (``symbolic.contrib``). A node that it cannot carry
+(another op, a broadcast of two unlike symbols, a value it does not know) is named in ``uncarried`` and its outputs have no shape: only what is downstream of
 it is lost. The graph inputs' shapes, with ``--dim``, ``--input-shape`` and derived dims:
 ``symbolic.inputs``. The costs over these shapes: ``symbolic.node_costs``; the formulas
 ``--symbolic`` gives from them: ``symbolic.onewalk``.
@@ -18,62 +20,59 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import onnx
 from onnx import numpy_helper
 
-from onnxcost.errors import OnnxcostError
+from onnxcost.load.tensors import normalize_domain
+from onnxcost.shapes.rules import RULES as ONNXCOST_RULES
+from onnxcost.symbolic.contrib import carry_by_rule
 from onnxcost.symbolic.inputs import input_shapes_of
+from onnxcost.symbolic.more_shapes import MORE_RULES
+from onnxcost.symbolic.shape_core import (
+    Shape,
+    SymbolicShapes,
+    _axis,
+    _broadcast,
+    _ints,
+    _matmul_shape,
+    _UncarriedError,
+    _value,
+)
 from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
 
-Shape = tuple[Dim, ...]
 _BIG = 2**31 - 1
 """Slice ends at or past this mean "to the end"."""
 _ELEMENTWISE = frozenset(
     {
         "Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "And", "Or",
         "Not", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Neg", "Exp", "Log", "Cast",
-        "Identity", "Reciprocal", "Max", "Min", "Abs", "Softmax", "Gelu", "Dropout",
-        "LayerNormalization", "Mod", "Floor", "Ceil", "Clip", "BatchNormalization",
-        "InstanceNormalization", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu",
+        "Identity", "Reciprocal", "Max", "Min", "Abs", "Softmax", "Gelu", "Dropout", "Mod",
+        "Floor", "Ceil", "Clip", "BatchNormalization", "InstanceNormalization", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu",
         "CumSum", "LessOrEqual", "GreaterOrEqual", "Xor", "BitwiseAnd", "BitwiseOr",
         "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Sign", "Round", "Sin", "Cos", "Softplus",
         "Softsign", "Mish", "PRelu", "ThresholdedRelu", "Celu", "LogSoftmax", "Hardmax", "Trilu",
+        "LpNormalization", "QuantizeLinear", "DequantizeLinear",
     }
 )  # fmt: skip
-"""Ops whose first output has the broadcast shape of their inputs (Softmax and
-LayerNormalization: of their one data input)."""
+"""Ops whose first output has the broadcast shape of their inputs (Softmax: of its one data
+input)."""
 _FIRST_ONLY = frozenset(
     {
-        "Softmax", "LayerNormalization", "Dropout", "Clip", "BatchNormalization",
-        "InstanceNormalization", "CumSum", "LogSoftmax", "Hardmax", "Trilu",
+        "Softmax", "Dropout", "Clip", "BatchNormalization", "InstanceNormalization", "CumSum",
+        "LogSoftmax", "Hardmax", "Trilu", "QuantizeLinear", "DequantizeLinear",
     }
 )  # fmt: skip
 """Of those, the ones whose output has their first input's shape (the others are scales,
-biases, statistics and bounds)."""
-
-
-class _UncarriedError(OnnxcostError):
-    """A node this pass cannot carry, and why."""
-
-
-@dataclass
-class SymbolicShapes:
-    """The result: shapes and values by tensor name, and the nodes not carried."""
-
-    shapes: dict[str, Shape] = field(default_factory=dict)
-    values: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
-    """Small integer tensors' values, flattened (a scalar: one entry)."""
-    uncarried: list[tuple[str, str, str]] = field(default_factory=list)
-    """(node name, op type, reason) of every node not carried."""
-
-    def warnings(self) -> list[str]:
-        return [
-            f"node {name!r} ({op}): its shape is not carried symbolically ({why}); the costs "
-            f"downstream of it come from sampling"
-            for name, op, why in self.uncarried
-        ]
+biases, statistics, bounds, scales and zero points)."""
+_BY_ONNXCOST_RULE = {
+    "LayerNormalization": ONNXCOST_RULES["", "LayerNormalization"],
+    "SimplifiedLayerNormalization": ONNXCOST_RULES["", "SimplifiedLayerNormalization"],
+    "QLinearConv": ONNXCOST_RULES["com.microsoft", "QLinearConv"],
+}
+"""ONNX-domain ops whose shapes come from onnxcost's own rules (``shapes.rules``), as the
+contrib ops': LayerNormalization with its statistics, onnxruntime's SimplifiedLayerNormalization
+(written in ONNX's domain), QLinearConv (the same inputs as onnxruntime's NHWC one)."""
 
 
 def symbolic_shapes(
@@ -131,66 +130,40 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
 
 
 def _carry(
-    out: SymbolicShapes, node: onnx.NodeProto, attrs: dict[str, object] | None = None
-) -> None:
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    attrs: dict[str, object] | None = None,
+    elems: Sequence[int] = (),
+) -> tuple[int, ...] | None:
     """Carry ``node``'s output shapes (and small values) into ``out``; ``attrs``: its
-    attributes as ``_attrs`` reads them, where the caller has them (read-only)."""
+    attributes as ``_attrs`` reads them, where the caller has them (read-only); ``elems``:
+    its inputs' element types, where known. Returns its outputs' element types where
+    onnxcost's own rule for the op decides them (``symbolic.contrib``), else None."""
+    op_type = node.op_type
     if node.domain not in ("", "ai.onnx"):
-        raise _UncarriedError(f"domain {node.domain!r}")
-    rule = _RULES.get(node.op_type)
+        by = ONNXCOST_RULES.get((normalize_domain(node.domain), op_type))
+        if by is None:
+            raise _UncarriedError(f"no symbolic rule for {node.domain}'s {op_type}")
+        shapes = [_shape(out, n) if n else None for n in node.input]
+        return carry_by_rule(out, node, by, shapes, elems)
+    rule = _RULES.get(op_type)
     if rule is None:
-        if node.op_type in _ELEMENTWISE:
+        if op_type in _ELEMENTWISE:
             rule = _elementwise
+        elif op_type in _BY_ONNXCOST_RULE:
+            shapes = [_shape(out, n) if n else None for n in node.input]
+            return carry_by_rule(out, node, _BY_ONNXCOST_RULE[op_type], shapes, elems)
         else:
             raise _UncarriedError("no symbolic rule for this op")
     shapes = [_shape(out, n) if n else None for n in node.input]
     rule(out, node, shapes, _attrs(node) if attrs is None else attrs)
+    return None
 
 
 def _shape(out: SymbolicShapes, name: str) -> Shape:
     if name not in out.shapes:
         raise _UncarriedError(f"input {name!r} has no carried shape")
     return out.shapes[name]
-
-
-def _value(out: SymbolicShapes, name: str) -> tuple[Dim, ...]:
-    if name not in out.values:
-        raise _UncarriedError(f"the value of input {name!r} is not known")
-    return out.values[name]
-
-
-def _broadcast(shapes: Sequence[Shape]) -> Shape:
-    rank = max(len(s) for s in shapes)
-    result: list[Dim] = []
-    for k in range(rank):
-        found: Dim = 1
-        for s in shapes:
-            j = k - (rank - len(s))
-            if j < 0:
-                continue
-            d = s[j]
-            if d == 1:
-                continue
-            if found == 1:
-                found = d
-            elif found != d:
-                if isinstance(found, int) and isinstance(d, SymDim):
-                    continue  # a valid model: the symbol is found there
-                if isinstance(d, int) and isinstance(found, SymDim):
-                    found = d
-                    continue
-                # min(positions, seq) against seq: equal wherever the model is valid (seq
-                # within its positions); the unbounded one is kept.
-                if (
-                    isinstance(d, SymDim)
-                    and isinstance(found, SymDim)
-                    and found.unbounded() == d.unbounded()
-                ):
-                    found = d.unbounded()
-                    continue
-                raise _UncarriedError(f"broadcast of {found} and {d}")
-        result.append(found)
-    return tuple(result)
 
 
 def _int_op(op: str) -> Callable[[Dim, Dim], Dim] | None:
@@ -221,8 +194,6 @@ def _elementwise(
         data = data[:1]
     shape = _broadcast(data)
     out.shapes[node.output[0]] = shape
-    if node.op_type == "LayerNormalization":
-        return  # its other outputs (mean, inverse std) are not carried
     # Integer arithmetic on known values (a shape sub-graph): element by element.
     if node.op_type in ("Cast", "Identity") and node.input[0] in out.values:
         out.values[node.output[0]] = out.values[node.input[0]]
@@ -274,15 +245,7 @@ def _matmul(
 ) -> None:
     a, b = shapes[0], shapes[1]
     assert a is not None and b is not None
-    a2 = (1, *a) if len(a) == 1 else a
-    b2 = (*b, 1) if len(b) == 1 else b
-    batch = _broadcast([a2[:-2], b2[:-2]])
-    result = (*batch, a2[-2], b2[-1])
-    if len(a) == 1:
-        result = (*result[:-2], result[-1])
-    if len(b) == 1:
-        result = result[:-1]
-    out.shapes[node.output[0]] = result
+    out.shapes[node.output[0]] = _matmul_shape(a, b)
 
 
 def _gemm(
@@ -296,11 +259,6 @@ def _gemm(
     m = a[1] if attrs.get("transA", 0) else a[0]
     n = b[0] if attrs.get("transB", 0) else b[1]
     out.shapes[node.output[0]] = (m, n)
-
-
-def _ints(attrs: Mapping[str, object], key: str, default: list[int]) -> list[int]:
-    value = attrs.get(key)
-    return [int(v) for v in value] if isinstance(value, list) else default
 
 
 def _windows(
@@ -444,10 +402,6 @@ def _transpose(
     assert x is not None
     perm = _ints(attrs, "perm", list(range(len(x)))[::-1])
     out.shapes[node.output[0]] = tuple(x[p] for p in perm)
-
-
-def _axis(a: int, rank: int) -> int:
-    return a + rank if a < 0 else a
 
 
 def _concat(
@@ -706,6 +660,7 @@ _RULES: dict[str, _Rule] = {
     "AveragePool": _pool,
     "GlobalAveragePool": _pool,
     "GlobalMaxPool": _pool,
+    "GlobalLpPool": _pool,
     "Reshape": _reshape,
     "Transpose": _transpose,
     "Flatten": _flatten,
@@ -732,6 +687,7 @@ _RULES: dict[str, _Rule] = {
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Expand": _expand,
+    **MORE_RULES,
 }
 
 __all__ = ["SymbolicShapes", "symbolic_shapes"]

@@ -1,0 +1,227 @@
+"""More of the symbolic walk's shape rules (``symbolic.shapes`` dispatches to them): ArgMax
+and ArgMin, Einsum, Resize with constant sizes, TopK, Tile, DepthToSpace and SpaceToDepth,
+OneHot, and the quantized matrix products (MatMulInteger, QLinearMatMul). Each gives what
+ONNX's shape inference gives, over SymDims; a value it needs (K, repeats, sizes, depth) must
+be a known integer tensor, else the node is not carried. NonZero is not carried (its shape
+depends on the data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import onnx
+
+from onnxcost.symbolic.shape_core import (
+    Shape,
+    SymbolicShapes,
+    _axis,
+    _broadcast,
+    _matmul_shape,
+    _UncarriedError,
+    _value,
+)
+from onnxcost.symdim import Dim, SymDim, as_dim
+
+
+def _arg_reduce(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """ArgMax, ArgMin: X with the ``axis`` dim 1 (``keepdims``, the default) or dropped."""
+    x = shapes[0]
+    assert x is not None
+    axis = _axis(int(attrs.get("axis", 0)), len(x))  # type: ignore[call-overload]
+    if not 0 <= axis < len(x):
+        raise _UncarriedError(f"axis {axis} of rank {len(x)}")
+    keep = attrs.get("keepdims", 1)
+    out.shapes[node.output[0]] = (*x[:axis], *((1,) if keep else ()), *x[axis + 1 :])
+
+
+def _einsum(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """Einsum as ONNX's inference gives it: each letter's dim where it is first seen (a later
+    unlike dim: not carried), the ellipsis' dims broadcast (of one rank in every input that
+    has one); without ``->``, the ellipsis, then the letters seen once in ASCII order."""
+    equation = attrs.get("equation", b"")
+    text = (equation.decode() if isinstance(equation, bytes) else str(equation)).replace(" ", "")
+    lhs, arrow, rhs = text.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise _UncarriedError(f"{len(terms)} terms for {len(shapes)} inputs")
+    dims: dict[str, Dim] = {}
+    ellipses: list[Shape] = []
+    for term, shape in zip(terms, shapes, strict=True):
+        assert shape is not None
+        head, dots, tail = term.partition("...")
+        spread = len(shape) - len(head) - len(tail)
+        if ((head + tail) and not (head + tail).isalpha()) or spread < 0 or (spread and not dots):
+            raise _UncarriedError(f"the term {term!r} of rank {len(shape)}")
+        if dots:
+            ellipses.append(shape[len(head) : len(head) + spread])
+        rest = shape[len(head) + spread :]
+        for letter, d in (
+            *zip(head, shape[: len(head)], strict=True),
+            *zip(tail, rest, strict=True),
+        ):
+            seen = dims.setdefault(letter, d)
+            if seen != d:
+                raise _UncarriedError(f"{letter!r} is both {seen} and {d}")
+    if len({len(e) for e in ellipses}) > 1:
+        raise _UncarriedError("ellipses of unlike ranks")
+    ellipsis = _broadcast(ellipses) if ellipses and ellipses[0] else ()
+    if not arrow:
+        letters = lhs.replace(",", "").replace(".", "")
+        once = sorted(c for c in set(letters) if letters.count(c) == 1)
+        rhs = ("..." if ellipses else "") + "".join(once)
+    head, dots, tail = rhs.partition("...")
+    missing = [c for c in head + tail if c not in dims]
+    if missing:
+        raise _UncarriedError(f"the output letter {missing[0]!r} is in no input")
+    out.shapes[node.output[0]] = (
+        *(dims[c] for c in head),
+        *(ellipsis if dots else ()),
+        *(dims[c] for c in tail),
+    )
+
+
+def _resize(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """Resize with a known ``sizes`` input (on ``axes`` where given; stretch only): the
+    sizes. NB: with ``scales`` (floats: not carried as values) the node is not carried."""
+    x = shapes[0]
+    assert x is not None
+    policy = attrs.get("keep_aspect_ratio_policy", b"stretch")
+    if policy not in (b"stretch", "stretch"):
+        raise _UncarriedError(f"keep_aspect_ratio_policy {policy!r}")
+    if len(node.input) < 4 or not node.input[3]:
+        raise _UncarriedError("Resize by scales")
+    sizes = _value(out, node.input[3])
+    raw = attrs.get("axes")
+    axes = [int(a) for a in raw] if isinstance(raw, list) else list(range(len(x)))
+    if len(sizes) != len(axes):
+        raise _UncarriedError(f"{len(sizes)} sizes for {len(axes)} axes")
+    result = list(x)
+    for a, size in zip(axes, sizes, strict=True):
+        result[_axis(a, len(x))] = size
+    out.shapes[node.output[0]] = tuple(result)
+
+
+def _topk(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """TopK: Values and Indices are X with the ``axis`` dim (default -1) K (the input, or the
+    attribute ``k`` before opset 10)."""
+    x = shapes[0]
+    assert x is not None
+    if len(node.input) > 1 and node.input[1]:
+        (k,) = _value(out, node.input[1])
+    else:
+        k = int(attrs.get("k", 0))  # type: ignore[call-overload]
+    axis = _axis(int(attrs.get("axis", -1)), len(x))  # type: ignore[call-overload]
+    shape = (*x[:axis], k, *x[axis + 1 :])
+    for name in node.output[:2]:
+        if name:
+            out.shapes[name] = shape
+
+
+def _tile(
+    out: SymbolicShapes, node: onnx.NodeProto, shapes: list[Shape | None], _a: Mapping[str, object]
+) -> None:
+    """Tile: each dim times its repeat."""
+    x = shapes[0]
+    assert x is not None
+    repeats = _value(out, node.input[1])
+    if len(repeats) != len(x):
+        raise _UncarriedError(f"{len(repeats)} repeats for rank {len(x)}")
+    out.shapes[node.output[0]] = tuple(
+        as_dim(SymDim.of(d) * r) for d, r in zip(x, repeats, strict=True)
+    )
+
+
+def _exact(d: Dim, n: int) -> Dim:
+    """d / n where n divides d for every value of its symbols (each coefficient)."""
+    whole = SymDim.of(d)
+    if any(c % n for c in whole.terms.values()):
+        raise _UncarriedError(f"{d} in {n} equal parts")
+    return as_dim(whole // n)
+
+
+def _depth_to_space(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """DepthToSpace [N, C / b², H b, W b]; SpaceToDepth [N, C b², H / b, W / b] (b: the
+    blocksize)."""
+    x = shapes[0]
+    assert x is not None
+    if len(x) != 4:
+        raise _UncarriedError(f"rank {len(x)}")
+    b = int(attrs.get("blocksize", 0))  # type: ignore[call-overload]
+    if b < 1:
+        raise _UncarriedError(f"blocksize {b}")
+    c, h, w = (SymDim.of(d) for d in x[1:])
+    if node.op_type == "DepthToSpace":
+        shape = (x[0], _exact(x[1], b * b), as_dim(h * b), as_dim(w * b))
+    else:
+        shape = (x[0], as_dim(c * (b * b)), as_dim(h // b), as_dim(w // b))
+    out.shapes[node.output[0]] = shape
+
+
+def _one_hot(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """OneHot: the indices' shape with the depth inserted at ``axis`` (default -1, of the
+    output's rank)."""
+    indices = shapes[0]
+    assert indices is not None
+    (depth,) = _value(out, node.input[1])
+    rank = len(indices) + 1
+    axis = _axis(int(attrs.get("axis", -1)), rank)  # type: ignore[call-overload]
+    out.shapes[node.output[0]] = (*indices[:axis], depth, *indices[axis:])
+
+
+def _quantized_matmul(
+    out: SymbolicShapes, node: onnx.NodeProto, shapes: list[Shape | None], _a: Mapping[str, object]
+) -> None:
+    """MatMulInteger (A, B: inputs 0 and 1) and QLinearMatMul (inputs 0 and 3): matmul's
+    shape."""
+    a, b = shapes[0], shapes[3 if node.op_type == "QLinearMatMul" else 1]
+    assert a is not None and b is not None
+    out.shapes[node.output[0]] = _matmul_shape(a, b)
+
+
+MORE_RULES = {
+    "ArgMax": _arg_reduce,
+    "ArgMin": _arg_reduce,
+    "Einsum": _einsum,
+    "Resize": _resize,
+    "TopK": _topk,
+    "Tile": _tile,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _depth_to_space,
+    "OneHot": _one_hot,
+    "MatMulInteger": _quantized_matmul,
+    "QLinearMatMul": _quantized_matmul,
+}
+"""Op type (ONNX's domain) -> its rule, as ``symbolic.shapes._RULES``."""
+
+__all__ = ["MORE_RULES"]

@@ -1,0 +1,98 @@
+"""The base of the symbolic shape pass (``symbolic.shapes``, ``symbolic.more_shapes``,
+``symbolic.contrib``): its result, its error, and the helpers every rule reads inputs with."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from onnxcost.errors import OnnxcostError
+from onnxcost.symdim import Dim, SymDim
+
+Shape = tuple[Dim, ...]
+
+
+class _UncarriedError(OnnxcostError):
+    """A node this pass cannot carry, and why."""
+
+
+@dataclass
+class SymbolicShapes:
+    """The result: shapes and values by tensor name, and the nodes not carried."""
+
+    shapes: dict[str, Shape] = field(default_factory=dict)
+    values: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
+    """Small integer tensors' values, flattened (a scalar: one entry)."""
+    uncarried: list[tuple[str, str, str]] = field(default_factory=list)
+    """(node name, op type, reason) of every node not carried."""
+
+    def warnings(self) -> list[str]:
+        return [
+            f"node {name!r} ({op}): its shape is not carried symbolically ({why}); the costs "
+            f"downstream of it come from sampling"
+            for name, op, why in self.uncarried
+        ]
+
+
+def _value(out: SymbolicShapes, name: str) -> tuple[Dim, ...]:
+    if name not in out.values:
+        raise _UncarriedError(f"the value of input {name!r} is not known")
+    return out.values[name]
+
+
+def _broadcast(shapes: Sequence[Shape]) -> Shape:
+    rank = max(len(s) for s in shapes)
+    result: list[Dim] = []
+    for k in range(rank):
+        found: Dim = 1
+        for s in shapes:
+            j = k - (rank - len(s))
+            if j < 0:
+                continue
+            d = s[j]
+            if d == 1:
+                continue
+            if found == 1:
+                found = d
+            elif found != d:
+                if isinstance(found, int) and isinstance(d, SymDim):
+                    continue  # a valid model: the symbol is found there
+                if isinstance(d, int) and isinstance(found, SymDim):
+                    found = d
+                    continue
+                # min(positions, seq) against seq: equal wherever the model is valid (seq
+                # within its positions); the unbounded one is kept.
+                if (
+                    isinstance(d, SymDim)
+                    and isinstance(found, SymDim)
+                    and found.unbounded() == d.unbounded()
+                ):
+                    found = d.unbounded()
+                    continue
+                raise _UncarriedError(f"broadcast of {found} and {d}")
+        result.append(found)
+    return tuple(result)
+
+
+def _ints(attrs: Mapping[str, object], key: str, default: list[int]) -> list[int]:
+    value = attrs.get(key)
+    return [int(v) for v in value] if isinstance(value, list) else default
+
+
+def _axis(a: int, rank: int) -> int:
+    return a + rank if a < 0 else a
+
+
+def _matmul_shape(a: Shape, b: Shape) -> Shape:
+    """numpy matmul's output shape of ``a`` and ``b`` (1-D operands, batch broadcasting)."""
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    result: Shape = (*_broadcast([a2[:-2], b2[:-2]]), a2[-2], b2[-1])
+    if len(a) == 1:
+        result = (*result[:-2], result[-1])
+    if len(b) == 1:
+        result = result[:-1]
+    return result
+
+
+__all__ = ["Shape", "SymbolicShapes"]

@@ -41,6 +41,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Literal
 
 import onnx
@@ -158,11 +159,18 @@ def train(
     flops: Callable[[Cost], int],
     forward_flops: int,
     opts: TrainingOptions,
+    nbytes: Callable[[TensorInfo | None, bool], int] = _nbytes,
+    most: Callable[[list[int]], int] = max,
 ) -> TrainingResult:
     """Backward per main-graph node (written into its record) and the step's totals.
 
     ``spec_of(k)``: node k's (opset, registry entry); ``flops``: FLOPs of a Cost in the
-    analysis convention; ``forward_flops``: the analysis' total in that convention."""
+    analysis convention; ``forward_flops``: the analysis' total in that convention.
+
+    Nothing here compares two sizes but ``most``, the peak's maximum over the steps, and
+    nothing sizes a tensor but ``nbytes``: ``symbolic.training_walk`` runs the same pass over
+    tensors whose dims are SymDims, with its own two (a maximum decided over the model's
+    domain, a symbolic tensor's bytes)."""
     half = opts.mixed_precision is not None
     roots = trainable_roots(weights, opts.frozen)
     grad: set[str] = set(roots)
@@ -182,8 +190,8 @@ def train(
     sizes: dict[str, int] = {}
     extra_saved = 0
     macs_total = flops_total = 0
-    in_flight = 0
-    """The most gradient bytes in flight at one node's backward: its outputs' and the
+    flights: list[int] = []
+    """The gradient bytes in flight at each node's backward: its outputs' and the
     activations' it computes (a weight's gradient is in gradient_bytes already)."""
     kept_extra: list[int] = [0] * len(nodes)
     no_cost = (Cost(), 0, NOTHING_SAVED)
@@ -191,7 +199,7 @@ def train(
     def size(name: str) -> int:
         found = sizes.get(name)
         if found is None:
-            found = sizes[name] = _nbytes(types.get(name), half)
+            found = sizes[name] = nbytes(types.get(name), half)
         return found
 
     for k, ins in enumerate(inputs):
@@ -247,9 +255,10 @@ def train(
         for j in kept.outputs:
             if j < len(outs) and outs[j] and outs[j] not in constant:
                 saved[outs[j]] = size(outs[j])
-        if kept.extra_bytes:
-            extra_saved += kept.extra_bytes
-            kept_extra[k] = kept.extra_bytes
+        extra = kept.extra_bytes
+        if type(extra) is not int or extra:  # a SymDim has no truth value
+            extra_saved += extra
+            kept_extra[k] = extra
         flight = 0
         for o in outs:
             if o in grad:
@@ -257,10 +266,9 @@ def train(
         for n, need in zip(ins, needs, strict=True):
             if need and n not in constant:
                 flight += size(n)
-        if flight > in_flight:
-            in_flight = flight
+        flights.append(flight)
     saved_bytes = sum(saved.values()) + extra_saved
-    forward_peak = _forward_peak(
+    steps = _forward_steps(
         inputs,
         outputs,
         types,
@@ -271,8 +279,13 @@ def train(
         saved,
         kept_extra,
         half,
+        nbytes,
     )
-    memory = _memory(weights, roots, opts, saved_bytes, max(forward_peak, saved_bytes + in_flight))
+    # The larger of the forward's peak (the live bytes after each step; 0 before the first)
+    # and the backward's (everything kept plus the most gradient bytes in flight, or none):
+    # saved_bytes >= 0 stands for both 0s.
+    peak = most([saved_bytes, *steps, *[saved_bytes + f for f in flights]])
+    memory = _memory(weights, roots, opts, saved_bytes, peak)
     backward_flops = flops_total
     warnings = []
     if missing:
@@ -307,7 +320,7 @@ def train(
     )
 
 
-def _forward_peak(
+def _forward_steps(
     inputs: Sequence[Sequence[str]],
     outputs: Sequence[Sequence[str]],
     types: Mapping[str, TensorInfo],
@@ -318,13 +331,15 @@ def _forward_peak(
     saved: Mapping[str, int],
     kept_extra: Sequence[int],
     half: bool,
-) -> int:
-    """The forward's activation peak when the tensors backward keeps live to its end: a
-    tensor lives from its writer (a graph input from the start) to its last reader, a kept
-    one or a graph output to the end; a node's own statistics from it to the end."""
+    nbytes: Callable[[TensorInfo | None, bool], int],
+) -> list[int]:
+    """The forward's live activation bytes at each node when the tensors backward keeps
+    live to its end (the forward's peak is their maximum): a tensor lives from its writer (a
+    graph input from the start) to its last reader, a kept one or a graph output to the end;
+    a node's own statistics from it to the end."""
     n = len(inputs)
     if n == 0:
-        return 0
+        return []
     delta = [0] * (n + 1)
     ends = frozenset(graph_outputs)
     written = [(name, 0) for name in graph_inputs]
@@ -334,22 +349,17 @@ def _forward_peak(
             continue
         size = saved.get(name)
         if size is None:
-            size = _nbytes(types.get(name), half)
+            size = nbytes(types.get(name), half)
             end = n - 1 if name in ends else last_use.get(name, start)
         else:
             end = n - 1
         delta[start] += size
         delta[(end if end > start else start) + 1] -= size
     for k, extra in enumerate(kept_extra):
-        if extra:
+        if type(extra) is not int or extra:
             delta[k] += extra
             delta[n] -= extra
-    peak = live = 0
-    for change in delta[:n]:
-        live += change
-        if live > peak:
-            peak = live
-    return peak
+    return list(accumulate(delta[:n]))
 
 
 def _memory(

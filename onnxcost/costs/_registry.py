@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from onnxcost.costs._context import OpContext
+from onnxcost.costs._context import OpContext, dim_max
 from onnxcost.errors import RegistryError
 from onnxcost.load.tensors import normalize_domain as normalize_domain  # re-exported
 
@@ -344,8 +344,9 @@ def saves_outputs(*positions: int) -> Saves:
 
 def broadcast_sum(ctx: OpContext, i: int) -> int:
     """Adds to reduce the output-shaped gradient to input ``i``'s (broadcast) shape:
-    numel(Y) - numel(X_i) (0 when it is not broadcast)."""
-    return max(0, ctx.out_numel() - ctx.numel(i))
+    numel(Y) - numel(X_i) (0 when it is not broadcast; ``dim_max``: a SymDim max(0, ...) over
+    symbolic shapes, exact at a dim of 0 too)."""
+    return dim_max(0, ctx.out_numel() - ctx.numel(i))
 
 
 def needs_any(needs: Needs, *positions: int) -> bool:

@@ -190,12 +190,17 @@ def _ln_rows(ctx: OpContext) -> int:
     return math.prod(shape[: _axis(ctx.int_attr("axis", -1), len(shape))])
 
 
+def _ln_features(ctx: OpContext) -> int:
+    """D = numel / rows, 0 where rows is 0 (``numel_over``: over SymDims too)."""
+    shape = ctx.shape(0)
+    return numel_over(shape, range(_axis(ctx.int_attr("axis", -1), len(shape))))
+
+
 @register_backward("LayerNormalization", saves=lambda ctx, needs: _norm_saves(_ln_rows(ctx)))
 def layer_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
     """dX: 8 x numel + x^ 2 x numel; dScale: 2 x numel - D; dB: numel - D (D = numel / rows); keeps X, mean and rstd per row."""
     numel = ctx.numel(0)
-    rows = _ln_rows(ctx)
-    features = numel // rows if rows else 0
+    features = _ln_features(ctx)
     return Cost(
         flops=norm_backward_flops(
             numel, features, needs_any(needs, 0), needs_any(needs, 1), needs_any(needs, 2)
@@ -210,8 +215,7 @@ def layer_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
 def rms_norm_backward(ctx: OpContext, needs: tuple[bool, ...]) -> Cost:
     """dX: 6 x numel + x^ numel (no mean to subtract); dScale: 2 x numel - D; keeps X and rrms per row."""
     numel = ctx.numel(0)
-    rows = _ln_rows(ctx)
-    features = numel // rows if rows else 0
+    features = _ln_features(ctx)
     return Cost(
         flops=norm_backward_flops(
             numel, features, needs_any(needs, 0), needs_any(needs, 1), False, moments=1

@@ -87,9 +87,31 @@ def _with_training(
     allow_reshape: bool,
     training: TrainingOptions,
 ) -> SymbolicCosts:
-    """``costs`` with the formulas of the training totals (``symbolic.training``)."""
+    """``costs`` with the formulas of the training totals: from one training pass over the
+    symbolic walk (``symbolic.training_walk``) where the forward formulas came from the walk
+    and it checks, else sampled (``symbolic.training``) with a warning saying why."""
     from onnxcost.analysis.walk import costs_at
     from onnxcost.symbolic.training import training_formulas, training_vector
+    from onnxcost.symbolic.training_walk import walk_training
+
+    walked = walk_training(
+        source,
+        base,
+        costs,
+        input_shapes=dict(input_shapes or {}),
+        dims=dims,
+        convention=convention,
+        allow_reshape=allow_reshape,
+        training=training,
+    )
+    if isinstance(walked, tuple):
+        found_walked, warnings_walked, runs_walked = walked
+        return replace(
+            costs,
+            totals={**costs.totals, **found_walked},
+            warnings=(*costs.warnings, *warnings_walked),
+            analyses=costs.analyses + runs_walked,
+        )
 
     def run(values: dict[str, int]) -> list[int] | None:
         point = with_derived(source.proto, input_shapes or {}, {**dims, **values})
@@ -106,6 +128,8 @@ def _with_training(
     at_one = training_vector(base.totals.training)
     assert at_one is not None
     found, warnings, runs = training_formulas(costs.symbols, run, at_one)
+    if walked is not None:
+        warnings.append(f"training: the training formulas were sampled ({runs} analyses): {walked}")
     return replace(
         costs,
         totals={**costs.totals, **found},

@@ -85,6 +85,11 @@ class NodeCosts:
     shapes: SymbolicShapes | None = None
     memo: WalkMemo | None = None
     """The walk's memo, for a next walk of the same settings (``node_costs(memo=...)``)."""
+    types: Mapping[str, TensorInfo] | None = None
+    """Every carried tensor as a TensorInfo (a ``_SymTensor`` where a dim is symbolic), and
+    the ``Weights`` the walk saw (counted only with ``count_params``): the training pass's
+    inputs (``symbolic.training_walk``)."""
+    weights: Weights | None = None
 
 
 @dataclass(slots=True)
@@ -403,7 +408,18 @@ def node_costs(
     if not count_params:
         params, param_bytes = [], []
     return NodeCosts(
-        macs, flops, read, written, params, param_bytes, classes, reasons, w.shapes, shared
+        macs,
+        flops,
+        read,
+        written,
+        params,
+        param_bytes,
+        classes,
+        reasons,
+        w.shapes,
+        shared,
+        types,
+        weights,
     )
 
 

@@ -17,9 +17,11 @@ import onnxcost.llm.cost
 from onnxcost import zoo
 from onnxcost.bench.roofline import Ceilings
 from onnxcost.cli.app import app
-from onnxcost.errors import UsageError
+from onnxcost.errors import OnnxcostError, UsageError
 from onnxcost.llm.cost import llm_report
 from onnxcost.symbolic.formulas import Formula, sum_over
+from onnxcost.symbolic.poly import SUM_BY_POINT, NoClosedFormError
+from onnxcost.symdim import SymDim, sym_min
 
 runner = CliRunner()
 
@@ -114,6 +116,43 @@ def test_clamped_parts_sum_as_their_loop() -> None:
     # n(n - 1)/2, integer-valued with a denominator: 0 + 0 + 1 + 3 + 6 + 10 = 20 for n = 0..5
     half = Formula(("n",), (((1,), -1), ((2,), 1)), denominator=2)
     assert sum_over(half, {}, "n", 0, 5) == 20
+
+
+def test_a_floor_of_the_summed_symbol_is_summed_by_points_or_refused() -> None:
+    # f = x*floor((b + 1)/2) + 3*floor(x/2) - min(x, 4): x inside a floor and a min.
+    b, x = SymDim.of("b"), SymDim.of("x")
+    expr = x * ((b + 1) // 2) + 3 * (x // 2) - SymDim.of(sym_min(x, 4))
+    f = Formula(("b", "x"), (), expression=expr)
+    # at b = 3 (floor(4/2) = 2), x = 0 .. 5: 2x + 3*floor(x/2) - min(x, 4) is
+    # 0, 2 - 1 = 1, 4 + 3 - 2 = 5, 6 + 3 - 3 = 6, 8 + 6 - 4 = 10, 10 + 6 - 4 = 12: 34
+    assert sum_over(f, {"b": 3}, "x", 0, 5) == 34
+    clamped = replace(f, clamped=True)  # max(0, ...) of each point, the same here: all >= 0
+    assert sum_over(clamped, {"b": 3}, "x", 0, 5) == 34
+    with pytest.raises(NoClosedFormError, match="x is inside a floor, min or max"):
+        sum_over(f, {"b": 3}, "x", 0, SUM_BY_POINT)  # SUM_BY_POINT + 1 points
+    # b inside the floor but x outside: a polynomial in x once b is bound, in closed form
+    g = Formula(("b", "x"), (), expression=x * x * ((b + 1) // 2) + x)
+    # at b = 4 (floor(5/2) = 2): sum of 2x^2 + x over x = 1 .. 10**6, with
+    # sum x^2 = n(n + 1)(2n + 1)/6 and sum x = n(n + 1)/2
+    n = 10**6
+    assert sum_over(g, {"b": 4}, "x", 1, n) == 2 * n * (n + 1) * (2 * n + 1) // 6 + n * (n + 1) // 2
+
+
+def test_llm_sums_step_by_step_where_there_is_no_closed_form(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A decode formula with the cache length inside a floor has no closed-form sum: llm adds
+    # the steps (each the formula's value, exact), and past 64 steps says it cannot.
+    want = llm_report(tiny, prompt=5, generate=20, batch=2).decode_total
+
+    def refuse(*args: object) -> int:
+        raise NoClosedFormError("no closed form")
+
+    monkeypatch.setattr(onnxcost.llm.cost, "sum_over", refuse)
+    assert llm_report(tiny, prompt=5, generate=20, batch=2).decode_total == want
+    monkeypatch.setattr(onnxcost.llm.cost, "position_limit", lambda proto: None)
+    with pytest.raises(OnnxcostError, match="99 steps are too many to analyse one by one"):
+        llm_report(tiny, prompt=5, generate=100, batch=2)
 
 
 # --- flags out of range -----------------------------------------------------------------------

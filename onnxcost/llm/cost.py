@@ -48,6 +48,7 @@ from onnxcost.symbolic.formulas import (
     symbolic_costs,
     with_derived,
 )
+from onnxcost.symbolic.poly import NoClosedFormError
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
@@ -516,23 +517,27 @@ def llm_report(
         return found
 
     exact = all(decode.get(k) is not None for k in _KEYS)
-    if not exact and len(steps) > _MAX_CONCRETE_STEPS:
+    total: PhaseCost | None = None
+    if exact:  # the sum over past = N .. N + M - 2 in closed form, not step by step
+        found = [decode[k] for k in _KEYS]
+        at_batch = {layout.batch: batch}
+        try:
+            total = PhaseCost(
+                *(
+                    sum_over(f, at_batch, layout.past, steps.start, steps.stop - 1)
+                    for f in found
+                    if f is not None
+                )
+            )
+        except NoClosedFormError:  # the cache length inside a floor, min or max: by steps
+            total = None
+    if total is None and len(steps) > _MAX_CONCRETE_STEPS:
         raise OnnxcostError(
             f"a decode step's cost is not a polynomial in the cache length (see the warnings of "
             f"`onnxcost analyze --symbolic`), and {len(steps)} steps are too many to analyse one "
             f"by one; pass --generate {_MAX_CONCRETE_STEPS + 1} or less"
         )
-    if exact:  # the sum over past = N .. N + M - 2 in closed form, not step by step
-        found = [decode[k] for k in _KEYS]
-        at_batch = {layout.batch: batch}
-        total = PhaseCost(
-            *(
-                sum_over(f, at_batch, layout.past, steps.start, steps.stop - 1)
-                for f in found
-                if f is not None
-            )
-        )
-    else:
+    if total is None:
         total = PhaseCost(0, 0, 0, 0)
         for past in steps:
             total = total + step(past)

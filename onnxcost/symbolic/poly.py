@@ -1,6 +1,7 @@
-"""Polynomials in a model's symbolic dims: ``Formula`` (exact integer coefficients,
-evaluation, Python and pretty text), closed-form sums (``sum_over``), and the integer algebra
-of Newton's forward formula that the search (``search.py``) interpolates with.
+"""Polynomials in a model's symbolic dims: ``Formula`` (exact integer coefficients, or an
+exact expression with floors, ``min`` and ``max`` from the one walk; evaluation, Python and
+pretty text), closed-form sums (``sum_over``), and the integer algebra of Newton's forward
+formula that the search (``search.py``) interpolates with.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from onnxcost.errors import UsageError
+from onnxcost.errors import OnnxcostError, UsageError
+from onnxcost.symdim import SymDim, _Floor, _MinMax, _Monomial
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -27,6 +29,11 @@ class Formula:
     ``clamped``: the cost is max(0, polynomial): a count such as numel - 1 that is 0, not -1,
     where a dim is 0. ``parts``: clamped formulas added with a multiplicity, for a total that
     sums such nodes: polynomial + m1*max(0, p1) + ...
+
+    ``expression``: where the cost is no polynomial in the symbols (a floor, ``min`` or
+    ``max`` of them: a Conv's output size over a symbolic height at stride 2), the exact
+    expression the one walk found, in place of ``terms`` (then ``()``) and ``denominator``
+    (then 1); ``clamped`` and ``parts`` apply to it as to a polynomial.
     """
 
     symbols: tuple[str, ...]
@@ -34,6 +41,15 @@ class Formula:
     denominator: int = 1
     clamped: bool = False
     parts: tuple[tuple[int, Formula], ...] = ()
+    expression: SymDim | None = None
+
+    def __repr__(self) -> str:  # a polynomial's as before ``expression`` was added
+        more = "" if self.expression is None else f", expression={self.expression!r}"
+        return (
+            f"Formula(symbols={self.symbols!r}, terms={self.terms!r}, "
+            f"denominator={self.denominator!r}, clamped={self.clamped!r}, "
+            f"parts={self.parts!r}{more})"
+        )
 
     def __call__(self, **values: int) -> int:
         return self.evaluate(values)
@@ -43,17 +59,24 @@ class Formula:
         missing = [s for s in self.symbols if s not in values]
         if missing:
             raise UsageError(f"bind every symbol: {', '.join(missing)} missing")
-        x = [values[s] for s in self.symbols]
-        total = 0
-        for exps, c in self.terms:
-            total += c * math.prod([int(v) ** e for v, e in zip(x, exps, strict=True)])
-        value = total // self.denominator
+        if self.expression is not None:
+            value = _evaluate(self.expression, {s: int(values[s]) for s in self.symbols}, {})
+        else:
+            x = [values[s] for s in self.symbols]
+            total = 0
+            for exps, c in self.terms:
+                total += c * math.prod([int(v) ** e for v, e in zip(x, exps, strict=True)])
+            value = total // self.denominator
         if self.clamped:
             value = max(0, value)
         return value + sum(m * part.evaluate(values) for m, part in self.parts)
 
     @property
     def degree(self) -> int:
+        """The total degree; of an ``expression``, each atom counted at its inner degree
+        (``floor((h + 1) / 2)``: 1), so a formula of degree 0 is a constant."""
+        if self.expression is not None:
+            return _degree(self.expression)
         return max((sum(e) for e, _c in self.terms), default=0)
 
     def _monomial(self, exps: tuple[int, ...], power: Callable[[str, int], str], sep: str) -> str:
@@ -65,8 +88,11 @@ class Formula:
         def power(s: str, e: int) -> str:
             return s if e == 1 else f"{s}**{e}"
 
-        text = self._join(lambda c: str(c), lambda e: self._monomial(e, power, "*"), "*")
-        text = text if self.denominator == 1 else f"({text}) // {self.denominator}"
+        if self.expression is not None:
+            text = _render(self.expression, self.symbols, pretty=False)
+        else:
+            text = self._join(lambda c: str(c), lambda e: self._monomial(e, power, "*"), "*")
+            text = text if self.denominator == 1 else f"({text}) // {self.denominator}"
         return self._wrap(text, [(m, p.python()) for m, p in self.parts], "*")
 
     def pretty(self) -> str:
@@ -75,8 +101,11 @@ class Formula:
         def power(s: str, e: int) -> str:
             return s if e == 1 else s + str(e).translate(_SUPERSCRIPT)
 
-        text = self._join(lambda c: f"{c:,}", lambda e: self._monomial(e, power, "·"), "·")
-        text = text if self.denominator == 1 else f"({text}) / {self.denominator:,}"
+        if self.expression is not None:
+            text = _render(self.expression, self.symbols, pretty=True)
+        else:
+            text = self._join(lambda c: f"{c:,}", lambda e: self._monomial(e, power, "·"), "·")
+            text = text if self.denominator == 1 else f"({text}) / {self.denominator:,}"
         return self._wrap(text, [(m, p.pretty()) for m, p in self.parts], "·")
 
     def _wrap(self, text: str, parts: list[tuple[int, str]], sep: str) -> str:
@@ -93,25 +122,123 @@ class Formula:
     def _join(
         self, number: Callable[[int], str], monomial: Callable[[tuple[int, ...]], str], sep: str
     ) -> str:
-        if not self.terms:
-            return "0"
-        parts: list[str] = []
-        for exps, c in self.terms:
-            mono = monomial(exps)
-            magnitude = abs(c)
-            body = (
-                number(magnitude)
-                if not mono
-                else (mono if magnitude == 1 else f"{number(magnitude)}{sep}{mono}")
-            )
-            if not parts:
-                parts.append(f"-{body}" if c < 0 else body)
-            else:
-                parts.append(f"- {body}" if c < 0 else f"+ {body}")
-        return " ".join(parts)
+        return _joined([(monomial(exps), c) for exps, c in self.terms], number, sep)
 
     def __str__(self) -> str:
         return self.python()
+
+
+def _joined(terms: Sequence[tuple[str, int]], number: Callable[[int], str], sep: str) -> str:
+    """``2·b - h`` from (monomial's text, coefficient) pairs in order; "" is the constant."""
+    if not terms:
+        return "0"
+    parts: list[str] = []
+    for mono, c in terms:
+        magnitude = abs(c)
+        body = (
+            number(magnitude)
+            if not mono
+            else (mono if magnitude == 1 else f"{number(magnitude)}{sep}{mono}")
+        )
+        if not parts:
+            parts.append(f"-{body}" if c < 0 else body)
+        else:
+            parts.append(f"- {body}" if c < 0 else f"+ {body}")
+    return " ".join(parts)
+
+
+def _evaluate(dim: SymDim, values: Mapping[str, int], memo: dict[object, int]) -> int:
+    """``dim`` at ``values``, each floor, min and max computed once (``memo``): a pooled
+    CNN's FLOPs repeat the same nested floors in tens of terms."""
+    total = 0
+    for mono, c in dim.terms.items():
+        term = c
+        for atom, e in mono:
+            if isinstance(atom, str):
+                base = values[atom]
+            else:
+                found = memo.get(atom)
+                if found is None:
+                    if isinstance(atom, _Floor):
+                        found = _evaluate(atom.p, values, memo) // atom.d
+                    else:
+                        pick = min if atom.op == "min" else max
+                        found = pick(
+                            _evaluate(atom.p, values, memo), _evaluate(atom.q, values, memo)
+                        )
+                    memo[atom] = found
+                base = found
+            term *= base**e
+        total += term
+    return total
+
+
+def _degree(dim: SymDim) -> int:
+    """The total degree of ``dim``, an atom at its inner degree (a floor's, or the larger
+    of a min's or max's sides)."""
+    return max((_mono_degree(mono) for mono in dim.terms), default=0)
+
+
+def _mono_degree(mono: _Monomial) -> int:
+    total = 0
+    for atom, e in mono:
+        if isinstance(atom, str):
+            total += e
+        elif isinstance(atom, _Floor):
+            total += e * _degree(atom.p)
+        else:
+            total += e * max(_degree(atom.p), _degree(atom.q))
+    return total
+
+
+def _render(dim: SymDim, symbols: Sequence[str], *, pretty: bool) -> str:
+    """``dim`` as text, its terms in a Formula's order (ascending degree, then the symbols'
+    exponents in their order, highest first, then the atoms' text), each monomial's symbols
+    in their order before its atoms. Python: ``((h + 1) // 2)``, ``min(p, q)``, ``*`` and
+    ``**``, evaluable with ``min`` and ``max`` bound; pretty: ``⌊(1 + h)/2⌋``, ``·``,
+    superscript exponents and thousands separators."""
+    sep = "·" if pretty else "*"
+    order = {s: i for i, s in enumerate(symbols)}
+    rendered: list[tuple[tuple[int, tuple[int, ...], tuple[str, ...]], str, int]] = []
+    for mono, c in dim.terms.items():
+        exps = dict.fromkeys(symbols, 0)
+        named: list[tuple[int, str]] = []
+        atoms: list[str] = []
+        for atom, e in mono:
+            power = "" if e == 1 else str(e).translate(_SUPERSCRIPT) if pretty else f"**{e}"
+            if isinstance(atom, str):
+                exps[atom] = e
+                named.append((order.get(atom, len(order)), atom + power))
+            else:
+                atoms.append(_atom_text(atom, symbols, pretty) + power)
+        atoms.sort()
+        key = (_mono_degree(mono), tuple(-exps[s] for s in symbols), tuple(atoms))
+        rendered.append((key, sep.join([t for _i, t in sorted(named)] + atoms), c))
+    rendered.sort(key=lambda r: r[0])
+    number: Callable[[int], str] = (lambda c: f"{c:,}") if pretty else str
+    return _joined([(text, c) for _k, text, c in rendered], number, sep)
+
+
+def _atom_text(atom: _Floor | _MinMax, symbols: Sequence[str], pretty: bool) -> str:
+    """A floor, min or max as a factor: ``((h + 1) // 2)``, ``⌊(1 + h)/2⌋``, ``min(p, q)``."""
+    if isinstance(atom, _Floor):
+        inner = _render(atom.p, symbols, pretty=pretty)
+        simple = len(atom.p.terms) == 1 and (inner.isidentifier() or inner.isdigit())
+        if pretty:
+            return f"⌊{inner if simple else f'({inner})'}/{atom.d:,}⌋"
+        return f"({inner if simple else f'({inner})'} // {atom.d})"
+    p, q = (_render(side, symbols, pretty=pretty) for side in (atom.p, atom.q))
+    return f"{atom.op}({p}, {q})"
+
+
+SUM_BY_POINT = 4096
+"""The most points ``sum_over`` sums one by one where the summed symbol is inside a floor,
+``min`` or ``max`` (no closed form): about 10 µs each."""
+
+
+class NoClosedFormError(OnnxcostError):
+    """``sum_over`` of a formula whose summed symbol is inside a floor, ``min`` or ``max``,
+    over more than ``SUM_BY_POINT`` points: the caller sums otherwise (``llm`` step by step)."""
 
 
 def sum_over(f: Formula, values: Mapping[str, int], symbol: str, first: int, last: int) -> int:
@@ -121,12 +248,26 @@ def sum_over(f: Formula, values: Mapping[str, int], symbol: str, first: int, las
     A polynomial p of degree d in ``symbol`` sums by Newton's forward formula,
     sum_{x=a}^{b} p(x) = sum_k D^k p(a) * C(b - a + 1, k + 1), from its values at a .. a + d.
     A clamped part, max(0, p), sums p over the runs where p >= 0, found exactly (``_runs``).
+    An ``expression`` whose floors, mins and maxes do not hold ``symbol`` is a polynomial in
+    it once the others are bound, and sums alike; one where they do is summed point by point
+    up to ``SUM_BY_POINT`` points, and NoClosedFormError past them.
     """
     if last < first:
         return 0
+    if _inside_atom(f, symbol):
+        if last - first + 1 > SUM_BY_POINT:
+            raise NoClosedFormError(
+                f"{symbol} is inside a floor, min or max of the formula {f.python()}: its sum "
+                f"over {symbol} = {first:,} .. {last:,} has no closed form here (at most "
+                f"{SUM_BY_POINT:,} points are summed one by one)"
+            )
+        return sum(f.evaluate({**values, symbol: x}) for x in range(first, last + 1))
     core = replace(f, clamped=False, parts=())
-    index = f.symbols.index(symbol) if symbol in f.symbols else -1
-    degree = max((e[index] for e, _c in f.terms), default=0) if index >= 0 else 0
+    if f.expression is not None:
+        degree = max((e for mono in f.expression.terms for a, e in mono if a == symbol), default=0)
+    else:
+        index = f.symbols.index(symbol) if symbol in f.symbols else -1
+        degree = max((e[index] for e, _c in f.terms), default=0) if index >= 0 else 0
 
     def at(x: int) -> int:
         return core.evaluate({**values, symbol: x})
@@ -140,6 +281,16 @@ def sum_over(f: Formula, values: Mapping[str, int], symbol: str, first: int, las
     else:
         total = _poly_sum(at, degree, first, last)
     return total + sum(m * sum_over(part, values, symbol, first, last) for m, part in f.parts)
+
+
+def _inside_atom(f: Formula, symbol: str) -> bool:
+    """Whether ``symbol`` is inside a floor, min or max of ``f`` or of one of its parts."""
+    inside = f.expression is not None and any(
+        not isinstance(a, str) and symbol in SymDim._atom(a).symbols
+        for mono in f.expression.terms
+        for a, _e in mono
+    )
+    return inside or any(_inside_atom(part, symbol) for _m, part in f.parts)
 
 
 def _poly_sum(p: Callable[[int], int], degree: int, first: int, last: int) -> int:

@@ -54,17 +54,12 @@ BUILT_INS: list[tuple[str, dict[str, str | int]]] = [
     ("llama", {**_DECODER, "kv_heads": 1, "intermediate": 48, "kv_cache": "true"}),
 ]
 
-NO_TOTAL_FORMULA: dict[str, tuple[str, ...]] = {
-    # Conv and pooling sizes in height and width are floors ((height - 1) // 2 + 1): no
-    # polynomial of degree <= 3 for the sampling route, so these totals are None with a warning.
-    "torch_script-cnn": ("macs", "flops", "bytes_read", "bytes_written"),
-    "torch_dynamo-cnn": ("macs", "flops", "bytes_read", "bytes_written"),
-}
-"""The totals without a formula today, per case; every other case has all of ``TOTAL_KEYS``."""
-NODE_FORMULAS_MISSING: dict[str, int] = {"torch_script-cnn": 11, "torch_dynamo-cnn": 11}
-"""How many (node, key) formulas are None today, per case; 0 for every case not listed. The
-CNN's 11: the Conv's MACs, FLOPs and bytes written, the Relu's and the MaxPool's FLOPs and
-bytes read and written, the ReduceMean's FLOPs and bytes read (3 + 3 + 3 + 2)."""
+NO_TOTAL_FORMULA: dict[str, tuple[str, ...]] = {}
+"""The totals without a formula today, per case; every case has all of ``TOTAL_KEYS`` (the
+CNNs' Conv and pooling sizes in height and width are floors, ``(height - 1) // 2 + 1``: their
+formulas are the walk's expressions with floors, ``Formula.expression``)."""
+NODE_FORMULAS_MISSING: dict[str, int] = {}
+"""How many (node, key) formulas are None today, per case; 0 for every case not listed."""
 
 
 def _points(costs: Any, seed: str) -> list[dict[str, int]]:

@@ -25,7 +25,8 @@ and symbolic inputs share one class. What this module adds is the proof and the 
 A node the walk cannot carry (``NodeCosts.reasons``: an op without a symbolic shape rule, a
 contrib op, a formula that needs a concrete dim) leaves the formulas to the sampler
 (``search.py``): ``one_walk_costs`` returns None, and the caller samples. A cost that stays
-a floor, min or max of the symbols has no formula (``Formula`` holds polynomials).
+a floor, min or max of the symbols has that exact expression as its formula
+(``Formula.expression``).
 """
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.reduced import _Reduced, reduced_model
 from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS, SymbolicCosts
 from onnxcost.symbolic.search import _bad_warnings
-from onnxcost.symdim import Dim, SymDim, _MinMax, sym_max, sym_min
+from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, as_dim, sym_max, sym_min
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention, NodeRecord
     from onnxcost.analysis.result import Analysis
     from onnxcost.prepare import PreparedModel
     from onnxcost.symbolic.node_costs import WalkMemo
+    from onnxcost.symbolic.shape_core import SymbolicShapes
 
 MAX_ZERO_WALK = 200_000
 """The most classes walked at the symbols' 0s (symbols x classes, about 45 µs each): 9 s.
@@ -60,10 +62,13 @@ _SUMMED = TOTAL_KEYS[: len(NODE_KEYS)]
 
 
 def formula_of(dim: Dim, symbols: tuple[str, ...]) -> Formula | None:
-    """``dim`` as a Formula in ``symbols``; None where it is not a polynomial in them (a
-    floor, min or max that did not simplify: Formula holds polynomials only)."""
+    """``dim`` as a Formula in ``symbols``: its terms where it is a polynomial, else the
+    expression itself (a floor, min or max that did not simplify); None where it holds a
+    symbol that is not one of ``symbols``."""
     if isinstance(dim, int):
         return Formula(symbols, (((0,) * len(symbols), dim),) if dim else ())
+    if not dim.is_polynomial:
+        return Formula(symbols, (), expression=dim) if dim.symbols <= set(symbols) else None
     terms: list[tuple[tuple[int, ...], int]] = []
     for mono, c in dim.terms.items():
         exps = [0] * len(symbols)
@@ -110,8 +115,14 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
     """1 where ``d`` >= 0 over the domain of ``within``, -1 where it is <= 0, None where it
     may take both signs: decided where every coefficient but the constant has one sign
     (its least or most is at every symbol = 1) or ``d`` is linear (an interval, or a
-    simplex for the limited symbols)."""
-    if not d.is_polynomial:
+    simplex for the limited symbols); one with floors, mins or maxes where it or ``-d``
+    rises (``_rising``: its least at every symbol = 1)."""
+    if not d.is_polynomial:  # its least at every symbol = 1 where it rises
+        ones = dict.fromkeys(d.symbols, 1)
+        if _rising(d, ones) and d.evaluate(ones) >= 0:
+            return 1
+        if _rising(-d, ones) and d.evaluate(ones) <= 0:
+            return -1
         return None
     at_one = sum(d.terms.values())  # every monomial is 1 there, and no less anywhere else
     signs = {c > 0 for mono, c in d.terms.items() if mono}
@@ -149,10 +160,13 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
 
 @dataclass
 class _Class:
-    """One class of alike nodes: its polynomials (a SymDim or an int per NODE_KEYS, None
-    where it has none), which are max(0, ...), and why one has none."""
+    """One class of alike nodes: its costs (a SymDim or an int per NODE_KEYS, None where it
+    has none), which are max(0, ...), which had a floor as walked, and why one has none."""
 
     dims: list[Dim | None]
+    floored: list[bool] = field(default_factory=lambda: [False] * len(NODE_KEYS))
+    """Per NODE_KEYS, whether the walk's cost had a floor (before ``within``): it holds only
+    where the walk's floors are ONNX's (``_floors_below_one``)."""
     size: int = 0
     clamped: list[bool] = field(default_factory=lambda: [False] * len(NODE_KEYS))
     misses: dict[int, str] = field(default_factory=dict)
@@ -214,11 +228,12 @@ def one_walk_costs(
         if unit not in classes:
             found = [col[k] for col in columns]
             classes[unit] = _Class(
-                [None if d is None else within(d, symbols, limit) for d in found]
+                [None if d is None else within(d, symbols, limit) for d in found],
+                [isinstance(d, SymDim) and not d.is_polynomial and _has_floor(d) for d in found],
             )
             for q, d in enumerate(classes[unit].dims):
                 if d is not None and formula_of(d, symbols) is None:
-                    classes[unit].misses[q] = "piecewise: a floor, min or max of the symbols"
+                    classes[unit].misses[q] = "a dim that is not one of the symbols"
         classes[unit].size += 1
     units = [classes[u] for u in range(len(classes))]
     if len(symbols) * len(units) > MAX_ZERO_WALK:
@@ -266,7 +281,20 @@ def one_walk_costs(
                 )
     zero_allowed: dict[str, bool] = {}
     warnings: list[str] = []
+    below = _floors_below_one(walked.shapes, units, symbols)
+    if below.at_one is not None:
+        for alike in units:
+            for q, floored in enumerate(alike.floored):
+                if floored:
+                    alike.misses.setdefault(q, below.at_one)
     for sym in symbols:
+        if sym in below.at_zero:  # the walk's floors are not ONNX's there: not checked
+            zero_allowed[sym] = False
+            warnings.append(
+                f"{sym}=0 leaves {below.at_zero[sym]} (ONNX's inference rounds it toward 0, "
+                f"not down); the formulas hold for {sym} >= 1"
+            )
+            continue
         zero_allowed[sym] = _check_zero(
             sym,
             units,
@@ -311,6 +339,77 @@ def one_walk_costs(
         limit=limit,
         shapes=walked.shapes.shapes if walked.shapes is not None else None,
     )
+
+
+@dataclass
+class _Below:
+    """Where a walked size that is a floor is below 1 (``_floors_below_one``)."""
+
+    at_one: str | None = None
+    """Why the floors' formulas are not given: a size below 1 with every symbol at 1."""
+    at_zero: dict[str, str] = field(default_factory=dict)
+    """Symbol -> the tensor whose size is below 1 at that symbol's 0."""
+
+
+def _floors_below_one(
+    shapes: SymbolicShapes | None, units: Sequence[_Class], symbols: Sequence[str]
+) -> _Below:
+    """The walk's floors are ONNX's only where what they floor is >= 0: a Conv's or pool's
+    output size, ``(h + pads - kernel) // stride + 1``, is a floor in the walk and a division
+    rounded toward 0 in ONNX's inference (and a concrete analysis), so the two differ where
+    the size is below 1 (a 3x3 Conv, stride 2, no pads, at h = 2: 0 in the walk, 1 in
+    ONNX's). Every walked size with a floor must therefore be >= 1 over the domain: decided
+    where it is non-decreasing in its symbols (positive coefficients, atoms that are >= 0 and
+    non-decreasing), its least then at every symbol = 1 (or at a symbol's 0 with the others at
+    1). Where one is below 1 at the 1s (or undecided), the formulas with a floor are not
+    given; where one is below 1 at a symbol's 0, the formulas hold from 1 in that symbol.
+    Only looked at where a cost has a floor (a CNN over its height and width)."""
+    found = _Below()
+    if shapes is None or not any(any(unit.floored) for unit in units):
+        return found
+    for name, shape in shapes.shapes.items():
+        for d in shape:
+            if isinstance(d, int) or d.is_polynomial or not _has_floor(d):
+                continue
+            ones = dict.fromkeys(d.symbols, 1)
+            if found.at_one is None and (not _rising(d, ones) or d.evaluate(ones) < 1):
+                at = ", ".join(f"{s}=1" for s in symbols)
+                found.at_one = (
+                    f"tensor {name!r} has a size that is a floor, {d}, below 1 or undecided at "
+                    f"{at} (where ONNX's inference rounds toward 0, not down)"
+                )
+            for sym in d.symbols:
+                zero = {**ones, sym: 0}
+                if sym not in found.at_zero and (not _rising(d, zero) or d.evaluate(zero) < 1):
+                    found.at_zero[sym] = f"tensor {name!r} a size below 1, {d}"
+    return found
+
+
+def _has_floor(d: SymDim) -> bool:
+    """Whether ``d`` has a floor, in its atoms too."""
+    for mono in d.terms:
+        for atom, _e in mono:
+            if isinstance(atom, _Floor):
+                return True
+            if isinstance(atom, _MinMax) and (_has_floor(atom.p) or _has_floor(atom.q)):
+                return True
+    return False
+
+
+def _rising(d: SymDim, at: Mapping[str, int]) -> bool:
+    """Whether ``d`` is non-decreasing in every symbol from ``at`` on: every coefficient but
+    the constant positive, and every floor, min or max of non-decreasing sides and >= 0 at
+    ``at`` (so a product of them does not fall)."""
+    for mono, c in d.terms.items():
+        if mono and c < 0:
+            return False
+        for atom, _e in mono:
+            if isinstance(atom, str):
+                continue
+            sides = (atom.p,) if isinstance(atom, _Floor) else (atom.p, atom.q)
+            if not all(_rising(side, at) for side in sides) or atom.value(at) < 0:
+                return False
+    return True
 
 
 def _not_carried(reasons: Mapping[int, str], base: Analysis) -> str:
@@ -390,7 +489,7 @@ def _check_zero(
             if unit.dims[q] is None or q in unit.misses:
                 continue
             want = column[j]
-            got = _without(unit.dims[q], sym)
+            got = _at_zero(unit.dims[q], sym, others, rest)
             if type(want) is int:  # the usual case at a 0: the checks below, for an int
                 if type(got) is int and got == want:
                     continue
@@ -411,13 +510,39 @@ def _check_zero(
     return True
 
 
-def _without(dim: Dim | None, sym: str) -> Dim:
-    """A polynomial ``dim`` at ``sym`` = 0: its terms without ``sym``."""
+def _at_zero(dim: Dim | None, sym: str, others: Sequence[str], limit: PositionLimit | None) -> Dim:
+    """``dim`` at ``sym`` = 0, a dim in the ``others``: a polynomial's terms without ``sym``;
+    in a floor, min or max, ``sym`` set to 0 and the atom made again (folded where it then
+    simplifies, decided by ``within`` where it then has one answer)."""
     assert dim is not None
     if isinstance(dim, int):
         return dim
-    kept = SymDim({m: c for m, c in dim.terms.items() if all(a != sym for a, _e in m)})
-    return kept.constant if kept.is_constant else kept
+    if dim.is_polynomial:
+        kept = SymDim({m: c for m, c in dim.terms.items() if all(a != sym for a, _e in m)})
+        return kept.constant if kept.is_constant else kept
+    return as_dim(SymDim.of(within(_substituted(dim, sym), others, limit)))
+
+
+def _substituted(dim: SymDim, sym: str) -> SymDim:
+    """``dim`` with ``sym`` = 0, inside its atoms too."""
+    total = SymDim.of(0)
+    for mono, c in dim.terms.items():
+        term = SymDim.of(c)
+        for atom, e in mono:
+            if atom == sym:
+                term = SymDim.of(0)
+                break
+            if isinstance(atom, str):
+                base = SymDim.of(atom)
+            elif isinstance(atom, _Floor):
+                base = _substituted(atom.p, sym) // atom.d
+            else:
+                p, q = _substituted(atom.p, sym), _substituted(atom.q, sym)
+                base = SymDim.of(sym_min(p, q) if atom.op == "min" else sym_max(p, q))
+            for _ in range(e):
+                term = term * base
+        total = total + term
+    return total
 
 
 def _unset(
@@ -443,7 +568,7 @@ def _formulas(unit: _Class, symbols: tuple[str, ...]) -> dict[str, Formula | Non
         dim = unit.dims[q]
         f = None if dim is None or q in unit.misses else formula_of(dim, symbols)
         if f is not None and unit.clamped[q]:
-            f = Formula(f.symbols, f.terms, f.denominator, clamped=True)
+            f = replace(f, clamped=True)
         out[key] = f
     return out
 
@@ -451,7 +576,8 @@ def _formulas(unit: _Class, symbols: tuple[str, ...]) -> dict[str, Formula | Non
 def _total(
     units: Sequence[_Class], formulas: Sequence[Mapping[str, Formula | None]], q: int
 ) -> Formula | None:
-    """Total q: the sum of every class's formula times its size; the clamped ones are parts
+    """Total q: the sum of every class's formula times its size, one SymDim (a polynomial,
+    or an expression with floors, mins or maxes); the clamped ones are parts
     (``Formula.parts``). None where a class has no formula."""
     key = NODE_KEYS[q]
     polynomial: SymDim | int = 0
@@ -471,7 +597,7 @@ def _total(
     total = formula_of(polynomial, symbols)
     if total is None:
         return None
-    return Formula(total.symbols, total.terms, parts=tuple((m, f) for f, m in parts.items()))
+    return replace(total, parts=tuple((m, f) for f, m in parts.items()))
 
 
 __all__ = ["formula_of", "one_walk_costs"]

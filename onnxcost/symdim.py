@@ -10,7 +10,7 @@ hash alike. Simplifications are exact for every integer value of the symbols:
 
 - ``(a + d*b) // d == a // d + b`` for a polynomial b with integer coefficients (the terms
   whose coefficients d divides leave the floor); a constant floor is folded;
-- ``ceil(p / d) == -((-p) // d)``;
+- ``ceil(p / d) == -((-p) // d)``; ``(floor(q / a) + j) // d == (q + a*j) // (a*d)``;
 - ``min(p, p + k) == p`` for a constant k >= 0 (two constants, and p and p, too), and
   ``max`` alike.
 
@@ -214,7 +214,15 @@ class SymDim:
         # The constant's multiple of d leaves too: floor((p + k) / d) with 0 <= k < d.
         k = rest.terms.get((), 0)
         inner = rest - (k - k % d)
-        return SymDim(out) + (k - k % d) // d + SymDim._atom(_Floor(inner, d))
+        whole = SymDim(out) + (k - k % d) // d
+        nested = [m for m in inner.terms if m]
+        if len(nested) == 1 and inner.terms[nested[0]] == 1 and len(nested[0]) == 1:
+            ((atom, e),) = nested[0]
+            if e == 1 and isinstance(atom, _Floor):
+                # floor((floor(q / a) + j) / d) == floor((q + a*j) / (a*d)) for an integer
+                # q: a stride-2 stage after a stride-2 stage is one floor by 4
+                return whole + (atom.p + atom.d * inner.terms.get((), 0)) // (atom.d * d)
+        return whole + SymDim._atom(_Floor(inner, d))
 
     def ceil_div(self, d: int) -> SymDim:
         """``ceil(self / d)`` for an int d >= 1."""

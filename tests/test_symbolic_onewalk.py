@@ -163,8 +163,9 @@ def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:
 
 
 def test_with_training_the_forward_formulas_come_from_the_walk(tmp_path: Path) -> None:
-    # The training totals are sampled (``_with_training``); the forward ones are the walk's
-    # and equal a concrete analysis with training at a point.
+    # With training, the forward formulas are still the walk's (the training totals come
+    # from a training pass over its shapes: tests/test_symbolic_training_walk.py) and equal
+    # a concrete analysis with training at a point.
     path = _small_gpt2(tmp_path)
     a = onnxcost.analyze(path, symbolic=True, training=True)
     assert a.symbolic is not None

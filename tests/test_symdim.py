@@ -142,3 +142,14 @@ def test_adding_or_scaling_by_an_int_keeps_the_form_canonical() -> None:
     assert ((2 * s) * 0).terms == {}
     assert SymDim.of(0).terms == {}
     assert (s * 3).evaluate({"seq": 5}) == 15
+
+
+def test_a_floor_of_a_floor_is_one_floor() -> None:
+    # Two stride-2 stages: floor((1 + floor((1 + h) / 2)) / 2) == floor((h + 3) / 4), as
+    # floor(floor(x / a) / d) == floor(x / (a*d)) for an integer x
+    h = SymDim.of("h")
+    twice = (1 + (1 + h) // 2) // 2
+    assert twice == (h + 3) // 4
+    assert str(twice) == "((h + 3) // 4)"
+    for v in range(-20, 40):
+        assert twice.evaluate({"h": v}) == (1 + (1 + v) // 2) // 2

@@ -384,9 +384,7 @@ def test_python_syntax_evaluates(tmp_path: Path) -> None:
             assert eval(text, {}, dict(point)) == getattr(want, key), (node["name"], key)
 
 
-def test_piecewise_cost_is_null_with_a_warning() -> None:
-    # Slice clamps seq at 5: Relu's FLOPs are b*min(seq, 5)*8, not a polynomial.
-    text = """
+_CLAMPED_SLICE = """
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[batch,seq,8] x) => (float[batch,ss,8] y) {
       st = Constant <value = int64[1] {0}> ()
@@ -395,7 +393,24 @@ def test_piecewise_cost_is_null_with_a_warning() -> None:
       s = Slice (x, st, en, ax)
       y = Relu (s)
     }"""
-    a = onnxcost.analyze(parse(text), symbolic=True)
+
+
+def test_a_clamped_slice_is_an_exact_min() -> None:
+    # Slice keeps seq's first 5 rows: Relu's FLOPs are b*min(seq, 5)*8 (one per element),
+    # which the walk carries exactly: 8*3*5 = 120 at batch 3, seq 9; 8*3*2 = 48 at seq 2.
+    a = onnxcost.analyze(parse(_CLAMPED_SLICE), symbolic=True)
+    relu = next(k for k, n in enumerate(a.nodes) if n.op_type == "Relu")
+    assert a.symbolic is not None
+    f = a.symbolic.nodes[relu]["flops"]
+    assert f is not None
+    assert (f(batch=3, seq=9), f(batch=3, seq=2)) == (120, 48)
+    assert eval(f.python(), {"min": min, "max": max}, {"batch": 3, "seq": 9}) == 120
+
+
+def test_piecewise_cost_is_null_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sampler fits polynomials: b*min(seq, 5)*8 is none, so it is null with a warning.
+    monkeypatch.setattr(formulas, "one_walk_costs", lambda *args, **kwargs: None)
+    a = onnxcost.analyze(parse(_CLAMPED_SLICE), symbolic=True)
     relu = next(k for k, n in enumerate(a.nodes) if n.op_type == "Relu")
     assert a.symbolic is not None
     assert a.symbolic.nodes[relu]["flops"] is None

@@ -428,7 +428,9 @@ def _clamp(v: Dim, dim: Dim) -> Dim:
             return dim
         if v < 0:
             return as_dim(SymDim.of(dim) + v) if isinstance(dim, SymDim) else max(0, dim + v)
-        return v if isinstance(dim, SymDim) else min(v, dim)  # NB: a symbolic dim >= v
+        if isinstance(dim, SymDim):
+            return 0 if v == 0 else sym_min(v, dim)  # a table sliced to its first v rows
+        return min(v, dim)
     return sym_min(v, dim)
 
 

@@ -188,7 +188,7 @@ def symbolic_costs(
         found = _search(source, base, *options, reduce=reduce)
     except _ReducedMissError:
         found = _search(source, base, *options, reduce=False)
-    if walk and isinstance(walked, str):
+    if isinstance(walked, str):
         why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
         found = replace(found, warnings=(*found.warnings, why))
     return found

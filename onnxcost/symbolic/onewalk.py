@@ -219,6 +219,7 @@ def one_walk_costs(
         return _not_carried(walked.reasons, base)
     limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
+    named = set(symbols)
     classes: dict[int, _Class] = {}
     renumbered: dict[int, int] = {}
     of_node: list[int] = []
@@ -232,7 +233,7 @@ def one_walk_costs(
                 [isinstance(d, SymDim) and not d.is_polynomial and _has_floor(d) for d in found],
             )
             for q, d in enumerate(classes[unit].dims):
-                if d is not None and formula_of(d, symbols) is None:
+                if isinstance(d, SymDim) and not d.symbols <= named:
                     classes[unit].misses[q] = "a dim that is not one of the symbols"
         classes[unit].size += 1
     units = [classes[u] for u in range(len(classes))]

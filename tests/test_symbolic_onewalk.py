@@ -318,3 +318,20 @@ def test_a_point_from_floors_takes_microseconds() -> None:
         times.append(time.perf_counter() - start)
     # about 20 µs a point here (CPU, load 1); a concrete analysis takes milliseconds
     assert sorted(times)[len(times) // 2] < 500e-6
+
+
+@pytest.mark.parametrize(("opset", "written"), [(13, 40), (9, 64)])
+def test_a_dropout_mask_is_walked(opset: int, written: int) -> None:
+    # x [batch, 8] float: Dropout writes its output, 32 bytes a row, and its mask, bool from
+    # opset 10 (8 bytes a row: 40) and x's type before (32: 64). Squeezenet's export has one.
+    ratio = "<ratio = 0.5> " if opset < 12 else ""
+    text = f"""
+    <ir_version: 7, opset_import: ["" : {opset}]>
+    g (float[batch,8] x) => (float[batch,8] y, {"bool" if opset >= 10 else "float"}[batch,8] m) {{
+      y, m = Dropout {ratio}(x)
+    }}"""
+    a = onnxcost.analyze(parse(text), symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1  # the walk, not the sampler
+    assert _terms(a.formulas["bytes_written"]) == {(1,): written}
+    assert onnxcost.analyze(parse(text), dims={"batch": 5}).totals.bytes_written == 5 * written

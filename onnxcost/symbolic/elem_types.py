@@ -60,10 +60,10 @@ def _int(node: onnx.NodeProto, name: str) -> int | None:
 
 
 def output_elem_types(
-    node: onnx.NodeProto, op_type: str, domain: str, inputs: Sequence[int]
+    node: onnx.NodeProto, op_type: str, domain: str, inputs: Sequence[int], opset: int = 1
 ) -> tuple[int, ...]:
-    """Per output of ``node`` (``domain`` normalized), its element type, given its inputs'
-    (0 where omitted)."""
+    """Per output of ``node`` (``domain`` normalized, of ``opset``), its element type, given
+    its inputs' (0 where omitted)."""
     n = len(node.output)
     first = inputs[0] if inputs else _FLOAT
     if domain != "":
@@ -74,6 +74,8 @@ def output_elem_types(
     if op_type in _FROM_INPUT:
         k = _FROM_INPUT[op_type]
         return ((inputs[k] if len(inputs) > k else first),) * n
+    if op_type == "Dropout":  # the mask: bool from opset 10, the data's type before
+        return (first, _BOOL if opset >= 10 else first)[:n]
     if op_type == "Cast":
         to = _int(node, "to")
         return (first if to is None else to,) * n

@@ -507,7 +507,7 @@ def _new_class(
         return f"its shape is not carried ({e})"
     except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
         return f"its shape is not carried (unexpected input, {type(e).__name__})"
-    out_elems = typed or output_elem_types(node, op_type, domain, in_elems)
+    out_elems = typed or output_elem_types(node, op_type, domain, in_elems, w.opsets.get(domain, 1))
     tids = tuple(
         w.intern((out_elems[k], shapes.shapes[o], shapes.values.get(o)))
         if o and o in shapes.shapes

@@ -194,6 +194,8 @@ def _elementwise(
         data = data[:1]
     shape = _broadcast(data)
     out.shapes[node.output[0]] = shape
+    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
+        out.shapes[node.output[1]] = shape  # the mask
     # Integer arithmetic on known values (a shape sub-graph): element by element.
     if node.op_type in ("Cast", "Identity") and node.input[0] in out.values:
         out.values[node.output[0]] = out.values[node.input[0]]

@@ -31,7 +31,6 @@ a floor, min or max of the symbols has that exact expression as its formula
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
+from onnxcost.symbolic.domain import _rising, _sign, within
 from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.reduced import _Reduced, reduced_model
@@ -79,83 +79,6 @@ def formula_of(dim: Dim, symbols: tuple[str, ...]) -> Formula | None:
         terms.append((tuple(exps), c))
     terms.sort(key=lambda t: (sum(t[0]), tuple(-e for e in t[0])))
     return Formula(symbols, tuple(terms))
-
-
-def within(dim: Dim, symbols: Sequence[str], limit: PositionLimit | None) -> Dim:
-    """``dim`` with each ``min``/``max`` whose comparison has one answer over the domain
-    (every symbol >= 1; the symbols of ``limit``, a model's positions, summing to its
-    budget at most) replaced by the side it takes: GPT-2's causal mask, ``min(64, seq +
-    past_seq)`` rows of a 64-row table, is ``seq + past_seq`` wherever the model is valid,
-    and a softmax's ``min(1, seq)`` rows of length ``seq`` is 1. Decided as ``_sign``
-    decides; the others stay (and the dim is then no polynomial)."""
-    if isinstance(dim, int) or dim.is_polynomial:
-        return dim
-    total: Dim = 0
-    for mono, c in dim.terms.items():
-        term: Dim = c
-        for atom, e in mono:
-            if isinstance(atom, str):
-                base: Dim = SymDim.of(atom)
-            elif isinstance(atom, _MinMax):
-                p, q = within(atom.p, symbols, limit), within(atom.q, symbols, limit)
-                sign = _sign(SymDim.of(p) - q, symbols, limit)
-                if sign is None:
-                    base = sym_min(p, q) if atom.op == "min" else sym_max(p, q)
-                else:  # sign >= 0: p >= q everywhere
-                    base = (q if sign >= 0 else p) if atom.op == "min" else (p if sign >= 0 else q)
-            else:
-                base = SymDim({((atom, 1),): 1})
-            for _ in range(e):
-                term = term * base
-        total = total + term
-    return total if isinstance(total, int) or not total.is_constant else total.constant
-
-
-def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int | None:
-    """1 where ``d`` >= 0 over the domain of ``within``, -1 where it is <= 0, None where it
-    may take both signs: decided where every coefficient but the constant has one sign
-    (its least or most is at every symbol = 1) or ``d`` is linear (an interval, or a
-    simplex for the limited symbols); one with floors, mins or maxes where it or ``-d``
-    rises (``_rising``: its least at every symbol = 1)."""
-    if not d.is_polynomial:  # its least at every symbol = 1 where it rises
-        ones = dict.fromkeys(d.symbols, 1)
-        if _rising(d, ones) and d.evaluate(ones) >= 0:
-            return 1
-        if _rising(-d, ones) and d.evaluate(ones) <= 0:
-            return -1
-        return None
-    at_one = sum(d.terms.values())  # every monomial is 1 there, and no less anywhere else
-    signs = {c > 0 for mono, c in d.terms.items() if mono}
-    if signs <= {True} and at_one >= 0:
-        return 1
-    if signs <= {False} and at_one <= 0:
-        return -1
-    if any(sum(e for _a, e in mono) > 1 for mono in d.terms):
-        return None
-    coefficient = {mono[0][0]: c for mono, c in d.terms.items() if mono}
-    lowest: float = d.terms.get((), 0)
-    highest: float = lowest
-    limited = () if limit is None else limit.symbols
-    for sym, a in coefficient.items():
-        if sym in limited:
-            continue
-        if a > 0:  # least at 1, no most
-            lowest, highest = lowest + a, math.inf
-        else:
-            lowest, highest = -math.inf, highest + a
-    if limit is not None:
-        # x_i >= 1 and sum x_i <= budget: a simplex, whose vertices are every x_i at 1, or
-        # one of them at budget - (k - 1)
-        spare = limit.budget - len(limited)
-        all_at_one = sum(coefficient.get(s, 0) for s in limited)
-        steps = [coefficient.get(s, 0) * spare for s in limited]
-        lowest += all_at_one + min(0, *steps)
-        highest += all_at_one + max(0, *steps)
-    if lowest >= 0:
-        return 1
-    if highest <= 0:
-        return -1
-    return None
 
 
 @dataclass
@@ -395,22 +318,6 @@ def _has_floor(d: SymDim) -> bool:
             if isinstance(atom, _MinMax) and (_has_floor(atom.p) or _has_floor(atom.q)):
                 return True
     return False
-
-
-def _rising(d: SymDim, at: Mapping[str, int]) -> bool:
-    """Whether ``d`` is non-decreasing in every symbol from ``at`` on: every coefficient but
-    the constant positive, and every floor, min or max of non-decreasing sides and >= 0 at
-    ``at`` (so a product of them does not fall)."""
-    for mono, c in d.terms.items():
-        if mono and c < 0:
-            return False
-        for atom, _e in mono:
-            if isinstance(atom, str):
-                continue
-            sides = (atom.p,) if isinstance(atom, _Floor) else (atom.p, atom.q)
-            if not all(_rising(side, at) for side in sides) or atom.value(at) < 0:
-                return False
-    return True
 
 
 def _not_carried(reasons: Mapping[int, str], base: Analysis) -> str:

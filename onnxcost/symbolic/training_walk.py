@@ -10,7 +10,7 @@ forward formulas run each node's own cost formula there, with two pieces of its 
 * a tensor's bytes (``_bytes``): a polynomial where its shape has symbols;
 * ``most``, the peak's maximum over the steps (``_Maximum``): the one step that is at least
   every other wherever the model is valid (every symbol >= 1, the position symbols within
-  the model's positions: ``onewalk._sign``), else no formula for ``peak_bytes`` (the step
+  the model's positions: ``domain._sign``), else no formula for ``peak_bytes`` (the step
   where the peak happens moves: the backward's overtakes the forward's as seq grows).
 
 Checks, as ``onewalk``'s: at every symbol = 1 against the analysis reported (free), at its
@@ -39,8 +39,9 @@ from onnxcost.errors import OnnxcostError
 from onnxcost.load.tensors import TensorInfo, normalize_domain
 from onnxcost.symbolic.contrib import _SymTensor
 from onnxcost.symbolic.dims import with_derived
+from onnxcost.symbolic.domain import _sign, within
 from onnxcost.symbolic.limits import PositionLimit
-from onnxcost.symbolic.onewalk import _check_point, _sign, _unset, formula_of, within
+from onnxcost.symbolic.onewalk import _check_point, _unset, formula_of
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.training import TRAINING_KEYS, training_vector
 from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim

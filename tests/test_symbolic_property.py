@@ -58,6 +58,9 @@ NO_TOTAL_FORMULA: dict[str, tuple[str, ...]] = {}
 """The totals without a formula today, per case; every case has all of ``TOTAL_KEYS`` (the
 CNNs' Conv and pooling sizes in height and width are floors, ``(height - 1) // 2 + 1``: their
 formulas are the walk's expressions with floors, ``Formula.expression``)."""
+SAMPLED: set[str] = set()
+"""The cases whose formulas the sampler finds (a node the walk does not carry); every other
+case is walked once."""
 NODE_FORMULAS_MISSING: dict[str, int] = {}
 """How many (node, key) formulas are None today, per case; 0 for every case not listed."""
 
@@ -125,6 +128,8 @@ def _check(label: str, model: PreparedModel) -> None:
     assert [k for k in expected if costs.totals[k] is not None] == expected, a.warnings
     missing = sum(f is None for formulas in costs.nodes for f in formulas.values())
     assert missing <= NODE_FORMULAS_MISSING.get(label, 0), a.warnings
+    # from the one walk, not the sampler (more analyses, and a warning that names the node)
+    assert costs.analyses == 1 or label in SAMPLED, a.warnings
 
 
 # --- models/ and tests/data --------------------------------------------------------------------

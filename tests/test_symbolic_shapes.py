@@ -163,6 +163,35 @@ def test_a_clamped_slice_broadcast_against_its_symbol_is_the_symbol() -> None:
     assert found.uncarried == [("Slice_1", "Slice", "starts, ends and axes of unlike lengths")]
 
 
+def test_dims_written_unlike_but_equal_wherever_symbols_are_at_least_1_broadcast() -> None:
+    # The torch exporter's GPT-2 (dynamo) builds its causal mask this way: a first row
+    # sliced off s rows is min(1, s) rows; with s more, min(1, s) + s; dropping the first
+    # row of that leaves s + min(1, s) - min(1, s + min(1, s)) rows, and its first s rows
+    # are min(s, s + min(1, s)). For s >= 1 both are s + 1 - 1 = s and s (at s = 0 both are
+    # 0, which the walk at 0 sees with the 0 in place): they broadcast, not refuse.
+    proto = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[s, 4] x) => (float[s, 4] out)
+        <int64[1] zero = {0}, int64[1] one = {1}, int64[1] big = {9223372036854775807}> {
+            y = Slice(x, zero, one)
+            z = Concat<axis = 0>(x, y)
+            w = Slice(z, one, big)
+            sh = Shape(x)
+            n = Gather<axis = 0>(sh, zero)
+            v = Slice(z, zero, n)
+            out = Add(w, v)
+        }"""
+    )
+    found = symbolic_shapes(proto)
+    assert found.uncarried == []
+    assert str(found.shapes["y"][0]) == "min(1, s)"
+    assert found.shapes["w"][0] != found.shapes["v"][0]  # unlike as written
+    out = found.shapes["out"]
+    for s in (1, 2, 7):  # ONNX's inference: out is [s, 4]
+        assert [d if isinstance(d, int) else d.evaluate({"s": s}) for d in out] == [s, 4]
+    assert _inferred(proto, {"s": 7})["out"] == (7, 4)
+
+
 @pytest.mark.parametrize("raw", [True, False], ids=["raw_data", "int64_data"])
 def test_a_shape_constant_is_read_from_raw_or_typed_data(raw: bool) -> None:
     # Reshape [b, 6] by the Constant (0, 2, 3): [b, 2, 3], whichever field holds the values.

@@ -69,9 +69,20 @@ def _broadcast(shapes: Sequence[Shape]) -> Shape:
                 ):
                     found = d.unbounded()
                     continue
+                if isinstance(d, SymDim) and isinstance(found, SymDim) and _alike(found, d):
+                    continue
                 raise _UncarriedError(f"broadcast of {found} and {d}")
         result.append(found)
     return tuple(result)
+
+
+def _alike(p: SymDim, q: SymDim) -> bool:
+    """Whether ``p`` and ``q`` are one dim wherever every symbol is at least 1, though written
+    unlike: a causal mask's ``min(seq, seq + min(1, seq))`` rows against ``seq`` (the walk
+    at a symbol's 0 walks that point again, with the 0 in place)."""
+    from onnxcost.symbolic.domain import within
+
+    return within(p - q, sorted(p.symbols | q.symbols), None) == 0
 
 
 def _ints(attrs: Mapping[str, object], key: str, default: list[int]) -> list[int]:

@@ -268,10 +268,10 @@ def test_quantized_matmuls() -> None:
     assert shapes["y"] == shapes["z"] == (_B, _S, 4)
 
 
-def test_resize_by_scales_nonzero_and_mvn_are_not_carried() -> None:
-    # Resize's float scales are not carried as values; NonZero's shape depends on the data;
-    # ONNX's inference gives MeanVarianceNormalization no shape (a concrete analysis has
-    # none: a walk that had one would disagree with it).
+def test_nonzero_and_mvn_are_not_carried_and_resize_by_stored_scales_is() -> None:
+    # NonZero's shape depends on the data; ONNX's inference gives MeanVarianceNormalization
+    # no shape (a concrete analysis has none: a walk that had one would disagree with it).
+    # Resize by stored scales (1, 1, 2, 2) is carried: [b, 3, 2s, 2s].
     proto = onnx.parser.parse_model(
         _HEAD
         + """g (float[b, 3, s, s] x) => (float r, int64 n, float m)
@@ -283,7 +283,7 @@ def test_resize_by_scales_nonzero_and_mvn_are_not_carried() -> None:
     )
     found = symbolic_shapes(proto)
     assert [(op, why) for _n, op, why in found.uncarried] == [
-        ("Resize", "Resize by scales"),
         ("NonZero", "no symbolic rule for this op"),
         ("MeanVarianceNormalization", "no symbolic rule for this op"),
     ]
+    assert found.shapes["r"] == (_B, 3, 2 * _S, 2 * _S)

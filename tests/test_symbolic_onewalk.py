@@ -133,13 +133,14 @@ def test_walked_formulas_equal_the_concrete_analysis(tmp_path: Path, point: dict
 
 
 def test_an_uncarried_node_falls_back_to_sampling() -> None:
-    # Resize by scales has no symbolic shape rule (its float scales are not carried): the
+    # Resize by scales computed in the graph (the walk carries stored ones only): the
     # sampler finds the formulas. Relu on [batch, 8] writes 32*batch bytes, Resize by 1s the
     # same: 64*batch.
     text = """
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[batch,8] x) => (float[batch,8] y) <float[2] scales = {1, 1}> {
+    g (float[batch,8] x) => (float[batch,8] y) <float[2] ones = {1, 1}> {
       r = Relu (x)
+      scales = Mul (ones, ones)
       y = Resize (r, , scales)
     }"""
     a = onnxcost.analyze(parse(text), symbolic=True)
@@ -148,7 +149,7 @@ def test_an_uncarried_node_falls_back_to_sampling() -> None:
     assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
     said = [w for w in a.warnings if w.startswith("the formulas were sampled")]
     assert len(said) == 1, a.warnings
-    assert "does not carry node 'Resize_1' (Resize: its shape is not carried" in said[0]
+    assert "does not carry node 'Resize_2' (Resize: its shape is not carried" in said[0]
 
 
 def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:

@@ -181,6 +181,7 @@ TORCH_DIMS = {
     "mlp": {0: "batch"},
     "cnn": {0: "batch", 2: "height", 3: "width"},
     "block": {0: "batch", 1: "seq"},
+    "upsample": {0: "batch", 2: "height", 3: "width"},
 }
 """The dims of input x each torch model exports as symbols."""
 
@@ -201,6 +202,20 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.head(self.pool(torch.relu(self.conv(x))).mean(dim=(2, 3)))
+
+    class Upsample(nn.Module):
+        """A detector's neck: stride-2 Conv, then x 2 back up (nearest and bilinear), joined."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.head = nn.Conv2d(16, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            d = self.down(x)
+            smooth = nn.functional.interpolate(d, scale_factor=2.0, mode="bilinear")
+            return self.head(torch.cat([self.up(d), smooth], dim=1))
 
     class Block(nn.Module):
         """Pre-norm attention with a causal mask made from seq, then an MLP."""
@@ -229,6 +244,8 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
         return mlp, (torch.randn(2, 16),)
     if which == "cnn":
         return Cnn(), (torch.randn(2, 3, 16, 12),)
+    if which == "upsample":
+        return Upsample(), (torch.randn(2, 3, 16, 12),)
     return Block(), (torch.randn(2, 5, 16),)
 
 
@@ -253,7 +270,7 @@ def _export(which: str, dynamo: bool) -> onnx.ModelProto:
     return onnx.load_from_string(buffer.getvalue())
 
 
-@pytest.mark.parametrize("which", ["mlp", "cnn", "block"])
+@pytest.mark.parametrize("which", ["mlp", "cnn", "block", "upsample"])
 @pytest.mark.parametrize("exporter", ["torch_script", "torch_dynamo"])
 def test_formulas_are_exact_on_fresh_torch_exports(exporter: str, which: str) -> None:
     proto = _export(which, dynamo=exporter == "torch_dynamo")

@@ -219,8 +219,10 @@ def _resampled_taps(ctx: OpContext, antialias: bool) -> list[int]:
         return []
     taps = []
     for n_in, n_out in zip(ctx.shape(0), ctx.out_shape(), strict=True):
-        if n_in == n_out or not n_out:
+        if n_in == n_out or (type(n_out) is int and not n_out):
             continue  # unchanged, or empty (then so is the output)
+        # NB: over symbolic dims (symbolic.node_costs), unlike dims are a resized axis:
+        # floor(d x scale) is d only at d = 0 (an empty output, 0 FLOPs either way).
         # An antialiasing filter widens by the downscale factor.
         taps.append(math.ceil(base * n_in / n_out) if antialias and n_out < n_in else base)
     return taps

@@ -1,5 +1,5 @@
 """More of the symbolic walk's shape rules (``symbolic.shapes`` dispatches to them): ArgMax
-and ArgMin, Einsum, Resize with constant sizes, TopK, Tile, DepthToSpace and SpaceToDepth,
+and ArgMin, Einsum, Resize (and Upsample) with constant sizes or scales, TopK, Tile, DepthToSpace and SpaceToDepth,
 OneHot, and the quantized matrix products (MatMulInteger, QLinearMatMul). Each gives what
 ONNX's shape inference gives, over SymDims; a value it needs (K, repeats, sizes, depth) must
 be a known integer tensor, else the node is not carried. NonZero is not carried (its shape
@@ -8,7 +8,8 @@ depends on the data).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 import onnx
 
@@ -97,24 +98,75 @@ def _resize(
     shapes: list[Shape | None],
     attrs: Mapping[str, object],
 ) -> None:
-    """Resize with a known ``sizes`` input (on ``axes`` where given; stretch only): the
-    sizes. NB: with ``scales`` (floats: not carried as values) the node is not carried."""
+    """Resize (on ``axes`` where given) by a known ``sizes`` input (stretch only): the sizes;
+    or by stored ``scales`` (input 2; input 1 before opset 11, and Upsample's): each dim
+    ``floor(d * scale)`` as ONNX's inference computes it, in doubles from the float32 scale.
+    A float32 is exactly m / 2**k, and d * m is exact in a double for any real d, so the
+    size is the integer floor ``(m * d) // 2**k``: ``2 * h`` for a scale of 2, ``h // 2``
+    for 0.5. Not carried: a scale of more than 16 bits below its point, or computed in the
+    graph; ``tf_crop_and_resize`` (its size also takes the ROI)."""
     x = shapes[0]
     assert x is not None
     policy = attrs.get("keep_aspect_ratio_policy", b"stretch")
     if policy not in (b"stretch", "stretch"):
         raise _UncarriedError(f"keep_aspect_ratio_policy {policy!r}")
-    if len(node.input) < 4 or not node.input[3]:
-        raise _UncarriedError("Resize by scales")
-    sizes = _value(out, node.input[3])
+    if attrs.get("coordinate_transformation_mode") in (b"tf_crop_and_resize", "tf_crop_and_resize"):
+        raise _UncarriedError("tf_crop_and_resize")
     raw = attrs.get("axes")
     axes = [int(a) for a in raw] if isinstance(raw, list) else list(range(len(x)))
+    result = list(x)
+    if len(node.input) >= 4 and node.input[3]:
+        sizes: Sequence[Dim] = _value(out, node.input[3])
+    else:
+        by = (
+            node.input[2] if len(node.input) >= 3 else node.input[1] if len(node.input) == 2 else ""
+        )
+        scales = out.floats.get(by) if by else None
+        if scales is None:
+            raise _UncarriedError("Resize by scales that are not stored in the model")
+        sizes = [_scaled(x[_axis(a, len(x))], s) for a, s in zip(axes, scales, strict=False)]
+        if len(scales) != len(axes):
+            raise _UncarriedError(f"{len(scales)} scales for {len(axes)} axes")
     if len(sizes) != len(axes):
         raise _UncarriedError(f"{len(sizes)} sizes for {len(axes)} axes")
-    result = list(x)
     for a, size in zip(axes, sizes, strict=True):
         result[_axis(a, len(x))] = size
     out.shapes[node.output[0]] = tuple(result)
+
+
+def _scaled(d: Dim, scale: float) -> Dim:
+    """``floor(d * scale)`` for a float32 ``scale`` > 0 (``_resize``)."""
+    if not scale > 0:
+        raise _UncarriedError(f"a scale of {scale}")
+    exact = Fraction(scale)  # m / 2**k, exactly
+    if exact.denominator > 1 << 16:
+        raise _UncarriedError(f"a scale of {scale} (more than 16 bits below its point)")
+    return as_dim(SymDim.of(d) * exact.numerator // exact.denominator)
+
+
+def _upsample(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """Upsample (opsets 7 to 9): ``floor(d * scale)`` per dim as Resize's, its scales the
+    attribute (opset 7) or a stored input (opset 9)."""
+    x = shapes[0]
+    assert x is not None
+    raw = attrs.get("scales")
+    scales = (
+        raw
+        if isinstance(raw, list)
+        else out.floats.get(node.input[1])
+        if len(node.input) > 1
+        else None
+    )
+    if scales is None:
+        raise _UncarriedError("Upsample by scales that are not stored in the model")
+    if len(scales) != len(x):
+        raise _UncarriedError(f"{len(scales)} scales for rank {len(x)}")
+    out.shapes[node.output[0]] = tuple(_scaled(d, float(s)) for d, s in zip(x, scales, strict=True))
 
 
 def _topk(
@@ -214,6 +266,7 @@ MORE_RULES = {
     "ArgMin": _arg_reduce,
     "Einsum": _einsum,
     "Resize": _resize,
+    "Upsample": _upsample,
     "TopK": _topk,
     "Tile": _tile,
     "DepthToSpace": _depth_to_space,

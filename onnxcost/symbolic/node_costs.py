@@ -47,7 +47,7 @@ from onnxcost.shapes.folding import _attribute_key
 from onnxcost.symbolic.contrib import _SymTensor
 from onnxcost.symbolic.elem_types import output_elem_types
 from onnxcost.symbolic.inputs import input_shapes_of
-from onnxcost.symbolic.shape_core import Shape, SymbolicShapes, _UncarriedError
+from onnxcost.symbolic.shape_core import Floats, Shape, SymbolicShapes, _UncarriedError
 from onnxcost.symbolic.shapes import _attrs, _carry, _maybe_value
 from onnxcost.symdim import Dim, SymDim, as_dim
 
@@ -98,7 +98,7 @@ class _Class:
     fields of it per node)."""
 
     id: int
-    outputs: tuple[tuple[int, Shape, tuple[Dim, ...] | None], ...]
+    outputs: tuple[tuple[int, Shape, tuple[Dim, ...] | Floats | None], ...]
     """Per output, its index in ``_Walk.table`` (-1 where omitted or not carried), shape and
     value."""
     macs: Dim | None
@@ -123,8 +123,9 @@ class _Class:
 
 _NO_ROW: tuple[None, None, None, None] = (None, None, None, None)
 
-_Tensor = tuple[int, Shape, tuple[Dim, ...] | None]
-"""A tensor as the walk knows it: element type, shape, value (small int tensors) or None."""
+_Tensor = tuple[int, Shape, tuple[Dim, ...] | Floats | None]
+"""A tensor as the walk knows it: element type, shape, value (small int tensors, small
+stored float ones) or None."""
 
 
 @dataclass
@@ -196,8 +197,7 @@ class _Walk:
         self.tensors[name] = tid
         _elem, shape, value = self.table[tid]
         self.shapes.shapes[name] = shape
-        if value is not None:
-            self.shapes.values[name] = value
+        self.shapes.keep(name, value)
 
     def spec(self, node_domain: str, op_type: str) -> tuple[str, int, OpSpec | None]:
         key = (node_domain, op_type)
@@ -297,7 +297,7 @@ def node_costs(
     elems = _elem_types(proto)
     for t in graph.initializer:
         _maybe_value(w.shapes, t.name, t)
-        w.put(t.name, w.intern((t.data_type, tuple(t.dims), w.shapes.values.get(t.name))))
+        w.put(t.name, w.intern((t.data_type, tuple(t.dims), w.shapes.known(t.name))))
     for name, shape in input_shapes_of(proto, fixed, input_shapes).items():
         w.put(name, w.intern((elems.get(name, 0), shape, None)))
     n = len(view.order)
@@ -311,7 +311,7 @@ def node_costs(
     constants = shared.constants
     special = w.kv | graph_outputs
     constant, kv, tensors, known, specs = weights.constant, w.kv, w.tensors, w.memo, w.specs
-    shapes, values = w.shapes.shapes, w.shapes.values
+    shapes = w.shapes.shapes
     for i, (node, op_type, node_domain, ins, outs) in enumerate(
         zip(view.order, view.op_types, view.domains, view.inputs, view.outputs, strict=True)
     ):
@@ -329,7 +329,7 @@ def node_costs(
                 tid, shapes[o], value = cls.outputs[0]
                 tensors[o] = tid
                 if value is not None:
-                    values[o] = value
+                    w.shapes.keep(o, value)
                 weights.add_stored(o, cls.stored.renamed(o))
                 rows.append(cls.row)
                 classes.append(cls.id)
@@ -388,7 +388,7 @@ def node_costs(
                 tensors[o] = tid
                 shapes[o] = shape
                 if value is not None:
-                    values[o] = value
+                    w.shapes.keep(o, value)
         rows.append(cls.row)
         classes.append(cls.id)
         if not cls.plain:
@@ -509,7 +509,7 @@ def _new_class(
         return f"its shape is not carried (unexpected input, {type(e).__name__})"
     out_elems = typed or output_elem_types(node, op_type, domain, in_elems, w.opsets.get(domain, 1))
     tids = tuple(
-        w.intern((out_elems[k], shapes.shapes[o], shapes.values.get(o)))
+        w.intern((out_elems[k], shapes.shapes[o], shapes.known(o)))
         if o and o in shapes.shapes
         else -1
         for k, o in enumerate(outs)

@@ -12,6 +12,13 @@ from onnxcost.symdim import Dim, SymDim
 Shape = tuple[Dim, ...]
 
 
+class Floats(tuple[float, ...]):
+    """A float tensor's values: a tuple of its own type, so that a memo keeps it apart from
+    an integer tensor's."""
+
+    __slots__ = ()
+
+
 class _UncarriedError(OnnxcostError):
     """A node this pass cannot carry, and why."""
 
@@ -23,6 +30,20 @@ class SymbolicShapes:
     shapes: dict[str, Shape] = field(default_factory=dict)
     values: dict[str, tuple[Dim, ...]] = field(default_factory=dict)
     """Small integer tensors' values, flattened (a scalar: one entry)."""
+    floats: dict[str, Floats] = field(default_factory=dict)
+    """Small float tensors stored in the model (a Resize's scales), flattened; never shapes."""
+
+    def known(self, name: str) -> tuple[Dim, ...] | Floats | None:
+        """``name``'s value, integer or float, where known (a memo key's part)."""
+        return self.values.get(name) or self.floats.get(name)
+
+    def keep(self, name: str, value: tuple[Dim, ...] | Floats | None) -> None:
+        """Store ``value`` (``known``'s) as ``name``'s, in the dict of its kind."""
+        if isinstance(value, Floats):
+            self.floats[name] = value
+        elif value is not None:
+            self.values[name] = value
+
     uncarried: list[tuple[str, str, str]] = field(default_factory=list)
     """(node name, op type, reason) of every node not carried."""
 
@@ -106,4 +127,4 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
     return result
 
 
-__all__ = ["Shape", "SymbolicShapes"]
+__all__ = ["Floats", "Shape", "SymbolicShapes"]

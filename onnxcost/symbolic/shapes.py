@@ -30,6 +30,7 @@ from onnxcost.symbolic.contrib import carry_by_rule
 from onnxcost.symbolic.inputs import input_shapes_of
 from onnxcost.symbolic.more_shapes import MORE_RULES
 from onnxcost.symbolic.shape_core import (
+    Floats,
     Shape,
     SymbolicShapes,
     _axis,
@@ -106,14 +107,24 @@ _INT_FORMATS: dict[int, str] = {onnx.TensorProto.INT64: "q", onnx.TensorProto.IN
 
 
 def _maybe_value(out: SymbolicShapes, name: str, t: onnx.TensorProto) -> None:
-    """Record the value of ``t`` if it is a small int64 or int32 tensor stored in the model;
-    read with struct (raw data is little-endian) or from the typed field: numpy_helper's
-    general conversion costs most of a symbolic walk's time for a Constant it meets."""
-    letter = _INT_FORMATS.get(t.data_type)
-    if letter is None or t.data_location == onnx.TensorProto.EXTERNAL:
+    """Record the value of ``t`` if it is a small int64 or int32 tensor stored in the model
+    (or a small float one: ``SymbolicShapes.floats``); read with struct (raw data is
+    little-endian) or from the typed field: numpy_helper's general conversion costs most of
+    a symbolic walk's time for a Constant it meets."""
+    if t.data_location == onnx.TensorProto.EXTERNAL:
         return
     n = math.prod(t.dims)
     if n > 64:
+        return
+    if t.data_type == onnx.TensorProto.FLOAT:
+        raw = t.raw_data
+        if raw and len(raw) == 4 * n:
+            out.floats[name] = Floats(struct.unpack(f"<{n}f", raw))
+        elif not raw and len(t.float_data) == n:
+            out.floats[name] = Floats(t.float_data)
+        return
+    letter = _INT_FORMATS.get(t.data_type)
+    if letter is None:
         return
     raw = t.raw_data
     if raw:

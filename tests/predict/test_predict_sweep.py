@@ -120,13 +120,15 @@ def test_the_api_refuses_values_that_are_no_dims(values: tuple[object, ...]) -> 
 
 
 def test_a_sampled_model_falls_back_to_a_concrete_analysis_each(tmp_path: Path) -> None:
-    # Resize by float scales is not carried by the symbolic walk: the formulas are sampled.
+    # Resize by scales computed in the graph is not carried by the symbolic walk (stored
+    # ones are): the formulas are sampled.
     text = """<ir_version: 8, opset_import: ["" : 18]>
     g (float[batch, seq, 8] x) => (float[batch, seq, 8] y)
     <float[8, 8] w = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0,
      0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-     1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, float[3] scales = {1, 1, 1}> {
+     1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, float[3] ones = {1, 1, 1}> {
         m = MatMul(x, w)
+        scales = Mul(ones, ones)
         y = Resize(m, , scales)
     }"""
     model = str(tmp_path / "resized.onnx")

@@ -134,7 +134,7 @@ def test_walked_formulas_equal_the_concrete_analysis(tmp_path: Path, point: dict
 
 def test_an_uncarried_node_falls_back_to_sampling() -> None:
     # Resize by scales computed in the graph (the walk carries stored ones only): the
-    # sampler finds the formulas. Relu on [batch, 8] writes 32*batch bytes, Resize by 1s the
+    # sampler finds its formulas. Relu on [batch, 8] writes 32*batch bytes, Resize by 1s the
     # same: 64*batch.
     text = """
     <ir_version: 8, opset_import: ["" : 17]>
@@ -147,9 +147,58 @@ def test_an_uncarried_node_falls_back_to_sampling() -> None:
     assert a.symbolic is not None
     assert a.symbolic.analyses > 1  # sampled: the whole model ran at more than one point
     assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
-    said = [w for w in a.warnings if w.startswith("the formulas were sampled")]
+    # only what the walk does not carry was sampled: Resize_2 (Mul_1's shape is carried, its
+    # float value is not); Relu_0's and Mul_1's formulas are the walk's
+    said = [w for w in a.warnings if w.startswith("the formulas of 1 of 3 nodes were sampled")]
     assert len(said) == 1, a.warnings
     assert "does not carry node 'Resize_2' (Resize: its shape is not carried" in said[0]
+
+
+def test_only_the_costs_downstream_of_an_uncarried_node_are_sampled() -> None:
+    # A CNN head in (b, h, w): Conv 3x3 stride 2 pad 1 (8 channels: its sizes are floors),
+    # global pool, flatten to [b, 8], a Resize the walk does not carry (scales computed in
+    # the graph), MatMul to 4. The sampler alone finds no polynomial for the Conv (a floor):
+    # the totals were null. Now the Conv's formula is the walk's, the Resize's and the
+    # MatMul's are sampled (polynomials in b), and the totals are their exact sum.
+    k = ", ".join(["1"] * 216)
+    w = ", ".join(["1"] * 32)
+    text = f"""<ir_version: 9, opset_import: ["" : 19]>
+    g (float[b, 3, h, w] x) => (float[b, 4] y)
+    <float[8, 3, 3, 3] k = {{{k}}}, float[8, 4] m = {{{w}}}, float[2] ones = {{1, 1}}> {{
+      c = Conv<strides = [2, 2], pads = [1, 1, 1, 1]>(x, k)
+      p = GlobalAveragePool(c)
+      f = Flatten(p)
+      scales = Mul(ones, ones)
+      r = Resize(f, , scales)
+      y = MatMul(r, m)
+    }}"""
+    proto = parse(text)
+    sampled = formulas.symbolic_costs(
+        prepare(proto), onnxcost.analyze(proto, dims={"b": 1, "h": 1, "w": 1}), walk=False
+    )
+    assert sampled.totals["macs"] is None  # the sampler alone: no polynomial in h
+    a = onnxcost.analyze(proto, symbolic=True)
+    costs = a.symbolic
+    assert costs is not None
+    conv = costs.nodes[0]["macs"]
+    assert conv is not None
+    assert conv.python() == "216*b*((1 + h) // 2)*((1 + w) // 2)"  # 8 x 27 per output
+    assert costs.nodes[5]["macs"] is not None  # the MatMul's, sampled: 32*b
+    assert costs.nodes[5]["macs"](b=3, h=1, w=1) == 96
+    macs = costs.totals["macs"]
+    assert macs is not None
+    # By hand at b = 2, h = 9, w = 6: the Conv 216 x 2 x 5 x 3 = 6,480, the MatMul 32 x 2 =
+    # 64: 6,544; and every total equals a concrete analysis at points with odd sizes.
+    assert macs(b=2, h=9, w=6) == 6_544
+    for point in ({"b": 2, "h": 9, "w": 6}, {"b": 1, "h": 1, "w": 1}, {"b": 3, "h": 17, "w": 4}):
+        concrete = onnxcost.analyze(proto, dims=point).totals
+        at = a.at(**point)
+        for key in ("macs", "flops", "bytes_read", "bytes_written"):
+            assert getattr(at, key) == getattr(concrete, key), (point, key)
+    said = [w for w in a.warnings if "nodes were sampled" in w]
+    assert len(said) == 1, a.warnings
+    assert said[0].startswith("the formulas of 2 of 6 nodes were sampled"), a.warnings
+    assert not [w for w in a.warnings if w.startswith("no exact formula")], a.warnings
 
 
 def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:

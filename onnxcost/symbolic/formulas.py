@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
-from onnxcost.symbolic.onewalk import one_walk_costs
+from onnxcost.symbolic.onewalk import PartialWalk, formula_of, one_walk_costs
 from onnxcost.symbolic.poly import Formula, sum_over
 from onnxcost.symbolic.reduced import _light, _ReducedMissError
 from onnxcost.symbolic.result import (
@@ -25,6 +25,7 @@ from onnxcost.symbolic.result import (
     SymbolicCosts,
 )
 from onnxcost.symbolic.search import _search
+from onnxcost.symdim import SymDim
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
@@ -160,7 +161,7 @@ def symbolic_costs(
     run, the search is made again on the whole model alone. ``walk``: first try the one
     symbolic walk (``onewalk.py``), which needs no sampling where it carries every node."""
     source = _light(prepare(model))
-    walked: SymbolicCosts | str | None = None
+    walked: SymbolicCosts | PartialWalk | str | None = None
     if walk:
         symbols = model_symbols(source.proto, input_shapes or {}, dims or {})
         walked = one_walk_costs(
@@ -184,14 +185,93 @@ def symbolic_costs(
         seed,
         allow_reshape,
     )
+    wanted = walked.lost if isinstance(walked, PartialWalk) else None
     try:
-        found = _search(source, base, *options, reduce=reduce)
+        found = _search(source, base, *options, reduce=reduce, wanted=wanted)
     except _ReducedMissError:
-        found = _search(source, base, *options, reduce=False)
+        found = _search(source, base, *options, reduce=False, wanted=wanted)
+    if isinstance(walked, PartialWalk):
+        return _completed(walked, found)
     if isinstance(walked, str):
         why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
         found = replace(found, warnings=(*found.warnings, why))
     return found
+
+
+def _completed(walked: PartialWalk, sampled: SymbolicCosts) -> SymbolicCosts:
+    """The walk's formulas where it carried a node (and has one), the sampler's for the rest
+    (the nodes not carried and what follows them); each total the sum of its nodes'
+    formulas where every node has one, else the sampler's. Both sides were checked where
+    they were found; a symbol's 0 is allowed where both allow it."""
+    walk = walked.costs
+    nodes = tuple(
+        {
+            key: (sampler[key] if k in walked.lost or mine[key] is None else mine[key])
+            for key in NODE_KEYS
+        }
+        for k, (mine, sampler) in enumerate(zip(walk.nodes, sampled.nodes, strict=True))
+    )
+    totals = dict(sampled.totals)
+    for key in NODE_KEYS:
+        summed = _sum_of(walk.symbols, [f[key] for f in nodes])
+        if summed is not None:
+            totals[key] = summed
+    said = set(sampled.warnings)
+    missing = [key for key in TOTAL_KEYS if totals[key] is None]
+    if missing:
+        said.add(
+            f"no exact formula (a node's formula is null, and the sampler found none for the sum) for node "
+            f"'(totals)' ({', '.join(missing)}): null"
+        )
+    why = (
+        f"the formulas of {len(walked.lost)} of {len(nodes)} nodes were sampled "
+        f"({sampled.analyses} analyses), the others' come from the symbolic walk: {walked.why}"
+    )
+    return replace(
+        sampled,
+        totals=totals,
+        nodes=nodes,
+        zero_allowed={
+            s: ok and walk.zero_allowed.get(s, True) for s, ok in sampled.zero_allowed.items()
+        },
+        analyses=walk.analyses + sampled.analyses,
+        warnings=tuple(dict.fromkeys((*sampled.warnings, *walk.warnings, *said, why))),
+        reduced_analyses=walk.reduced_analyses + sampled.reduced_analyses,
+    )
+
+
+def _sum_of(symbols: tuple[str, ...], formulas: Sequence[Formula | None]) -> Formula | None:
+    """The sum of ``formulas`` as one Formula: the plain ones (a polynomial with integer
+    coefficients, or an expression) added up, the others (clamped, with a denominator or
+    parts) kept as parts, alike ones counted once with their multiplicity. None where one is
+    None."""
+    total: SymDim | int = 0
+    parts: dict[Formula, int] = {}
+    for f in formulas:
+        if f is None:
+            return None
+        if f.clamped or f.parts or f.denominator != 1:
+            parts[f] = parts.get(f, 0) + 1
+        elif f.expression is not None:
+            total = total + f.expression
+        else:
+            total = total + _polynomial(f)
+    found = formula_of(total, symbols)
+    if found is None:
+        return None
+    return replace(found, parts=tuple((m, f) for f, m in parts.items()))
+
+
+def _polynomial(f: Formula) -> SymDim | int:
+    """A plain polynomial Formula (integer coefficients) as a SymDim."""
+    total: SymDim | int = 0
+    for exps, c in f.terms:
+        term: SymDim | int = c
+        for sym, e in zip(f.symbols, exps, strict=True):
+            for _ in range(e):
+                term = term * SymDim.of(sym)
+        total = total + term
+    return total
 
 
 __all__ = [

@@ -23,8 +23,9 @@ and symbolic inputs share one class. What this module adds is the proof and the 
    ones as parts; params and param bytes do not depend on the symbols.
 
 A node the walk cannot carry (``NodeCosts.reasons``: an op without a symbolic shape rule, a
-contrib op, a formula that needs a concrete dim) leaves the formulas to the sampler
-(``search.py``): ``one_walk_costs`` returns None, and the caller samples. A cost that stays
+contrib op, a formula that needs a concrete dim), and every node after it that has no
+carried shape, is a class of its own without formulas: the others are checked as above and
+returned as a ``PartialWalk``, whose lost nodes the sampler (``search.py``) fills in. A cost that stays
 a floor, min or max of the symbols has that exact expression as its formula
 (``Formula.expression``).
 """
@@ -117,12 +118,14 @@ def one_walk_costs(
     convention: Convention,
     allow_reshape: bool,
     seed: int = 0,
-) -> SymbolicCosts | str | None:
+) -> SymbolicCosts | PartialWalk | str | None:
     """The formulas of ``base`` (the analysis with every symbol at 1) from one symbolic walk,
-    checked as the module docstring says. Where the formulas are to be sampled instead: why,
-    for a warning (a node the walk does not carry; the walk disagreeing with a concrete
-    analysis, a bug), or None where there is nothing to say (no symbols, If/Loop bodies, too
-    few positions for a check point, a reduced model that cannot be built)."""
+    checked as the module docstring says. Where the walk does not carry some nodes (an op
+    without a symbolic rule and what follows it): the formulas of the others, checked the
+    same way (``PartialWalk``), for the sampler to complete. Where the formulas are to be
+    sampled instead: why, for a warning (the walk disagreeing with a concrete analysis, a
+    bug), or None where there is nothing to say (no symbols, If/Loop bodies, too few
+    positions for a check point, a reduced model that cannot be built)."""
     from onnxcost.analysis.walk import costs_at
     from onnxcost.symbolic.node_costs import node_costs
 
@@ -138,8 +141,7 @@ def one_walk_costs(
         convention=convention,
         count_params=False,  # the reported analysis has them, and they do not vary
     )
-    if walked.reasons:
-        return _not_carried(walked.reasons, base)
+    lost = frozenset(walked.reasons)  # nodes whose formulas the sampler is to find
     limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
     named = set(symbols)
@@ -147,10 +149,11 @@ def one_walk_costs(
     renumbered: dict[int, int] = {}
     of_node: list[int] = []
     for k, c in enumerate(walked.classes):
-        unit = renumbered.setdefault(c, len(renumbered))
+        # a node not carried is a class of its own (the reduced model keeps it as it is)
+        unit = renumbered.setdefault(-1 - k if k in lost else c, len(renumbered))
         of_node.append(unit)
         if unit not in classes:
-            found = [col[k] for col in columns]
+            found = [None if k in lost else col[k] for col in columns]
             classes[unit] = _Class(
                 [None if d is None else within(d, symbols, limit) for d in found],
                 [isinstance(d, SymDim) and not d.is_polynomial and _has_floor(d) for d in found],
@@ -162,6 +165,7 @@ def one_walk_costs(
     units = [classes[u] for u in range(len(classes))]
     if len(symbols) * len(units) > MAX_ZERO_WALK:
         return None  # the sampler's bound on its grid refuses such a model in one line
+    lost_units = frozenset(of_node[k] for k in lost)
     totals = base.totals
     reduced = reduced_model(source, of_node, (totals.params, totals.param_bytes))
     if reduced is None:
@@ -230,6 +234,7 @@ def one_walk_costs(
             base,
             convention,
             walked.memo,
+            lost_units,
         )
         if not zero_allowed[sym]:
             warnings.append(
@@ -251,7 +256,7 @@ def one_walk_costs(
     warnings += _bad_warnings(reasons, names, reduced.units)
     if limit is not None:
         warnings.append(limit.warning())
-    return SymbolicCosts(
+    result = SymbolicCosts(
         symbols=symbols,
         totals=total_formulas,
         nodes=tuple(node_formulas[u] for u in of_node),
@@ -261,8 +266,23 @@ def one_walk_costs(
         reduced_analyses=1,
         reduced_nodes=len(units),
         limit=limit,
-        shapes=walked.shapes.shapes if walked.shapes is not None else None,
+        shapes=walked.shapes.shapes if walked.shapes is not None and not lost else None,
     )
+    if lost:
+        return PartialWalk(result, lost, _not_carried(walked.reasons, base))
+    return result
+
+
+@dataclass(frozen=True)
+class PartialWalk:
+    """The walk's formulas where it does not carry every node: ``costs`` has None for the
+    nodes in ``lost`` (and for every total), and its checked formula for each other node."""
+
+    costs: SymbolicCosts
+    lost: frozenset[int]
+    """Indices of the nodes not carried: an op without a symbolic rule and what follows it."""
+    why: str
+    """The first nodes not carried, named for a warning (``_not_carried``)."""
 
 
 @dataclass
@@ -366,6 +386,7 @@ def _check_zero(
     base: Analysis,
     convention: Convention,
     memo: WalkMemo | None = None,
+    lost: frozenset[int] = frozenset(),
 ) -> bool:
     """Whether the model keeps its shapes at ``sym`` = 0 (the walk of the reduced model there
     carries every node), and each class's formulas there: the walk at 0, a polynomial in the
@@ -383,8 +404,8 @@ def _check_zero(
         count_params=False,
         memo=memo,
     )
-    if walked.reasons or len(walked.macs) != len(units):
-        return False
+    if not walked.reasons.keys() <= lost or len(walked.macs) != len(units):
+        return False  # (the classes not carried at 1 are the sampler's to check at 0)
     others = tuple(s for s in symbols if s != sym)
     rest = (
         None
@@ -508,4 +529,4 @@ def _total(
     return replace(total, parts=tuple((m, f) for f, m in parts.items()))
 
 
-__all__ = ["formula_of", "one_walk_costs"]
+__all__ = ["PartialWalk", "formula_of", "one_walk_costs"]

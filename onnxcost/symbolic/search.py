@@ -147,9 +147,12 @@ def _search(
     allow_reshape: bool,
     *,
     reduce: bool,
+    wanted: frozenset[int] | None = None,
 ) -> SymbolicCosts:
     """``symbolic_costs``, one try: choose the points, find each symbol's degree, interpolate
-    on the grid, verify beyond it and at the 0s, then make the formulas."""
+    on the grid, verify beyond it and at the 0s, then make the formulas. ``wanted``: the
+    nodes whose formulas are wanted (the others come from the symbolic walk): the warnings
+    name only those, and no total."""
     from onnxcost.analysis.walk import costs_at
 
     source = _light(prepare(model))
@@ -183,7 +186,16 @@ def _search(
     _verify(sampler, (1,) * len(symbols), fitted, misses, f" at {at_ones}")
     zero_allowed, zeros, warnings = _verify_at_zeros(sampler, start, fitted, misses)
     totals, per_unit = _formulas(sampler, fitted, misses, zeros)
-    warnings += _bad_warnings(misses.reasons, names, sampler.units)
+    reasons = misses.reasons
+    if wanted is not None:
+        members = sampler.units.members()
+        reasons = {
+            q: why
+            for q, why in reasons.items()
+            if q >= len(TOTAL_KEYS)
+            and not wanted.isdisjoint(members[(q - len(TOTAL_KEYS)) // len(NODE_KEYS)])
+        }
+    warnings += _bad_warnings(reasons, names, sampler.units)
     if limit is not None:
         warnings.append(limit.warning())
     return SymbolicCosts(

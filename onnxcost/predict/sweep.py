@@ -194,7 +194,7 @@ def _check_symbols(
 def _why_not(a: Analysis, costs: SymbolicCosts) -> str:
     """Why the points come from a concrete analysis each ('' where the formulas serve)."""
     if costs.shapes is None:
-        return "the formulas were sampled (no symbolic walk): no shapes at a point"
+        return "the formulas were sampled, in whole or in part: no walked shapes at a point"
     counted = set(map(id, a.counted_nodes))
     for record, formulas in zip(a.nodes, costs.nodes, strict=True):
         if id(record) not in counted:

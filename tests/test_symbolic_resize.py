@@ -117,10 +117,18 @@ def test_scales_it_cannot_take_exactly_are_named_not_guessed() -> None:
         'y = Resize<coordinate_transformation_mode = "tf_crop_and_resize">(x, roi, scales)',
         init="<float[8] roi = {0, 0, 0, 0, 1, 1, 1, 1}, float[4] scales = {1.0, 1.0, 2.0, 2.0}>",
     )
-    reasons = [symbolic_shapes(p).uncarried[0][2] for p in (tenth, computed, crop)]
+    infinite = _model(
+        "float[b, 3, h, w] x",
+        "float[b, 3, p, q] y",
+        "y = Resize(x, roi, scales)",
+        init="<float[0] roi = {}, float[4] scales = {1.0, 1.0, 2.0, 2.0}>",
+    )
+    infinite.graph.initializer[1].float_data[2] = float("inf")  # a hostile file's
+    reasons = [symbolic_shapes(p).uncarried[0][2] for p in (tenth, computed, crop, infinite)]
     assert "more than 16 bits below its point" in reasons[0]
     assert reasons[1] == "Resize by scales that are not stored in the model"
     assert reasons[2] == "tf_crop_and_resize"
+    assert reasons[3] == "a scale of inf"
 
 
 def test_two_resizes_of_one_input_by_other_scales_are_two_classes() -> None:

@@ -8,6 +8,7 @@ depends on the data).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
@@ -136,7 +137,7 @@ def _resize(
 
 def _scaled(d: Dim, scale: float) -> Dim:
     """``floor(d * scale)`` for a float32 ``scale`` > 0 (``_resize``)."""
-    if not scale > 0:
+    if not 0 < scale < math.inf:
         raise _UncarriedError(f"a scale of {scale}")
     exact = Fraction(scale)  # m / 2**k, exactly
     if exact.denominator > 1 << 16:

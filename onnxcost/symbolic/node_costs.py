@@ -505,7 +505,7 @@ def _new_class(
         typed = _carry(shapes, node, attrs, in_elems)
     except _UncarriedError as e:
         return f"its shape is not carried ({e})"
-    except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
+    except (IndexError, KeyError, ValueError, TypeError, AssertionError, ArithmeticError) as e:
         return f"its shape is not carried (unexpected input, {type(e).__name__})"
     out_elems = typed or output_elem_types(node, op_type, domain, in_elems, w.opsets.get(domain, 1))
     tids = tuple(

@@ -142,6 +142,8 @@ def one_walk_costs(
         count_params=False,  # the reported analysis has them, and they do not vary
     )
     lost = frozenset(walked.reasons)  # nodes whose formulas the sampler is to find
+    if len(lost) == n:
+        return _not_carried(walked.reasons, base)  # nothing the walk could add
     limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
     named = set(symbols)

@@ -96,7 +96,7 @@ def symbolic_shapes(
             _carry(out, node)
         except _UncarriedError as e:
             out.uncarried.append((name, node.op_type, str(e)))
-        except (IndexError, KeyError, ValueError, TypeError, AssertionError) as e:
+        except (IndexError, KeyError, ValueError, TypeError, AssertionError, ArithmeticError) as e:
             # A malformed node (a missing input, an axis out of range): named, not a crash.
             out.uncarried.append((name, node.op_type, f"unexpected input ({type(e).__name__})"))
     return out

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, sym_max, sym_min
+from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, _Monomial, sym_max, sym_min
 
 if TYPE_CHECKING:
     from onnxcost.symbolic.limits import PositionLimit
@@ -48,8 +48,9 @@ def within(dim: Dim, symbols: Sequence[str], limit: PositionLimit | None) -> Dim
 def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int | None:
     """1 where ``d`` >= 0 over the domain of ``within``, -1 where it is <= 0, None where it
     may take both signs: decided where every coefficient but the constant has one sign
-    (its least or most is at every symbol = 1) or ``d`` is linear (an interval, or a
-    simplex for the limited symbols); one with floors, mins or maxes where it or ``-d``
+    (its least or most is at every symbol = 1), where its negative terms are covered by
+    positive ones (``_covered``), or ``d`` is linear (an interval, or a simplex for the
+    limited symbols); one with floors, mins or maxes where it or ``-d``
     rises (``_rising``: its least at every symbol = 1)."""
     if not d.is_polynomial:  # its least at every symbol = 1 where it rises
         ones = dict.fromkeys(d.symbols, 1)
@@ -63,6 +64,10 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
     if signs <= {True} and at_one >= 0:
         return 1
     if signs <= {False} and at_one <= 0:
+        return -1
+    if _covered(d.terms):
+        return 1
+    if _covered({mono: -c for mono, c in d.terms.items()}):
         return -1
     if any(sum(e for _a, e in mono) > 1 for mono in d.terms):
         return None
@@ -90,6 +95,34 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
     if highest <= 0:
         return -1
     return None
+
+
+def _covered(terms: Mapping[_Monomial, int]) -> bool:
+    """Whether a polynomial's terms sum to >= 0 wherever every symbol is >= 1 because each
+    negative term is paid for by positive ones whose monomials are at least its own there
+    (each exponent at least its own: ``16*b*s**2 + 17968*b*s - 8*s`` is >= 0, as ``b*s``
+    >= ``s``). Greedy, the highest-degree negative terms first, each from the lowest-degree
+    positive terms that cover it: sufficient, not necessary."""
+    budget = {mono: c for mono, c in terms.items() if c > 0}
+    debts = sorted(
+        ((mono, -c) for mono, c in terms.items() if c < 0),
+        key=lambda t: -sum(e for _a, e in t[0]),
+    )
+    for mono, need in debts:
+        own = dict(mono)
+        payers = sorted(
+            (m for m in budget if all(dict(m).get(a, 0) >= e for a, e in own.items())),
+            key=lambda m: sum(e for _a, e in m),
+        )
+        for m in payers:
+            paid = min(need, budget[m])
+            budget[m] -= paid
+            need -= paid
+            if not need:
+                break
+        if need:
+            return False
+    return True
 
 
 def _rising(d: SymDim, at: Mapping[str, int]) -> bool:

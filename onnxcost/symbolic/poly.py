@@ -227,8 +227,29 @@ def _atom_text(atom: _Floor | _MinMax, symbols: Sequence[str], pretty: bool) -> 
         if pretty:
             return f"⌊{inner if simple else f'({inner})'}/{atom.d:,}⌋"
         return f"({inner if simple else f'({inner})'} // {atom.d})"
-    p, q = (_render(side, symbols, pretty=pretty) for side in (atom.p, atom.q))
-    return f"{atom.op}({p}, {q})"
+    sides = [_render(side, symbols, pretty=pretty) for side in _flattened(atom)]
+    return f"{atom.op}({', '.join(sides)})"
+
+
+def _flattened(atom: _MinMax) -> list[SymDim]:
+    """The sides of a min or max, a side that is itself one min or max of the same kind
+    opened up: ``max(a, max(b, c))`` reads ``max(a, b, c)`` (a peak over several steps)."""
+    out: list[SymDim] = []
+    for side in (atom.p, atom.q):
+        inner = _lone_atom(side)
+        if isinstance(inner, _MinMax) and inner.op == atom.op:
+            out += _flattened(inner)
+        else:
+            out.append(side)
+    return out
+
+
+def _lone_atom(d: SymDim) -> object:
+    """The atom ``d`` is, where it is one atom to the power 1 times 1, else None."""
+    if len(d.terms) != 1:
+        return None
+    ((mono, c),) = d.terms.items()
+    return mono[0][0] if c == 1 and len(mono) == 1 and mono[0][1] == 1 else None
 
 
 SUM_BY_POINT = 4096

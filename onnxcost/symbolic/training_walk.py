@@ -10,8 +10,10 @@ forward formulas run each node's own cost formula there, with two pieces of its 
 * a tensor's bytes (``_bytes``): a polynomial where its shape has symbols;
 * ``most``, the peak's maximum over the steps (``_Maximum``): the one step that is at least
   every other wherever the model is valid (every symbol >= 1, the position symbols within
-  the model's positions: ``domain._sign``), else no formula for ``peak_bytes`` (the step
-  where the peak happens moves: the backward's overtakes the forward's as seq grows).
+  the model's positions, and each symbol's 0 the model allows: ``domain._sign``), else the
+  ``max`` of the few steps no other is at least there (on a decoder the backward's
+  overtakes the forward's as seq grows: GPT-2's peak is the max of 6 steps' live bytes);
+  past ``MAX_PEAK_TERMS`` of them, no formula for ``peak_bytes``.
 
 Checks, as ``onewalk``'s: at every symbol = 1 against the analysis reported (free), at its
 random point past 1 against a concrete analysis with training, and at each symbol's 0 the
@@ -44,7 +46,7 @@ from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.onewalk import _check_point, _unset, formula_of
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.training import TRAINING_KEYS, training_vector
-from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim
+from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim, sym_max
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
@@ -87,20 +89,29 @@ class _Row:
 
 
 class _Maximum:
-    """``train``'s ``most`` over SymDims: the candidate that is at least every other over the
-    model's domain (``within``'s: every symbol >= 1, the position symbols within ``limit``),
-    or 0 and ``decided`` False where no one is.
+    """``train``'s ``most`` over SymDims: the maximum of the candidates over the model's
+    domain (``within``'s: every symbol >= 1, the position symbols within ``limit``), as
+    few of them as prove it: the one candidate at least every other where there is one,
+    else the ``max`` of the candidates largest at some corner of the domain (``_corners``:
+    the forward's peak for short sequences, the backward's for long ones), where every other
+    candidate is at most one of them. Else 0 and ``decided`` False.
 
-    Such a candidate is the largest at ``probe`` (a point of the domain), so only those are
-    tried, each against every other, the ones largest at every symbol = 1 first (where no
-    candidate is the maximum, one of them is usually what disproves it)."""
+    Each candidate is compared with the few largest at the corners only, the ones largest
+    at every symbol = 1 first (where no candidate is the maximum, one of them is usually
+    what disproves it)."""
 
     def __init__(
-        self, symbols: tuple[str, ...], limit: PositionLimit | None, probe: Mapping[str, int]
+        self,
+        symbols: tuple[str, ...],
+        limit: PositionLimit | None,
+        probe: Mapping[str, int],
+        zeros: Sequence[str] = (),
     ) -> None:
         self.symbols = symbols
         self.limit = limit
         self.probe = probe
+        self.zeros = tuple(zeros)
+        """The symbols whose 0 the model allows: a comparison must hold there too."""
         self.decided = True
         self.monomials: dict[object, Dim] = {}
 
@@ -117,9 +128,26 @@ class _Maximum:
             total = total + c * found
         return as_dim(SymDim.of(total))
 
-    def at_least(self, a: Dim, b: Dim) -> bool:
-        """Whether a >= b over the domain is decided (``_sign``), first where every
-        coefficient of a - b but the constant is >= 0 and a - b >= 0 at every symbol = 1."""
+    def at_least(self, a: Dim, b: Dim, zero: str | None = None) -> bool:
+        """Whether a >= b is decided over the domain (``_sign``), or where ``zero`` is given,
+        at that symbol's 0 (a polynomial in the others there)."""
+        if zero is None:
+            return self._at_least(a, b)
+        d = SymDim.of(a) - b
+        if not d.is_polynomial:
+            return False
+        at_zero = SymDim({m: c for m, c in d.terms.items() if all(x != zero for x, _e in m)})
+        if at_zero.is_constant:
+            return at_zero.constant >= 0
+        others = tuple(x for x in self.symbols if x != zero)
+        rest = None
+        if self.limit is not None:
+            rest = replace(self.limit, symbols=tuple(x for x in self.limit.symbols if x != zero))
+        return _sign(at_zero, others, rest) == 1
+
+    def _at_least(self, a: Dim, b: Dim) -> bool:
+        """``at_least`` where every symbol is >= 1: first where every coefficient of a - b
+        but the constant is >= 0 and a - b >= 0 at every symbol = 1, else ``_sign``."""
         if isinstance(a, SymDim) and isinstance(b, SymDim) and a.is_polynomial and b.is_polynomial:
             ta, tb = a.terms, b.terms
             if (
@@ -135,16 +163,71 @@ class _Maximum:
 
     def __call__(self, candidates: list[int]) -> int:
         dims: list[Dim] = list(dict.fromkeys(map(self.decided_dim, candidates)))
-        at = [_value(d, self.probe) for d in dims]
-        top = max(at)
         ones = dict.fromkeys(self.symbols, 1)
         at_ones = [_value(d, ones) for d in dims]
         order = sorted(range(len(dims)), key=lambda k: -at_ones[k])
-        for w in (dims[k] for k, v in enumerate(at) if v == top):
-            if all(self.at_least(w, dims[k]) for k in order if dims[k] is not w):
-                return w  # type: ignore[return-value]
+        kept: list[int] = []
+        for zero in (None, *self.zeros):  # every symbol >= 1, then each allowed 0
+            kept = self._kept(dims, order, zero, kept)
+        if len(kept) == 1:
+            return dims[kept[0]]  # type: ignore[return-value]
+        if len(kept) <= MAX_PEAK_TERMS:
+            peak: Dim = dims[kept[0]]
+            for w in kept[1:]:
+                peak = sym_max(peak, dims[w])
+            return peak  # type: ignore[return-value]
         self.decided = False
         return 0
+
+    def _kept(
+        self, dims: Sequence[Dim], order: Sequence[int], zero: str | None, prior: Sequence[int]
+    ) -> list[int]:
+        """``prior`` and the candidates that are the maximum over the part of the domain
+        where ``zero`` is 0 (every symbol >= 1 where None): those largest at a corner of it
+        (``_corners``), and any candidate none of them and of ``prior`` is at least there;
+        of the new ones, those no other is at least (the max of what is kept is every
+        candidate's there: each one left out is at most one kept)."""
+        corners = [self.probe, *_corners(self.symbols, self.limit)]
+        if zero is not None:
+            corners = [{**c, zero: 0} for c in corners]
+        tops: list[int] = list(prior)
+        for corner in corners:
+            at = [_value(d, corner) for d in dims]
+            top = max(at)
+            tops += [k for k in order if at[k] == top and k not in tops]
+        pool = tops + [
+            k
+            for k in order
+            if k not in tops and not any(self.at_least(dims[w], dims[k], zero) for w in tops)
+        ]
+        kept = list(prior)
+        fresh = [k for k in pool if k not in prior]
+        for i, w in enumerate(fresh):
+            if not any(self.at_least(dims[v], dims[w], zero) for v in (*kept, *fresh[i + 1 :])):
+                kept.append(w)
+        return kept
+
+
+MAX_PEAK_TERMS = 8
+"""The most steps a peak's formula is the max of; past it, no formula (a warning says so)."""
+
+_CORNER = 1 << 12
+"""A symbol's value at a corner of the domain (``_corners``) where it is not bounded."""
+
+
+def _corners(symbols: Sequence[str], limit: PositionLimit | None) -> list[dict[str, int]]:
+    """Points at the domain's extremes: every symbol at 1; each symbol alone large (as far
+    as the model's positions allow a position symbol, the others at 1); all large at once
+    (the position symbols sharing the positions)."""
+    limited = () if limit is None else limit.symbols
+    room = 1 if limit is None else max(1, limit.budget - (len(limited) - 1))
+    ones = dict.fromkeys(symbols, 1)
+    corners = [ones]
+    for s in symbols:
+        corners.append({**ones, s: room if s in limited else _CORNER})
+    share = 1 if not limited or limit is None else max(1, limit.budget // len(limited))
+    corners.append({s: share if s in limited else _CORNER for s in symbols})
+    return corners
 
 
 def _value(d: Dim, point: Mapping[str, int]) -> int:
@@ -336,7 +419,7 @@ def walk_training(
     check = _check_point(random.Random(seed), symbols, limit)
     if check is None:
         return None
-    maximum = _Maximum(symbols, limit, check)
+    maximum = _Maximum(symbols, limit, check, [s for s in symbols if costs.zero_allowed.get(s)])
     try:
         result = train(
             nodes=view.order,
@@ -379,6 +462,8 @@ def walk_training(
     exact = _Exact(symbols, limit, [s for s in symbols if costs.zero_allowed.get(s)])
     for key, dim in zip(TRAINING_KEYS, dims_of, strict=True):
         f = exact(dim)
+        if f is None and key == "peak_bytes":  # the max of steps' bytes: that expression
+            f = formula_of(dim, symbols)
         if f is None:
             missing.append(key)
         found[key] = f
@@ -422,9 +507,9 @@ def walk_training(
         )
     if moves:
         warnings.append(
-            f"training: no exact formula for peak_bytes (the peak is the largest of the "
-            f"steps' live bytes, and which step it is changes with {', '.join(symbols)}: the "
-            f"backward's overtakes the forward's, or one layer's another's)"
+            f"training: no exact formula for peak_bytes (the peak is the largest of more "
+            f"than {MAX_PEAK_TERMS} steps' live bytes, each the largest somewhere as "
+            f"{', '.join(symbols)} vary)"
         )
     return found, warnings, len(points)
 

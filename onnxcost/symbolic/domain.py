@@ -104,17 +104,15 @@ def _covered(terms: Mapping[_Monomial, int]) -> bool:
     >= ``s``). Greedy, the highest-degree negative terms first, each from the lowest-degree
     positive terms that cover it: sufficient, not necessary."""
     budget = {mono: c for mono, c in terms.items() if c > 0}
-    debts = sorted(
-        ((mono, -c) for mono, c in terms.items() if c < 0),
-        key=lambda t: -sum(e for _a, e in t[0]),
-    )
-    for mono, need in debts:
-        own = dict(mono)
-        payers = sorted(
-            (m for m in budget if all(dict(m).get(a, 0) >= e for a, e in own.items())),
-            key=lambda m: sum(e for _a, e in m),
-        )
+    debts = [(mono, -c) for mono, c in terms.items() if c < 0]
+    if not debts:
+        return sum(budget.values()) >= 0
+    payers = sorted(budget, key=lambda m: sum(e for _a, e in m))  # lowest degree first
+    exponents = {m: dict(m) for m in payers}
+    for mono, need in sorted(debts, key=lambda t: -sum(e for _a, e in t[0])):
         for m in payers:
+            if not budget[m] or any(exponents[m].get(a, 0) < e for a, e in mono):
+                continue
             paid = min(need, budget[m])
             budget[m] -= paid
             need -= paid

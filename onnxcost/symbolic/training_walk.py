@@ -114,12 +114,20 @@ class _Maximum:
         """The symbols whose 0 the model allows: a comparison must hold there too."""
         self.decided = True
         self.monomials: dict[object, Dim] = {}
+        self.dims: dict[Dim, Dim] = {}
+        """Each candidate's ``decided_dim`` (many steps hold the same live bytes)."""
 
     def decided_dim(self, dim: Dim) -> Dim:
         """``within(dim)``, each monomial with a min or max decided once (every step of the
         forward's holds the tensors live then, the same few atoms)."""
         if isinstance(dim, int) or dim.is_polynomial:
             return dim
+        found = self.dims.get(dim)
+        if found is None:
+            found = self.dims[dim] = self._decided(dim)
+        return found
+
+    def _decided(self, dim: SymDim) -> Dim:
         total: Dim = 0
         for mono, c in dim.terms.items():
             found = self.monomials.get(mono)
@@ -128,26 +136,9 @@ class _Maximum:
             total = total + c * found
         return as_dim(SymDim.of(total))
 
-    def at_least(self, a: Dim, b: Dim, zero: str | None = None) -> bool:
-        """Whether a >= b is decided over the domain (``_sign``), or where ``zero`` is given,
-        at that symbol's 0 (a polynomial in the others there)."""
-        if zero is None:
-            return self._at_least(a, b)
-        d = SymDim.of(a) - b
-        if not d.is_polynomial:
-            return False
-        at_zero = SymDim({m: c for m, c in d.terms.items() if all(x != zero for x, _e in m)})
-        if at_zero.is_constant:
-            return at_zero.constant >= 0
-        others = tuple(x for x in self.symbols if x != zero)
-        rest = None
-        if self.limit is not None:
-            rest = replace(self.limit, symbols=tuple(x for x in self.limit.symbols if x != zero))
-        return _sign(at_zero, others, rest) == 1
-
-    def _at_least(self, a: Dim, b: Dim) -> bool:
-        """``at_least`` where every symbol is >= 1: first where every coefficient of a - b
-        but the constant is >= 0 and a - b >= 0 at every symbol = 1, else ``_sign``."""
+    def at_least(self, a: Dim, b: Dim) -> bool:
+        """Whether a >= b over the domain is decided (``_sign``), first where every
+        coefficient of a - b but the constant is >= 0 and a - b >= 0 at every symbol = 1."""
         if isinstance(a, SymDim) and isinstance(b, SymDim) and a.is_polynomial and b.is_polynomial:
             ta, tb = a.terms, b.terms
             if (
@@ -169,6 +160,8 @@ class _Maximum:
         kept: list[int] = []
         for zero in (None, *self.zeros):  # every symbol >= 1, then each allowed 0
             kept = self._kept(dims, order, zero, kept)
+            if len(kept) > MAX_PEAK_TERMS:
+                break
         if len(kept) == 1:
             return dims[kept[0]]  # type: ignore[return-value]
         if len(kept) <= MAX_PEAK_TERMS:
@@ -186,26 +179,63 @@ class _Maximum:
         where ``zero`` is 0 (every symbol >= 1 where None): those largest at a corner of it
         (``_corners``), and any candidate none of them and of ``prior`` is at least there;
         of the new ones, those no other is at least (the max of what is kept is every
-        candidate's there: each one left out is at most one kept)."""
+        candidate's there: each one left out is at most one kept). Candidates equal there
+        (most, at batch = 0) are one."""
         corners = [self.probe, *_corners(self.symbols, self.limit)]
-        if zero is not None:
+        if zero is None:
+            values: Sequence[Dim | None] = dims
+            proven = self.at_least
+        else:
             corners = [{**c, zero: 0} for c in corners]
+            values = [_without(d, zero) for d in dims]
+            others = tuple(x for x in self.symbols if x != zero)
+            rest = None
+            if self.limit is not None:
+                rest = replace(
+                    self.limit, symbols=tuple(x for x in self.limit.symbols if x != zero)
+                )
+
+            def proven(a: Dim, b: Dim) -> bool:
+                d = SymDim.of(a) - b
+                return d.constant >= 0 if d.is_constant else _sign(d, others, rest) == 1
+
+        if any(v is None for v in values):
+            return [*prior, *(k for k in order if k not in prior)]  # no proof: every one
+        first: dict[Dim | None, int] = {}
+        for k in (*prior, *order):
+            first.setdefault(values[k], k)
+        alike = list(first.values())  # one per value, prior's first
+        table = {k: [_value(dims[k], corner) for corner in corners] for k in {*alike, *prior}}
         tops: list[int] = list(prior)
-        for corner in corners:
-            at = [_value(d, corner) for d in dims]
-            top = max(at)
-            tops += [k for k in order if at[k] == top and k not in tops]
-        pool = tops + [
-            k
-            for k in order
-            if k not in tops and not any(self.at_least(dims[w], dims[k], zero) for w in tops)
-        ]
+        for c in range(len(corners)):
+            top = max(table[k][c] for k in alike)
+            tops += [k for k in alike if table[k][c] == top and k not in tops]
+
+        def at_least(w: int, k: int) -> bool:  # first at the corners: cheap, and necessary
+            high, low = table[w], table[k]
+            return all(h >= v for h, v in zip(high, low, strict=True)) and proven(
+                values[w],  # type: ignore[arg-type]
+                values[k],  # type: ignore[arg-type]
+            )
+
+        pool = tops + [k for k in alike if k not in tops and not any(at_least(w, k) for w in tops)]
         kept = list(prior)
         fresh = [k for k in pool if k not in prior]
         for i, w in enumerate(fresh):
-            if not any(self.at_least(dims[v], dims[w], zero) for v in (*kept, *fresh[i + 1 :])):
+            if not any(at_least(v, w) for v in (*kept, *fresh[i + 1 :])):
                 kept.append(w)
+                if len(kept) > MAX_PEAK_TERMS:
+                    break  # no formula: the rest need not be proven
         return kept
+
+
+def _without(d: Dim, zero: str) -> Dim | None:
+    """``d`` at ``zero`` = 0: its terms without that symbol (None where it is no polynomial)."""
+    if isinstance(d, int):
+        return d
+    if not d.is_polynomial:
+        return None
+    return as_dim(SymDim({m: c for m, c in d.terms.items() if all(x != zero for x, _e in m)}))
 
 
 MAX_PEAK_TERMS = 8

@@ -197,13 +197,83 @@ def render_training(a: Analysis, console: Console) -> None:
 
 def render_formulas(a: Analysis, console: Console) -> None:
     """The heading (dim names from the model: plain text, word-wrapped), then one formula per
-    total, broken between its terms (`` + ``) with the rest indented under the right side."""
+    total, broken between its terms (`` + ``) with the rest indented under the right side;
+    a ``max`` or ``min`` too long for a line (a training peak over several steps) one
+    argument a line, aligned under its first."""
     lines = [] if a.symbolic is None else a.symbolic.describe()
     if lines:
         _lines(console, "", plain(lines[0]).split(" "), style="bold", sep=" ", indent=2)
         for line in lines[1:]:
             label, _eq, rhs = plain(line).partition(" = ")
-            _lines(console, f"  {label} = ", rhs.split(" + "), sep=" + ")
+            for row in formula_rows(f"  {label} = ", rhs, console.width):
+                console.print(Text(row), no_wrap=True, overflow="ellipsis")
+
+
+def formula_rows(lead: str, rhs: str, width: int | None) -> list[str]:
+    """``lead`` and the formula ``rhs`` in lines of at most ``width``, broken only at spaces:
+    between terms, and inside a term that is a ``max(...)``/``min(...)`` too long for a
+    line, after each of its arguments' commas."""
+    hang = " " * len(lead)
+    terms = _split_top(rhs, " + ")
+    rows: list[str] = []
+    group: list[str] = []
+
+    def flush(last: bool) -> None:
+        if group:
+            start = lead if not rows else hang
+            wrapped = wrap_items(start, group, width, sep=" + ", indent=len(hang))
+            if not last:
+                wrapped[-1] += " +"
+            rows.extend(wrapped)
+            group.clear()
+
+    for k, term in enumerate(terms):
+        last = k == len(terms) - 1
+        opened = _opened(term) if width is not None and len(hang) + len(term) > width else None
+        if opened is None:
+            group.append(term)
+            continue
+        flush(last=False)
+        head, args = opened
+        under = (
+            len(hang) + len(head) if len(hang) + len(head) <= (width or 0) // 2 else len(hang) + 4
+        )
+        for i, arg in enumerate(args):
+            parts = _split_top(arg, " + ")
+            if i == 0:
+                parts[0] = head + parts[0]
+            parts[-1] += "," if i < len(args) - 1 else ")" + ("" if last else " +")
+            start = (lead if not rows else hang) if i == 0 else " " * under
+            rows += wrap_items(start, parts, width, sep=" + ", indent=under + 2)
+    flush(last=True)
+    return rows
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside parentheses."""
+    parts, depth, start, k = [], 0, 0, 0
+    while k < len(text):
+        ch = text[k]
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(sep, k):
+            parts.append(text[start:k])
+            k += len(sep)
+            start = k
+            continue
+        k += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _opened(term: str) -> tuple[str, list[str]] | None:
+    """A term ``c·max(a, b, ...)`` (or min) as its head ``c·max(`` and its arguments; None
+    for any other term."""
+    for name in ("max(", "min("):
+        at = term.find(name)
+        if at >= 0 and term.endswith(")") and "(" not in term[:at]:
+            inner = term[at + len(name) : -1]
+            return term[: at + len(name)], _split_top(inner, ", ")
+    return None
 
 
 def render_by_op_type(a: Analysis, console: Console) -> None:

@@ -15,6 +15,7 @@ from onnxcost import zoo
 from onnxcost.cli.app import app
 from onnxcost.costs.catalog import known_unsupported, supported
 from onnxcost.report.fit import ELLIPSIS, tail_trim, wrap_items
+from onnxcost.report.table import formula_rows
 
 runner = CliRunner()
 WIDTHS = [60, 80, 200]
@@ -237,3 +238,27 @@ def test_compare_header_breaks_between_items(width: int) -> None:
         assert head[0] == "  A: models/encoder_torch_dynamo.onnx |"
     # The same text, only broken at the separators: nothing trimmed.
     assert " ".join(" ".join(head).split()) == " ".join(" ".join(wide).split())
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_a_long_max_breaks_one_argument_a_line(width: int) -> None:
+    # A training peak over three steps: the max too long for a line is opened, each argument
+    # on its own line under the first; broken at spaces only, so the text is the same.
+    rhs = (
+        "1,991,036,928 + max(3,080·seq + 6,152·batch·seq, "
+        "24 + 1,032·seq + 961,728·batch·seq + 11·seq² + 576·batch·seq², "
+        "8·seq + 1,242,644·batch·seq + 12·seq² + 576·batch·seq²) + 7·seq"
+    )
+    lead = "  training peak bytes = "
+    rows = formula_rows(lead, rhs, width)
+    assert max(map(len, rows)) <= width
+    assert " ".join(" ".join(rows).split()) == " ".join((lead + rhs).split())
+    if width == 200:
+        assert rows == [lead + rhs]  # it fits: one line
+        return
+    # the max opens on a line of its own, its arguments aligned under the first
+    opening = next(i for i, row in enumerate(rows) if row.strip().startswith("max("))
+    column = rows[opening].index("max(") + len("max(")
+    args = [row for row in rows[opening + 1 :] if len(row) - len(row.lstrip()) == column]
+    assert [row.strip()[:2] for row in args] == ["24", "8·"]
+    assert rows[-1].strip() == "7·seq"  # after the max's ") +"

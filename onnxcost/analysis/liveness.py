@@ -58,24 +58,24 @@ def peak_activation(
     # input: -1, counted from step 0) through its last read; ``delta`` holds the changes.
     delta = [0] * (n + 1)
     counted: list[tuple[str, int, int]] = []  # (tensor, the step that writes it, its last step)
-    writes = chain(
-        ((name, -1) for name in graph_inputs),
-        ((o, k) for k, outs in enumerate(outputs) for o in outs if o),
-    )
-    for tensor, k in writes:
-        if tensor in excluded:
-            continue  # a weight
-        info = types.get(tensor)
-        nbytes = -1 if info is None else info.known_nbytes
-        if nbytes <= 0:
-            continue  # unknown size, or empty
+    # Each step with the tensors it writes, the graph inputs first (step -1): a loop over each
+    # step's outputs, not a generator of (tensor, step) pairs (callgrind, one analysis of the
+    # 8B-shaped decoder: 786M instructions with the generator, 776M without).
+    for k, written in chain(((-1, tuple(graph_inputs)),), enumerate(outputs)):
         start = k if k > 0 else 0
-        end = ends.get(tensor, start)
-        if end < start:
-            end = start
-        delta[start] += nbytes
-        delta[end + 1] -= nbytes
-        counted.append((tensor, k, end))
+        for tensor in written:
+            if not tensor or tensor in excluded:
+                continue  # omitted, or a weight
+            info = types.get(tensor)
+            nbytes = -1 if info is None else info.known_nbytes
+            if nbytes <= 0:
+                continue  # unknown size, or empty
+            end = ends.get(tensor, start)
+            if end < start:
+                end = start
+            delta[start] += nbytes
+            delta[end + 1] -= nbytes
+            counted.append((tensor, k, end))
     levels = list(accumulate(delta[:n]))  # the live bytes at each step
     peak = max(levels)
     at = levels.index(peak) if peak > 0 else 0  # the first step at the peak

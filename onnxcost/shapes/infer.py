@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import onnx
@@ -186,8 +187,6 @@ class _Propagation:
     memo: dict[tuple[object, ...], _Inferred | None] = field(default_factory=dict)
     """Per-node inference results by what determines them (op, attributes, input types and
     values): the repeated layers of a model re-infer once, not once per layer."""
-    schemas: dict[tuple[str, int, str], onnx.defs.OpSchema | None] = field(default_factory=dict)
-    """(op type, opset, domain) -> its schema, or None where onnx has none."""
     opset_imports: list[onnx.OperatorSetIdProto] = field(default_factory=list)
     failures: list[_NodeFailure] = field(default_factory=list)
     """Nodes whose input shapes, all concrete, contradict each other (ONNX's inference raised)."""
@@ -195,14 +194,16 @@ class _Propagation:
     def __post_init__(self) -> None:
         self.opset_imports = list(self.model.opset_import)
 
-    def schema(self, op_type: str, opset: int, domain: str) -> onnx.defs.OpSchema | None:
-        key = (op_type, opset, domain)
-        if key not in self.schemas:
-            try:
-                self.schemas[key] = onnx.defs.get_schema(op_type, opset, domain)
-            except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset past int32
-                self.schemas[key] = None  # an op onnx does not know (contrib, custom)
-        return self.schemas[key]
+
+@lru_cache(maxsize=4096)
+def _schema(op_type: str, opset: int, domain: str) -> onnx.defs.OpSchema | None:
+    """The op's schema, or None where onnx has none. Kept for the process, as
+    ``costs._context`` keeps its defaults: onnx's lookup takes 2 to 6 us, and each analysis
+    asks it again for every op type it infers."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset past int32
+        return None  # an op onnx does not know (contrib, custom)
 
 
 def _propagate(
@@ -604,7 +605,7 @@ def _infer_with_onnx(
     run: _Propagation,
 ) -> _Inferred | None:
     """ONNX's own inference of one node, fed the input values ``known``."""
-    schema = run.schema(node.op_type, opset, domain)
+    schema = _schema(node.op_type, opset, domain)
     if schema is None:
         return None  # nothing to infer with
     inputs = [i for i in node.input if i]

@@ -124,6 +124,8 @@ def node_traffic(
             read_weights += size
         elif name in kv:
             read_kv += size
+    if not kv:  # no KV cache: every output is an activation
+        return (read, sum(writes), read_weights, 0, 0)
     written = written_kv = 0
     for name, size in zip(outputs, writes, strict=False):
         written += size

@@ -12,6 +12,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+import onnxcost
 from onnxcost import zoo
 from onnxcost.prepare import prepare
 from onnxcost.symbolic.shapes import symbolic_shapes
@@ -208,3 +209,36 @@ def test_a_shape_constant_is_read_from_raw_or_typed_data(raw: bool) -> None:
     found = symbolic_shapes(proto)
     assert found.values["shape"] == (0, 2, 3)
     assert found.shapes["y"] == (SymDim.of("b"), 2, 3)
+
+
+def test_gather_elements_and_the_scatters_take_their_inputs_shapes() -> None:
+    # GatherElements: its indices' shape [b, s]; ScatterElements and ScatterND: their data's
+    # [b, 10] (BERT's and RoBERTa's token type ids, as the torch exporter writes them, go
+    # through a GatherElements: both were sampled for want of this rule).
+    proto = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[b, 10] x, int64[b, s] i, float[b, s] u, int64[b, 1, 2] j, float[b, 1] v)
+            => (float[b, s] g, float[b, 10] e, float[b, 10] n) {
+            g = GatherElements<axis = 1>(x, i)
+            e = ScatterElements<axis = 1>(x, i, u)
+            n = ScatterND(x, j, v)
+        }"""
+    )
+    found = symbolic_shapes(proto)
+    assert found.uncarried == []
+    b, s = SymDim.of("b"), SymDim.of("s")
+    assert found.shapes["g"] == (b, s)
+    assert found.shapes["e"] == found.shapes["n"] == (b, 10)
+    for point in ({"b": 3, "s": 4}, {"b": 2, "s": 9}):
+        want = _inferred(proto, point)
+        for name in ("g", "e", "n"):
+            got = tuple(d if isinstance(d, int) else d.evaluate(point) for d in found.shapes[name])
+            assert got == want[name], (name, point)
+    # and their costs come from the one walk, equal to a concrete analysis
+    a = onnxcost.analyze(proto, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1, a.warnings
+    for point in ({"b": 3, "s": 4}, {"b": 2, "s": 9}):
+        concrete, at = onnxcost.analyze(proto, dims=point).totals, a.at(**point)
+        for key in ("macs", "flops", "bytes_read", "bytes_written"):
+            assert getattr(at, key) == getattr(concrete, key), (point, key)

@@ -1,15 +1,16 @@
 """More of the symbolic walk's shape rules (``symbolic.shapes`` dispatches to them): ArgMax
-and ArgMin, Einsum, Resize (and Upsample) with constant sizes or scales, TopK, Tile, DepthToSpace and SpaceToDepth,
-OneHot, and the quantized matrix products (MatMulInteger, QLinearMatMul). Each gives what
-ONNX's shape inference gives, over SymDims; a value it needs (K, repeats, sizes, depth) must
-be a known integer tensor, else the node is not carried. NonZero is not carried (its shape
-depends on the data).
+and ArgMin, Einsum, Resize (and Upsample) with constant sizes or scales, TopK, Tile,
+DepthToSpace and SpaceToDepth, OneHot, GatherElements and the Scatters, and the quantized
+matrix products (MatMulInteger, QLinearMatMul). Each gives what ONNX's shape inference
+gives, over SymDims; a value it needs (K, repeats, sizes, depth) must be a known integer
+tensor, else the node is not carried. NonZero is not carried (its shape depends on the
+data).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 import onnx
@@ -262,6 +263,24 @@ def _quantized_matmul(
     out.shapes[node.output[0]] = _matmul_shape(a, b)
 
 
+def _like_input(k: int) -> Callable[..., None]:
+    """The rule of an op whose one output has input ``k``'s shape: GatherElements (its
+    indices'), ScatterElements, ScatterND and Scatter (their data's)."""
+
+    def rule(
+        out: SymbolicShapes,
+        node: onnx.NodeProto,
+        shapes: list[Shape | None],
+        attrs: Mapping[str, object],
+    ) -> None:
+        shape = shapes[k]
+        if shape is None:
+            raise _UncarriedError(f"input {k} is omitted")
+        out.shapes[node.output[0]] = shape
+
+    return rule
+
+
 MORE_RULES = {
     "ArgMax": _arg_reduce,
     "ArgMin": _arg_reduce,
@@ -275,6 +294,10 @@ MORE_RULES = {
     "OneHot": _one_hot,
     "MatMulInteger": _quantized_matmul,
     "QLinearMatMul": _quantized_matmul,
+    "GatherElements": _like_input(1),
+    "ScatterElements": _like_input(0),
+    "Scatter": _like_input(0),
+    "ScatterND": _like_input(0),
 }
 """Op type (ONNX's domain) -> its rule, as ``symbolic.shapes._RULES``."""
 

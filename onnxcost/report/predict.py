@@ -259,7 +259,7 @@ def sweep_summary(s: PredictSweep) -> list[tuple[str, str]]:
     d = p.device
     formulas = sum(1 for pt in s.points if pt.source == "formulas")
     if s.why:
-        how = f"a concrete analysis each ({s.why})"
+        how = "a concrete analysis each (why: below)"
     elif formulas == len(s.points):
         how = "one symbolic analysis' formulas"
     else:
@@ -304,7 +304,9 @@ def sweep_table(s: PredictSweep) -> Table:
 def _sweep_warnings(s: PredictSweep) -> list[str]:
     """The first point's warnings, then each point's reason for a concrete analysis."""
     said = list(s.points[0].prediction.warnings)
-    if not s.why:
+    if s.why:
+        said.append(f"every point came from a concrete analysis: {s.why}")
+    else:
         said += [
             f"{', '.join(f'{k}={v}' for k, v in pt.values.items())}: a concrete analysis ({pt.why})"
             for pt in s.points

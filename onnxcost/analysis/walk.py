@@ -17,6 +17,7 @@ import onnx
 from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.analysis.collector import collector_paused
 from onnxcost.analysis.control_flow import control_flow_cost
+from onnxcost.analysis.diagnosis import _op_label, status_warnings, why_unknown
 from onnxcost.analysis.liveness import peak_activation
 from onnxcost.analysis.records import (
     Convention,
@@ -52,7 +53,6 @@ from onnxcost.load.tensors import (
 )
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.shapes.infer import ShapeResult, infer
-from onnxcost.shapes.rules import has_rule
 
 _NO_COST = Cost()
 CONVENTIONS: tuple[Convention, ...] = ("onnxcost", "torch", "fvcore")
@@ -268,53 +268,10 @@ def _flag(w: _Walk, node: _Node, costed: _Costed) -> str:
         w.unsupported[_op_label(domain, op_type)] += 1
     elif costed.status == "unknown_shape":
         w.unknown += 1
-        note = _why_unknown(w.shapes.types, domain, op_type, node.inputs, node.outputs, note)
+        note = why_unknown(w.shapes.types, domain, op_type, node.inputs, node.outputs, note)
     elif costed.status == "error":
         w.errors.append(f"{node.name} ({_op_label(domain, op_type)}): {note}")
     return note
-
-
-def _op_label(domain: str, op_type: str) -> str:
-    """``op`` or ``domain::op``."""
-    return op_type if domain == "" else f"{domain}::{op_type}"
-
-
-def _why_unknown(
-    types: Mapping[str, TensorInfo],
-    domain: str,
-    op_type: str,
-    in_names: Sequence[str],
-    out_names: Sequence[str],
-    raised: str,
-) -> str:
-    """Why a node has no shape: its first input without one; else its first output that
-    inference left untyped (and whether onnx or onnxcost has a rule for the op); else what its
-    formula could not size."""
-    for i, name in enumerate(in_names):
-        info = types.get(name) if name else None
-        if name and (info is None or not info.is_concrete):
-            return f"input {i} {name!r} has no known shape"
-    return _untyped_output(types, domain, op_type, out_names) or (
-        f"its formula could not size it: {raised or 'a needed shape is unknown'}"
-    )
-
-
-def _untyped_output(
-    types: Mapping[str, TensorInfo], domain: str, op_type: str, out_names: Sequence[str]
-) -> str:
-    """'output j 'name' has no shape: why' for a node's first output without a concrete shape,
-    else ''."""
-    for j, name in enumerate(out_names):
-        info = types.get(name) if name else None
-        if name and (info is None or not info.is_concrete):
-            # An op type or domain that is not UTF-8 arrives as bytes, which onnx.defs refuses.
-            known = isinstance(op_type, str) and isinstance(domain, str)
-            if not (known and onnx.defs.has(op_type, domain)) and not has_rule(domain, op_type):
-                why = f"onnx has no shape inference for {_op_label(domain, op_type)} and onnxcost no rule"
-            else:
-                why = "shape inference gave it none from these inputs"
-            return f"output {j} {name!r} has no shape: {why}"
-    return ""
 
 
 def _costs(
@@ -603,7 +560,7 @@ def _analysis(
             f"see `onnxcost ops`"
         )
     if not lean:
-        _status_warnings(walk)
+        walk.warnings += status_warnings(walk.unknown, walk.errors, walk.records, walk.shapes.types)
     params_by_dtype = weights.params_by_dtype()
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
@@ -747,52 +704,6 @@ def costs_at(
         training=training,
         traffic=traffic,
     )
-
-
-def _unknown_starts(w: _Walk) -> list[str]:
-    """'node (op): why' of each node where unknown shapes start: its inputs are all known, but
-    an output has no shape (an op nothing can shape) or its own formula could not size it."""
-    types = w.shapes.types
-    starts = []
-    for rec in w.records:
-        if rec is None or any(
-            s is None for n, s in zip(rec.inputs, rec.input_shapes, strict=True) if n
-        ):
-            continue
-        if any(not all(type(d) is int for d in s) for s in rec.input_shapes if s is not None):
-            continue
-        why = _untyped_output(types, rec.domain, rec.op_type, rec.outputs)
-        if not why and rec.status == "unknown_shape":
-            why = rec.note
-        if why:
-            starts.append(f"{rec.name} ({_op_label(rec.domain, rec.op_type)}): {why}")
-    return starts
-
-
-def _status_warnings(w: _Walk) -> None:
-    """One warning for the unknown_shape nodes, naming where unknown shapes start and why
-    (the input shapes are blamed only where nothing else is), one for the error nodes."""
-    if w.unknown:
-        head = (
-            f"{w.unknown} nodes have shapes that could not be resolved and count as 0 "
-            f"(status unknown_shape)"
-        )
-        starts = _unknown_starts(w)
-        if starts:
-            more = f"; and {len(starts) - 3} more" if len(starts) > 3 else ""
-            w.warnings.append(f"{head}; they start at {'; '.join(starts[:3])}{more}")
-        else:
-            w.warnings.append(
-                f"{head}; fix input shapes with --input-shape NAME=DIMS or --dim SYMBOL=N"
-            )
-    if w.errors:
-        listed = "; ".join(w.errors[:3]) + (
-            f"; and {len(w.errors) - 3} more" if len(w.errors) > 3 else ""
-        )
-        w.warnings.append(
-            f"{len(w.errors)} nodes count as 0 because their cost formula failed (status error, "
-            f"a bug in onnxcost: please report it): {listed}"
-        )
 
 
 __all__ = ["CONVENTIONS", "SCHEMA", "Analysis", "count"]

@@ -385,3 +385,40 @@ def test_a_dropout_mask_is_walked(opset: int, written: int) -> None:
     assert a.symbolic.analyses == 1  # the walk, not the sampler
     assert _terms(a.formulas["bytes_written"]) == {(1,): written}
     assert onnxcost.analyze(parse(text), dims={"batch": 5}).totals.bytes_written == 5 * written
+
+
+@pytest.mark.parametrize("name", ["resnet20_cifar", "gpt2-kv"])
+def test_the_whole_graph_route_costs_every_node_as_the_per_node_route(
+    tmp_path: Path, name: str
+) -> None:
+    # The walk's check at its random point analyses the reduced model with ONNX's inference
+    # of the whole graph (costs_at(whole_graph=True)): its costs must be the per-node
+    # route's, node by node.
+    from onnxcost.analysis.walk import costs_at
+
+    if name == "gpt2-kv":
+        path = zoo.save(
+            "gpt2", tmp_path / "m.onnx", weights=False, params={"layers": 2, "kv_cache": "true"}
+        )
+        dims = {"batch": 3, "seq": 5, "past_seq": 7}
+    else:
+        path = zoo.save(name, tmp_path / "m.onnx", weights=False)
+        dims = {"batch": 3}
+    model = prepare(path)
+    runs = [
+        costs_at(
+            model,
+            input_shapes=None,
+            dims=dims,
+            convention="onnxcost",
+            allow_reshape=False,
+            whole_graph=whole,
+        )
+        for whole in (False, True)
+    ]
+    per_node, whole_graph = (
+        [(n.name, n.macs, n.flops, n.bytes_read, n.bytes_written, n.params) for n in a.nodes]
+        for a in runs
+    )
+    assert per_node == whole_graph
+    assert runs[0].totals.macs > 0

@@ -196,6 +196,7 @@ def one_walk_costs(
             convention=convention,
             allow_reshape=allow_reshape,
             traffic=base.traffic,
+            whole_graph=True,  # every node of the reduced model is of its own kind
         )
     except OnnxcostError:
         return None  # the sampler names the node that breaks there

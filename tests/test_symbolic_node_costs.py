@@ -292,3 +292,28 @@ def test_a_memo_of_other_settings_is_not_used() -> None:
     assert inputs.bytes_read == node_costs(prepared, traffic="all-inputs").bytes_read
     assert inputs.bytes_read != runtime.bytes_read
     assert inputs.memo is not runtime.memo
+
+
+def test_stop_ends_the_walk_at_the_first_node_it_does_not_carry() -> None:
+    # Relu, NonZero (not carried: its shape is the data's), Relu of it: with stop, the walk
+    # ends at NonZero (node 1), as the walk at a symbol's 0 asks only whether every node is
+    # carried; with NonZero's and what follows it tolerated, it goes on to the end.
+    proto = onnx.parser.parse_model(
+        """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[b, 4] x) => (int64[2, n] z) {
+            r = Relu(x)
+            y = NonZero(r)
+            z = Relu(y)
+        }"""
+    )
+    prepared = prepare(proto)
+    whole = node_costs(prepared)
+    assert sorted(whole.reasons) == [1, 2]
+    assert len(whole.macs) == 3
+    stopped = node_costs(prepared, stop=frozenset())
+    assert list(stopped.reasons) == [1]
+    assert len(stopped.macs) == 1  # Relu's only
+    assert [name for name, _op, _why in stopped.shapes.uncarried] == ["NonZero_1"]
+    tolerated = node_costs(prepared, stop=frozenset({1, 2}))
+    assert sorted(tolerated.reasons) == [1, 2]
+    assert len(tolerated.macs) == 3

@@ -259,6 +259,7 @@ def node_costs(
     convention: Convention = "onnxcost",
     count_params: bool = True,
     memo: WalkMemo | None = None,
+    stop: frozenset[int] | None = None,
 ) -> NodeCosts:
     """Every node's MACs, FLOPs, bytes read and written (Dims) and params of ``prepared``,
     its symbols at ``fixed`` where given and its inputs at ``input_shapes`` (``--dim`` and
@@ -269,7 +270,11 @@ def node_costs(
     concrete analysis at any point has the same per node (weights have no symbolic size).
 
     ``memo``: a previous walk's (``NodeCosts.memo``), where its settings are these: its
-    classes are found again by lookup (the results are the same as without it)."""
+    classes are found again by lookup (the results are the same as without it).
+
+    ``stop``: the walk ends at the first node it does not carry whose index is not in
+    ``stop``, and the result covers only the nodes before it: for a caller that asks only
+    whether every other node is carried (the walk at a symbol's 0)."""
     check_traffic(traffic)
     check_convention(convention)
     proto, view = prepared.proto, prepared.view
@@ -342,6 +347,8 @@ def node_costs(
         if None in ids:
             k = ids.index(None)
             reasons[i] = f"input {k} {ins[k]!r} has no carried shape"
+            if stop is not None and i not in stop:
+                break
             rows.append(_NO_ROW)
             classes.append(-1)
             continue
@@ -375,6 +382,8 @@ def node_costs(
             )
             if isinstance(new, str):
                 reasons[i] = new
+                if stop is not None and i not in stop:
+                    break
                 rows.append(_NO_ROW)
                 classes.append(-1)
                 if is_constant:
@@ -396,13 +405,17 @@ def node_costs(
                 kv.update(o for o in outs if o)
             if cls.reason:
                 reasons[i] = cls.reason
+                if stop is not None and i not in stop:
+                    break
         if is_constant:
             spec = (specs.get((node_domain, op_type)) or w.spec(node_domain, op_type))[2]
             _f, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
             if cls.stored is None and outs:
                 cls.stored = types.get(outs[0])
     w.shapes.uncarried.extend(
-        (view.names[i], view.op_types[i], why) for i, why in reasons.items() if classes[i] < 0
+        (view.names[i], view.op_types[i], why)
+        for i, why in reasons.items()
+        if i >= len(classes) or classes[i] < 0  # (past the end: where ``stop`` ended it)
     )
     macs, flops, read, written = ([row[k] for row in rows] for k in range(4))
     if not count_params:

@@ -406,6 +406,7 @@ def _check_zero(
         convention=convention,
         count_params=False,
         memo=memo,
+        stop=lost,  # a node not carried at 0 that is carried at 1: the 0 breaks the shapes
     )
     if not walked.reasons.keys() <= lost or len(walked.macs) != len(units):
         return False  # (the classes not carried at 1 are the sampler's to check at 0)

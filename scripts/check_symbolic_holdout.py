@@ -1,6 +1,7 @@
 """Check ``analyze --symbolic`` on fresh exports it was not built on (issue 22), not a test.
 
-Exports tiny transformers models (random weights) through torch's dynamo exporter, ``batch``
+Exports tiny transformers models (random weights) through torch's dynamo exporter, and a
+detector's neck (Resize by stored scales) in (batch, h, w), ``batch``
 and ``seq`` symbolic for the text models, ``batch`` for the image models and ``batch`` and
 ``length`` for wav2vec2, and checks each as tests/test_symbolic_property.py does: every
 total's and every node's formula against a concrete analysis at three random points, at
@@ -9,7 +10,10 @@ were found (1 analysis: the one walk; more: sampled, with the warning that says 
 formulas that are null, and mismatches (there should be none). Needs torch, onnxscript and
 transformers; an export that fails is one line, not a stop.
 
-    python scripts/check_symbolic_holdout.py [NAME ...]
+    python scripts/check_symbolic_holdout.py [NAME ...] [--save DIR]
+
+tests/data/exports/ holds two of them, written with ``--save`` (``bert``: its GatherElements;
+``neck``: its Resizes), so that the property test covers them where torch is absent.
 
 Exit status 1 if any formula misses a concrete analysis.
 """
@@ -25,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import onnx
 
 import onnxcost
 from onnxcost.prepare import prepare
@@ -66,6 +72,25 @@ def _cases() -> dict[str, Callable[[], Case]]:
         shapes = ({0: dim("batch", min=1, max=8), 1: dim("length", min=200, max=2000)},)
         return model, (torch.randn(2, 400),), shapes
 
+    def neck() -> Case:
+        """A detector's neck: stride-2 Conv, x 2 back up (nearest and bilinear), joined, in
+        (batch, h, w): Resize by stored scales."""
+
+        class Neck(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.down = torch.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+                self.head = torch.nn.Conv2d(16, 4, 3, padding=1)
+
+            def forward(self, x: Any) -> Any:
+                d = self.down(x)
+                near = torch.nn.functional.interpolate(d, scale_factor=2.0, mode="nearest")
+                smooth = torch.nn.functional.interpolate(d, scale_factor=2.0, mode="bilinear")
+                return self.head(torch.cat([near, smooth], dim=1))
+
+        hw = {2: dim("h", min=2, max=256), 3: dim("w", min=2, max=256)}
+        return Neck().eval(), (torch.randn(2, 3, 16, 12),), ({0: dim("batch"), **hw},)
+
     small = {
         "hidden_size": 32,
         "num_hidden_layers": 2,
@@ -78,6 +103,7 @@ def _cases() -> dict[str, Callable[[], Case]]:
     vit = {**small, "image_size": 32, "patch_size": 8}
     del vit["vocab_size"], vit["max_position_embeddings"]
     return {
+        "neck": neck,
         "bert": lambda: text(tr.BertModel, tr.BertConfig(**small)),
         "roberta": lambda: text(
             tr.RobertaModel, tr.RobertaConfig(**{**small, "max_position_embeddings": 70})
@@ -179,6 +205,7 @@ def _cases() -> dict[str, Callable[[], Case]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="models to check (default: all)")
+    parser.add_argument("--save", type=Path, help="also write each export there, as NAME.onnx")
     args = parser.parse_args()
     import torch
     from test_symbolic_property import _mismatches
@@ -205,6 +232,9 @@ def main() -> int:
         except Exception as e:  # the exporter's failure, not onnxcost's
             print(f"{name}: the export failed ({type(e).__name__})", flush=True)
             continue
+        if args.save is not None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            onnx.save(program.model_proto, args.save / f"{name}.onnx")
         model = prepare(program.model_proto)
         start = time.perf_counter()
         try:

@@ -220,8 +220,8 @@ def _completed(walked: PartialWalk, sampled: SymbolicCosts) -> SymbolicCosts:
     missing = [key for key in TOTAL_KEYS if totals[key] is None]
     if missing:
         said.add(
-            f"no exact formula (a node's formula is null, and the sampler found none for the sum) for node "
-            f"'(totals)' ({', '.join(missing)}): null"
+            f"no exact formula (a node's formula is null, and the sampler found none for the "
+            f"sum) for node '(totals)' ({', '.join(missing)}): null"
         )
     why = (
         f"the formulas of {len(walked.lost)} of {len(nodes)} nodes were sampled "

@@ -25,8 +25,8 @@ and symbolic inputs share one class. What this module adds is the proof and the 
 A node the walk cannot carry (``NodeCosts.reasons``: an op without a symbolic shape rule, a
 contrib op, a formula that needs a concrete dim), and every node after it that has no
 carried shape, is a class of its own without formulas: the others are checked as above and
-returned as a ``PartialWalk``, whose lost nodes the sampler (``search.py``) fills in. A cost that stays
-a floor, min or max of the symbols has that exact expression as its formula
+returned as a ``PartialWalk``, whose lost nodes the sampler (``search.py``) fills in. A cost
+that stays a floor, min or max of the symbols has that exact expression as its formula
 (``Formula.expression``).
 """
 

@@ -90,15 +90,14 @@ class _Row:
 
 class _Maximum:
     """``train``'s ``most`` over SymDims: the maximum of the candidates over the model's
-    domain (``within``'s: every symbol >= 1, the position symbols within ``limit``), as
-    few of them as prove it: the one candidate at least every other where there is one,
-    else the ``max`` of the candidates largest at some corner of the domain (``_corners``:
-    the forward's peak for short sequences, the backward's for long ones), where every other
-    candidate is at most one of them. Else 0 and ``decided`` False.
-
-    Each candidate is compared with the few largest at the corners only, the ones largest
-    at every symbol = 1 first (where no candidate is the maximum, one of them is usually
-    what disproves it)."""
+    domain (``within``'s: every symbol >= 1, the position symbols within ``limit``; and each
+    symbol's 0 in ``zeros``), kept to as few candidates as prove it. For each part of the
+    domain (``_kept``): the candidates largest at one of its corners (``_corners``: the
+    forward's peak for short sequences, the backward's for long ones), and any that none of
+    those is proven at least; then less those that another kept one is at least. Every
+    candidate left out is at most one kept, in each part, so their max is every candidate's.
+    One kept: that candidate; up to ``MAX_PEAK_TERMS``: their ``max``; more: 0 and
+    ``decided`` False."""
 
     def __init__(
         self,

@@ -1,16 +1,15 @@
 """More of the symbolic walk's shape rules (``symbolic.shapes`` dispatches to them): ArgMax
 and ArgMin, Einsum, Resize (and Upsample) with constant sizes or scales, TopK, Tile,
-DepthToSpace and SpaceToDepth, OneHot, GatherElements and the Scatters, and the quantized
-matrix products (MatMulInteger, QLinearMatMul). Each gives what ONNX's shape inference
-gives, over SymDims; a value it needs (K, repeats, sizes, depth) must be a known integer
-tensor, else the node is not carried. NonZero is not carried (its shape depends on the
-data).
+DepthToSpace and SpaceToDepth, OneHot, GatherElements, and the quantized matrix products
+(MatMulInteger, QLinearMatMul). Each gives what ONNX's shape inference gives, over
+SymDims; a value it needs (K, repeats, sizes, depth) must be a known integer tensor, else
+the node is not carried. NonZero is not carried (its shape depends on the data).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import onnx
@@ -263,22 +262,16 @@ def _quantized_matmul(
     out.shapes[node.output[0]] = _matmul_shape(a, b)
 
 
-def _like_input(k: int) -> Callable[..., None]:
-    """The rule of an op whose one output has input ``k``'s shape: GatherElements (its
-    indices'), ScatterElements, ScatterND and Scatter (their data's)."""
-
-    def rule(
-        out: SymbolicShapes,
-        node: onnx.NodeProto,
-        shapes: list[Shape | None],
-        attrs: Mapping[str, object],
-    ) -> None:
-        shape = shapes[k]
-        if shape is None:
-            raise _UncarriedError(f"input {k} is omitted")
-        out.shapes[node.output[0]] = shape
-
-    return rule
+def _gather_elements(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """GatherElements: its indices' shape."""
+    indices = shapes[1]
+    assert indices is not None
+    out.shapes[node.output[0]] = indices
 
 
 MORE_RULES = {
@@ -294,10 +287,7 @@ MORE_RULES = {
     "OneHot": _one_hot,
     "MatMulInteger": _quantized_matmul,
     "QLinearMatMul": _quantized_matmul,
-    "GatherElements": _like_input(1),
-    "ScatterElements": _like_input(0),
-    "Scatter": _like_input(0),
-    "ScatterND": _like_input(0),
+    "GatherElements": _gather_elements,
 }
 """Op type (ONNX's domain) -> its rule, as ``symbolic.shapes._RULES``."""
 

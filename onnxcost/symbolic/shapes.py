@@ -53,7 +53,8 @@ _ELEMENTWISE = frozenset(
         "CumSum", "LessOrEqual", "GreaterOrEqual", "Xor", "BitwiseAnd", "BitwiseOr",
         "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Sign", "Round", "Sin", "Cos", "Softplus",
         "Softsign", "Mish", "PRelu", "ThresholdedRelu", "Celu", "LogSoftmax", "Hardmax", "Trilu",
-        "LpNormalization", "QuantizeLinear", "DequantizeLinear",
+        "LpNormalization", "QuantizeLinear", "DequantizeLinear", "ScatterElements", "Scatter",
+        "ScatterND",
     }
 )  # fmt: skip
 """Ops whose first output has the broadcast shape of their inputs (Softmax: of its one data
@@ -62,10 +63,11 @@ _FIRST_ONLY = frozenset(
     {
         "Softmax", "Dropout", "Clip", "BatchNormalization", "InstanceNormalization", "CumSum",
         "LogSoftmax", "Hardmax", "Trilu", "QuantizeLinear", "DequantizeLinear",
+        "ScatterElements", "Scatter", "ScatterND",
     }
 )  # fmt: skip
 """Of those, the ones whose output has their first input's shape (the others are scales,
-biases, statistics, bounds, scales and zero points)."""
+biases, statistics, bounds, scales and zero points; a Scatter's indices and updates)."""
 _BY_ONNXCOST_RULE = {
     "LayerNormalization": ONNXCOST_RULES["", "LayerNormalization"],
     "SimplifiedLayerNormalization": ONNXCOST_RULES["", "SimplifiedLayerNormalization"],

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from onnxcost.errors import OnnxcostError
+from onnxcost.symbolic.domain import within
 from onnxcost.symdim import Dim, SymDim
 
 Shape = tuple[Dim, ...]
@@ -101,7 +102,6 @@ def _alike(p: SymDim, q: SymDim) -> bool:
     """Whether ``p`` and ``q`` are one dim wherever every symbol is at least 1, though written
     unlike: a causal mask's ``min(seq, seq + min(1, seq))`` rows against ``seq`` (the walk
     at a symbol's 0 walks that point again, with the 0 in place)."""
-    from onnxcost.symbolic.domain import within
 
     return within(p - q, sorted(p.symbols | q.symbols), None) == 0
 

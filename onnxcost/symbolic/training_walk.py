@@ -158,28 +158,25 @@ class _Maximum:
         order = sorted(range(len(dims)), key=lambda k: -at_ones[k])
         kept: list[int] = []
         for zero in (None, *self.zeros):  # every symbol >= 1, then each allowed 0
-            kept = self._kept(dims, order, zero, kept)
-            if len(kept) > MAX_PEAK_TERMS:
-                break
-        if len(kept) == 1:
-            return dims[kept[0]]  # type: ignore[return-value]
-        if len(kept) <= MAX_PEAK_TERMS:
-            peak: Dim = dims[kept[0]]
-            for w in kept[1:]:
-                peak = sym_max(peak, dims[w])
-            return peak  # type: ignore[return-value]
-        self.decided = False
-        return 0
+            found = self._kept(dims, order, zero, kept)
+            if found is None or len(found) > MAX_PEAK_TERMS:
+                self.decided = False
+                return 0
+            kept = found
+        peak: Dim = dims[kept[0]]
+        for w in kept[1:]:
+            peak = sym_max(peak, dims[w])
+        return peak  # type: ignore[return-value]
 
     def _kept(
         self, dims: Sequence[Dim], order: Sequence[int], zero: str | None, prior: Sequence[int]
-    ) -> list[int]:
+    ) -> list[int] | None:
         """``prior`` and the candidates that are the maximum over the part of the domain
         where ``zero`` is 0 (every symbol >= 1 where None): those largest at a corner of it
         (``_corners``), and any candidate none of them and of ``prior`` is at least there;
         of the new ones, those no other is at least (the max of what is kept is every
         candidate's there: each one left out is at most one kept). Candidates equal there
-        (most, at batch = 0) are one."""
+        (most, at batch = 0) are one. None where a candidate is no polynomial at that 0."""
         corners = [self.probe, *_corners(self.symbols, self.limit)]
         if zero is None:
             values: Sequence[Dim | None] = dims
@@ -199,7 +196,7 @@ class _Maximum:
                 return d.constant >= 0 if d.is_constant else _sign(d, others, rest) == 1
 
         if any(v is None for v in values):
-            return [*prior, *(k for k in order if k not in prior)]  # no proof: every one
+            return None
         first: dict[Dim | None, int] = {}
         for k in (*prior, *order):
             first.setdefault(values[k], k)
@@ -536,9 +533,9 @@ def walk_training(
         )
     if moves:
         warnings.append(
-            f"training: no exact formula for peak_bytes (the peak is the largest of more "
-            f"than {MAX_PEAK_TERMS} steps' live bytes, each the largest somewhere as "
-            f"{', '.join(symbols)} vary)"
+            f"training: no exact formula for peak_bytes (the peak is the largest of the steps' "
+            f"live bytes, and no {MAX_PEAK_TERMS} of them or fewer are proven to bound the "
+            f"others as {', '.join(symbols)} vary)"
         )
     return found, warnings, len(points)
 

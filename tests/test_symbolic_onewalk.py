@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -19,6 +20,21 @@ from onnxcost.symbolic import formulas
 from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.onewalk import formula_of, within
 from onnxcost.symdim import SymDim, sym_max, sym_min
+
+
+def _every_formula_holds(a: onnxcost.Analysis, model: Any, point: dict[str, int]) -> Any:
+    """Every total's and every node's formula of ``a`` (none None) equals a concrete
+    analysis of ``model`` at ``point``; that analysis."""
+    assert a.symbolic is not None
+    want = onnxcost.analyze(model, dims=point)
+    got = a.at(**point)
+    for key in ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes"):
+        assert getattr(got, key) == getattr(want.totals, key), key
+    for k, node in enumerate(want.nodes):
+        for key, f in a.symbolic.nodes[k].items():
+            assert f is not None, (node.name, key)
+            assert f.evaluate(point) == getattr(node, key), (node.name, key)
+    return want
 
 
 def _terms(f: formulas.Formula | None) -> dict[tuple[int, ...], int]:
@@ -122,14 +138,7 @@ def test_walked_formulas_equal_the_concrete_analysis(tmp_path: Path, point: dict
     assert a.symbolic is not None
     assert a.symbolic.analyses == 1
     point = {**point, "past_seq": 4}
-    want = onnxcost.analyze(path, dims=point)
-    got = a.at(**point)
-    for key in ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes"):
-        assert getattr(got, key) == getattr(want.totals, key), key
-    for k, node in enumerate(want.nodes):
-        for key, f in a.symbolic.nodes[k].items():
-            assert f is not None, (node.name, key)
-            assert f.evaluate(point) == getattr(node, key), (node.name, key)
+    _every_formula_holds(a, path, point)
 
 
 def test_an_uncarried_node_falls_back_to_sampling() -> None:
@@ -346,14 +355,7 @@ def test_a_cnn_has_every_formula_and_they_equal_the_concrete_analysis(
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
     assert a.symbolic.analyses == 1
-    want = onnxcost.analyze(model, dims=point)
-    got = a.at(**point)
-    for key in ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes"):
-        assert getattr(got, key) == getattr(want.totals, key), key
-    for k, node in enumerate(want.nodes):
-        for key, f in a.symbolic.nodes[k].items():
-            assert f is not None, (node.name, key)
-            assert f.evaluate(point) == getattr(node, key), (node.name, key)
+    want = _every_formula_holds(a, model, point)
     # the JSON's strings evaluate with the documented globals to the same totals
     for key, text in a.to_dict()["formulas"].items():
         assert eval(text, {"max": max, "min": min}, dict(point)) == getattr(want.totals, key)

@@ -16,9 +16,9 @@ from onnxcost_testing import parse
 import onnxcost
 from onnxcost import zoo
 from onnxcost.symbolic.domain import _sign
+from onnxcost.symbolic.maximum import Maximum
 from onnxcost.symbolic.result import SymbolicCosts
 from onnxcost.symbolic.training import TRAINING_KEYS, training_vector
-from onnxcost.symbolic.training_walk import _Maximum
 from onnxcost.symdim import SymDim
 
 GPT2 = {"layers": 2, "hidden": 64, "heads": 4, "vocab": 50, "max_positions": 64}
@@ -213,7 +213,7 @@ def test_the_peak_is_the_max_of_the_steps_no_other_is_at_most() -> None:
     # is allowed, 50 is the largest there (0, 0, 50): max(s^2, 100 s, 50).
     s = SymDim.of("s")
     steps = [s * s, 100 * s, SymDim.of(50)]
-    peak = _Maximum(("s",), None, {"s": 7})(steps)  # type: ignore[arg-type]
+    peak = Maximum(("s",), None, {"s": 7})(steps)  # type: ignore[arg-type]
     assert isinstance(peak, SymDim)
     assert [peak.evaluate({"s": v}) for v in (1, 99, 100, 101, 300)] == [
         100,
@@ -223,12 +223,12 @@ def test_the_peak_is_the_max_of_the_steps_no_other_is_at_most() -> None:
         90000,
     ]
     assert str(peak) == "max(100*s, s**2)"
-    with_zero = _Maximum(("s",), None, {"s": 7}, zeros=("s",))(steps)  # type: ignore[arg-type]
+    with_zero = Maximum(("s",), None, {"s": 7}, zeros=("s",))(steps)  # type: ignore[arg-type]
     assert isinstance(with_zero, SymDim)
     assert with_zero.evaluate({"s": 0}) == 50
     assert with_zero.evaluate({"s": 300}) == 90000
     # One step at least every other: that step alone (s^2 + 100 s against s^2 and 100 s).
-    alone = _Maximum(("s",), None, {"s": 7})([s * s + 100 * s, s * s, 100 * s])  # type: ignore[arg-type]
+    alone = Maximum(("s",), None, {"s": 7})([s * s + 100 * s, s * s, 100 * s])  # type: ignore[arg-type]
     assert alone == s * s + 100 * s
 
 

@@ -58,6 +58,10 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
             return 1
         if _rising(-d, ones) and d.evaluate(ones) <= 0:
             return -1
+        for side, sign in ((d, 1), (-d, -1)):
+            below = _below(side, symbols, limit)
+            if below is not None and _sign(below, symbols, limit) == 1:
+                return sign
         return None
     at_one = sum(d.terms.values())  # every monomial is 1 there, and no less anywhere else
     signs = {c > 0 for mono, c in d.terms.items() if mono}
@@ -95,6 +99,41 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
     if highest <= 0:
         return -1
     return None
+
+
+def _below(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> SymDim | None:
+    """A polynomial that is at most ``d`` times a positive constant over the domain, where
+    ``d``'s atoms are floors of polynomials: each floor ``(p // k)`` in a term with a
+    positive coefficient at least ``(p - k + 1) / k``, in one with a negative coefficient
+    at most ``p / k``, both bounds >= 0 there (so a product of them bounds the product of
+    the floors), all times the product of the divisors. A Conv's output area
+    ``((h + 1) // 2)·((w + 1) // 2)`` is at least ``h·w / 4``: so ``480·b·((h + 1) // 2)·
+    ((w + 1) // 2) - 12·b·h·w`` is at least ``(480·b·h·w - 48·b·h·w) / 4``, >= 0. None where
+    an atom is a min or max, or a bound may be negative."""
+    powers: dict[_Floor, int] = {}
+    for mono in d.terms:
+        for atom, e in mono:
+            if isinstance(atom, _MinMax) or (isinstance(atom, _Floor) and not atom.p.is_polynomial):
+                return None
+            if isinstance(atom, _Floor):
+                powers[atom] = max(powers.get(atom, 0), e)
+    for atom in powers:
+        if _sign(atom.p - (atom.d - 1), symbols, limit) != 1:
+            return None  # the lower bound may be negative (and so the upper one too)
+    scale = math.prod(atom.d**e for atom, e in powers.items())
+    total = SymDim.of(0)
+    for mono, c in d.terms.items():
+        term = SymDim.of(c * scale // math.prod(a.d**e for a, e in mono if isinstance(a, _Floor)))
+        for atom, e in mono:
+            if isinstance(atom, str):
+                base = SymDim.of(atom)
+            else:
+                assert isinstance(atom, _Floor)
+                base = atom.p - (atom.d - 1) if c > 0 else atom.p
+            for _ in range(e):
+                term = term * base
+        total = total + term
+    return total
 
 
 def _covered(terms: Mapping[_Monomial, int]) -> bool:
@@ -137,6 +176,28 @@ def _rising(d: SymDim, at: Mapping[str, int]) -> bool:
             if not all(_rising(side, at) for side in sides) or atom.value(at) < 0:
                 return False
     return True
+
+
+def _substituted(dim: SymDim, sym: str) -> SymDim:
+    """``dim`` with ``sym`` = 0, inside its atoms too."""
+    total = SymDim.of(0)
+    for mono, c in dim.terms.items():
+        term = SymDim.of(c)
+        for atom, e in mono:
+            if atom == sym:
+                term = SymDim.of(0)
+                break
+            if isinstance(atom, str):
+                base = SymDim.of(atom)
+            elif isinstance(atom, _Floor):
+                base = _substituted(atom.p, sym) // atom.d
+            else:
+                p, q = _substituted(atom.p, sym), _substituted(atom.q, sym)
+                base = SymDim.of(sym_min(p, q) if atom.op == "min" else sym_max(p, q))
+            for _ in range(e):
+                term = term * base
+        total = total + term
+    return total
 
 
 __all__ = ["within"]

@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING
 
 from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
-from onnxcost.symbolic.domain import _rising, _sign, within
+from onnxcost.symbolic.domain import _rising, _sign, _substituted, within
 from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.reduced import _Reduced, reduced_model
 from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS, SymbolicCosts
 from onnxcost.symbolic.search import _bad_warnings
-from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, as_dim, sym_max, sym_min
+from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, as_dim
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention, NodeRecord
@@ -454,28 +454,6 @@ def _at_zero(dim: Dim | None, sym: str, others: Sequence[str], limit: PositionLi
         kept = SymDim({m: c for m, c in dim.terms.items() if all(a != sym for a, _e in m)})
         return kept.constant if kept.is_constant else kept
     return as_dim(SymDim.of(within(_substituted(dim, sym), others, limit)))
-
-
-def _substituted(dim: SymDim, sym: str) -> SymDim:
-    """``dim`` with ``sym`` = 0, inside its atoms too."""
-    total = SymDim.of(0)
-    for mono, c in dim.terms.items():
-        term = SymDim.of(c)
-        for atom, e in mono:
-            if atom == sym:
-                term = SymDim.of(0)
-                break
-            if isinstance(atom, str):
-                base = SymDim.of(atom)
-            elif isinstance(atom, _Floor):
-                base = _substituted(atom.p, sym) // atom.d
-            else:
-                p, q = _substituted(atom.p, sym), _substituted(atom.q, sym)
-                base = SymDim.of(sym_min(p, q) if atom.op == "min" else sym_max(p, q))
-            for _ in range(e):
-                term = term * base
-        total = total + term
-    return total
 
 
 def _unset(

@@ -8,7 +8,7 @@ the tensors of the symbolic walk (``symbolic.node_costs``: every dim a ``SymDim`
 forward formulas run each node's own cost formula there, with two pieces of its own:
 
 * a tensor's bytes (``_bytes``): a polynomial where its shape has symbols;
-* ``most``, the peak's maximum over the steps (``_Maximum``): the one step that is at least
+* ``most``, the peak's maximum over the steps (``Maximum``): the one step that is at least
   every other wherever the model is valid (every symbol >= 1, the position symbols within
   the model's positions, and each symbol's 0 the model allows: ``domain._sign``), else the
   ``max`` of the few steps no other is at least there (on a decoder the backward's
@@ -43,10 +43,11 @@ from onnxcost.symbolic.contrib import _SymTensor
 from onnxcost.symbolic.dims import with_derived
 from onnxcost.symbolic.domain import _sign, within
 from onnxcost.symbolic.limits import PositionLimit
+from onnxcost.symbolic.maximum import MAX_PEAK_TERMS, Maximum
 from onnxcost.symbolic.onewalk import _check_point, _unset, formula_of
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.training import TRAINING_KEYS, training_vector
-from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim, sym_max
+from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
@@ -86,178 +87,6 @@ class _Row:
     def __init__(self, name: str, status: str) -> None:
         self.name, self.status = name, status
         self.backward_macs = self.backward_flops = 0
-
-
-class _Maximum:
-    """``train``'s ``most`` over SymDims: the maximum of the candidates over the model's
-    domain (``within``'s: every symbol >= 1, the position symbols within ``limit``; and each
-    symbol's 0 in ``zeros``), kept to as few candidates as prove it. For each part of the
-    domain (``_kept``): the candidates largest at one of its corners (``_corners``: the
-    forward's peak for short sequences, the backward's for long ones), and any that none of
-    those is proven at least; then less those that another kept one is at least. Every
-    candidate left out is at most one kept, in each part, so their max is every candidate's.
-    One kept: that candidate; up to ``MAX_PEAK_TERMS``: their ``max``; more: 0 and
-    ``decided`` False."""
-
-    def __init__(
-        self,
-        symbols: tuple[str, ...],
-        limit: PositionLimit | None,
-        probe: Mapping[str, int],
-        zeros: Sequence[str] = (),
-    ) -> None:
-        self.symbols = symbols
-        self.limit = limit
-        self.probe = probe
-        self.zeros = tuple(zeros)
-        """The symbols whose 0 the model allows: a comparison must hold there too."""
-        self.decided = True
-        self.monomials: dict[object, Dim] = {}
-        self.dims: dict[Dim, Dim] = {}
-        """Each candidate's ``decided_dim`` (many steps hold the same live bytes)."""
-
-    def decided_dim(self, dim: Dim) -> Dim:
-        """``within(dim)``, each monomial with a min or max decided once (every step of the
-        forward's holds the tensors live then, the same few atoms)."""
-        if isinstance(dim, int) or dim.is_polynomial:
-            return dim
-        found = self.dims.get(dim)
-        if found is None:
-            found = self.dims[dim] = self._decided(dim)
-        return found
-
-    def _decided(self, dim: SymDim) -> Dim:
-        total: Dim = 0
-        for mono, c in dim.terms.items():
-            found = self.monomials.get(mono)
-            if found is None:
-                found = self.monomials[mono] = within(SymDim({mono: 1}), self.symbols, self.limit)
-            total = total + c * found
-        return as_dim(SymDim.of(total))
-
-    def at_least(self, a: Dim, b: Dim) -> bool:
-        """Whether a >= b over the domain is decided (``_sign``), first where every
-        coefficient of a - b but the constant is >= 0 and a - b >= 0 at every symbol = 1."""
-        if isinstance(a, SymDim) and isinstance(b, SymDim) and a.is_polynomial and b.is_polynomial:
-            ta, tb = a.terms, b.terms
-            if (
-                sum(ta.values()) >= sum(tb.values())
-                and all(ta.get(m, 0) >= c for m, c in tb.items() if m)
-                and all(c >= 0 or m in tb for m, c in ta.items() if m)
-            ):
-                return True
-        d = SymDim.of(a) - b
-        if d.is_constant:
-            return d.constant >= 0
-        return _sign(d, self.symbols, self.limit) == 1
-
-    def __call__(self, candidates: list[int]) -> int:
-        dims: list[Dim] = list(dict.fromkeys(map(self.decided_dim, candidates)))
-        ones = dict.fromkeys(self.symbols, 1)
-        at_ones = [_value(d, ones) for d in dims]
-        order = sorted(range(len(dims)), key=lambda k: -at_ones[k])
-        kept: list[int] = []
-        for zero in (None, *self.zeros):  # every symbol >= 1, then each allowed 0
-            found = self._kept(dims, order, zero, kept)
-            if found is None or len(found) > MAX_PEAK_TERMS:
-                self.decided = False
-                return 0
-            kept = found
-        peak: Dim = dims[kept[0]]
-        for w in kept[1:]:
-            peak = sym_max(peak, dims[w])
-        return peak  # type: ignore[return-value]
-
-    def _kept(
-        self, dims: Sequence[Dim], order: Sequence[int], zero: str | None, prior: Sequence[int]
-    ) -> list[int] | None:
-        """``prior`` and the candidates that are the maximum over the part of the domain
-        where ``zero`` is 0 (every symbol >= 1 where None): those largest at a corner of it
-        (``_corners``), and any candidate none of them and of ``prior`` is at least there;
-        of the new ones, those no other is at least (the max of what is kept is every
-        candidate's there: each one left out is at most one kept). Candidates equal there
-        (most, at batch = 0) are one. None where a candidate is no polynomial at that 0."""
-        corners = [self.probe, *_corners(self.symbols, self.limit)]
-        if zero is None:
-            values: Sequence[Dim | None] = dims
-            proven = self.at_least
-        else:
-            corners = [{**c, zero: 0} for c in corners]
-            values = [_without(d, zero) for d in dims]
-            others = tuple(x for x in self.symbols if x != zero)
-            rest = None
-            if self.limit is not None:
-                rest = replace(
-                    self.limit, symbols=tuple(x for x in self.limit.symbols if x != zero)
-                )
-
-            def proven(a: Dim, b: Dim) -> bool:
-                d = SymDim.of(a) - b
-                return d.constant >= 0 if d.is_constant else _sign(d, others, rest) == 1
-
-        if any(v is None for v in values):
-            return None
-        first: dict[Dim | None, int] = {}
-        for k in (*prior, *order):
-            first.setdefault(values[k], k)
-        alike = list(first.values())  # one per value, prior's first
-        table = {k: [_value(dims[k], corner) for corner in corners] for k in {*alike, *prior}}
-        tops: list[int] = list(prior)
-        for c in range(len(corners)):
-            top = max(table[k][c] for k in alike)
-            tops += [k for k in alike if table[k][c] == top and k not in tops]
-
-        def at_least(w: int, k: int) -> bool:  # first at the corners: cheap, and necessary
-            high, low = table[w], table[k]
-            return all(h >= v for h, v in zip(high, low, strict=True)) and proven(
-                values[w],  # type: ignore[arg-type]
-                values[k],  # type: ignore[arg-type]
-            )
-
-        pool = tops + [k for k in alike if k not in tops and not any(at_least(w, k) for w in tops)]
-        kept = list(prior)
-        fresh = [k for k in pool if k not in prior]
-        for i, w in enumerate(fresh):
-            if not any(at_least(v, w) for v in (*kept, *fresh[i + 1 :])):
-                kept.append(w)
-                if len(kept) > MAX_PEAK_TERMS:
-                    break  # no formula: the rest need not be proven
-        return kept
-
-
-def _without(d: Dim, zero: str) -> Dim | None:
-    """``d`` at ``zero`` = 0: its terms without that symbol (None where it is no polynomial)."""
-    if isinstance(d, int):
-        return d
-    if not d.is_polynomial:
-        return None
-    return as_dim(SymDim({m: c for m, c in d.terms.items() if all(x != zero for x, _e in m)}))
-
-
-MAX_PEAK_TERMS = 8
-"""The most steps a peak's formula is the max of; past it, no formula (a warning says so)."""
-
-_CORNER = 1 << 12
-"""A symbol's value at a corner of the domain (``_corners``) where it is not bounded."""
-
-
-def _corners(symbols: Sequence[str], limit: PositionLimit | None) -> list[dict[str, int]]:
-    """Points at the domain's extremes: every symbol at 1; each symbol alone large (as far
-    as the model's positions allow a position symbol, the others at 1); all large at once
-    (the position symbols sharing the positions)."""
-    limited = () if limit is None else limit.symbols
-    room = 1 if limit is None else max(1, limit.budget - (len(limited) - 1))
-    ones = dict.fromkeys(symbols, 1)
-    corners = [ones]
-    for s in symbols:
-        corners.append({**ones, s: room if s in limited else _CORNER})
-    share = 1 if not limited or limit is None else max(1, limit.budget // len(limited))
-    corners.append({s: share if s in limited else _CORNER for s in symbols})
-    return corners
-
-
-def _value(d: Dim, point: Mapping[str, int]) -> int:
-    return d if isinstance(d, int) else d.evaluate(point)
 
 
 class _Exact:
@@ -445,7 +274,7 @@ def walk_training(
     check = _check_point(random.Random(seed), symbols, limit)
     if check is None:
         return None
-    maximum = _Maximum(symbols, limit, check, [s for s in symbols if costs.zero_allowed.get(s)])
+    maximum = Maximum(symbols, limit, check, [s for s in symbols if costs.zero_allowed.get(s)])
     try:
         result = train(
             nodes=view.order,

@@ -374,6 +374,7 @@ def test_python_syntax_evaluates(tmp_path: Path) -> None:
         "bytes_written",
         "params",
         "param_bytes",
+        "peak_activation_bytes",
     }
     point = {"batch": 3, "seq": 11}
     concrete = onnxcost.analyze(path, dims=point)

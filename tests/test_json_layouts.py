@@ -141,7 +141,7 @@ ANALYSIS = [
     "warnings",
 ]
 NODE_FORMULAS = ["macs", "flops", "bytes_read", "bytes_written"]
-TOTAL_FORMULAS = [*NODE_FORMULAS, "params", "param_bytes"]
+TOTAL_FORMULAS = [*NODE_FORMULAS, "params", "param_bytes", "peak_activation_bytes"]
 
 
 def test_analysis_keys() -> None:

@@ -24,7 +24,15 @@ from onnxcost import zoo
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import with_derived
 
-TOTAL_KEYS = ("macs", "flops", "bytes_read", "bytes_written", "params", "param_bytes")
+TOTAL_KEYS = (
+    "macs",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "params",
+    "param_bytes",
+    "peak_activation_bytes",
+)
 NODE_KEYS = ("macs", "flops", "bytes_read", "bytes_written")
 """The formulas' keys, as docs/symbolic.md gives them for the totals and for each node."""
 

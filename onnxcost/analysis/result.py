@@ -104,7 +104,8 @@ class Analysis:
 
     @property
     def formulas(self) -> dict[str, Any]:
-        """Formulas of the totals: macs, flops, bytes_read, bytes_written, params, param_bytes."""
+        """Formulas of the totals: macs, flops, bytes_read, bytes_written, params, param_bytes,
+        peak_activation_bytes (then the training keys, with ``training``)."""
         return {} if self.symbolic is None else dict(self.symbolic.totals)
 
     def at(self, **values: int) -> Any:

@@ -16,6 +16,7 @@ from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.onewalk import PartialWalk, formula_of, one_walk_costs
+from onnxcost.symbolic.peak import KEY as PEAK
 from onnxcost.symbolic.poly import Formula, sum_over
 from onnxcost.symbolic.reduced import _light, _ReducedMissError
 from onnxcost.symbolic.result import (
@@ -191,11 +192,24 @@ def symbolic_costs(
     except _ReducedMissError:
         found = _search(source, base, *options, reduce=False, wanted=wanted)
     if isinstance(walked, PartialWalk):
-        return _completed(walked, found)
-    if isinstance(walked, str):
+        found = _completed(walked, found)
+    elif isinstance(walked, str):
         why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
         found = replace(found, warnings=(*found.warnings, why))
-    return found
+    return _with_peak(found, base.totals.peak_activation_bytes)
+
+
+def _with_peak(found: SymbolicCosts, peak: int) -> SymbolicCosts:
+    """``found`` (sampled) with the peak's formula: the analysis' peak where the model has
+    no symbol; else None, with a warning: the peak is a maximum over the steps, which the
+    sampler's polynomials do not give (``peak.py`` finds it from the one walk)."""
+    if not found.symbols:
+        return replace(found, totals={**found.totals, PEAK: formula_of(peak, ())})
+    why = (
+        "no exact formula for peak_activation_bytes: it comes from the one symbolic walk, "
+        "and these formulas were sampled"
+    )
+    return replace(found, totals={**found.totals, PEAK: None}, warnings=(*found.warnings, why))
 
 
 def _completed(walked: PartialWalk, sampled: SymbolicCosts) -> SymbolicCosts:

@@ -41,6 +41,8 @@ from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
 from onnxcost.symbolic.domain import _rising, _sign, _substituted, within
 from onnxcost.symbolic.limits import PositionLimit, find_limit
+from onnxcost.symbolic.peak import KEY as PEAK
+from onnxcost.symbolic.peak import peak_formula
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.reduced import _Reduced, reduced_model
 from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS, SymbolicCosts
@@ -250,6 +252,21 @@ def one_walk_costs(
     }
     total_formulas["params"] = formula_of(totals.params, symbols)
     total_formulas["param_bytes"] = formula_of(totals.param_bytes, symbols)
+    if not lost and walked.types is not None and walked.weights is not None:
+        peak = peak_formula(
+            source,
+            walked.types,
+            walked.weights.constant,
+            symbols,
+            limit,
+            check,
+            [s for s in symbols if zero_allowed[s]],
+            totals.peak_activation_bytes,
+        )
+        total_formulas[PEAK] = None if isinstance(peak, str) else formula_of(peak, symbols)
+        if total_formulas[PEAK] is None:
+            why = peak if isinstance(peak, str) else "a dim that is not one of the symbols"
+            warnings.append(f"no exact formula for peak_activation_bytes: {why}")
     reasons = {
         len(TOTAL_KEYS) + len(NODE_KEYS) * u + q: why
         for u, unit in enumerate(units)

@@ -25,6 +25,7 @@ _LABELS = {
     "bytes_written": "bytes written",
     "params": "params",
     "param_bytes": "param bytes",
+    "peak_activation_bytes": "peak activation bytes",
     "backward_macs": "backward MACs",
     "backward_flops": "backward FLOPs",
     "training_flops": "training FLOPs",
@@ -110,6 +111,8 @@ class FormulaTotals:
     bytes_written: int | None
     params: int | None
     param_bytes: int | None
+    peak_activation_bytes: int | None = None
+    """From the one walk only (None where the formulas were sampled)."""
     backward_macs: int | None = None
     """This and the keys below: with ``training=True`` only (``training.TRAINING_KEYS``)."""
     backward_flops: int | None = None

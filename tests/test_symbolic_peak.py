@@ -1,0 +1,127 @@
+"""The peak of live activation bytes as a formula (``symbolic/peak.py``), and the floors'
+bounds that prove a step's bytes at least another's (``domain._below``). Expected values by
+hand in the comments; each is also a concrete analysis's at the same point."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxcost
+from onnxcost.symbolic.domain import _sign
+from onnxcost.symdim import SymDim
+
+PEAK = "peak_activation_bytes"
+
+
+def _model(
+    nodes: list[onnx.NodeProto], weights: dict[str, tuple[int, ...]], out: str
+) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 16])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.ones(shape, np.float32), name)
+            for name, shape in weights.items()
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _moving() -> onnx.ModelProto:
+    """x [b, s, 16] (64·b·s bytes): big = x @ W [16, 250] (1,000·b·s); small = the sum of
+    big's last axis (4·b·s); xt = x transposed; sc = x @ xt [b, s, s] (4·b·s²); o = sc @ small
+    [b, s, 1] (4·b·s). Live at each step (a tensor from its writer to its last reader; o, the
+    output, to the end):
+      0 big:   x + big                = 1,064·b·s
+      1 small: x + big + small        = 1,068·b·s
+      2 xt:    x + small + xt         =   132·b·s
+      3 sc:    x + small + xt + sc    =   132·b·s + 4·b·s²
+      4 o:     small + sc + o         =     8·b·s + 4·b·s²
+    so the peak is max(1,068·b·s, 4·b·s² + 132·b·s): step 1 for short sequences, step 3 past
+    s = 234 (4·s = 1,068 - 132)."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["big"]),
+        helper.make_node("ReduceSum", ["big", "axes"], ["small"], keepdims=1),
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "xt"], ["sc"]),
+        helper.make_node("MatMul", ["sc", "small"], ["o"]),
+    ]
+    m = _model(nodes, {"W": (16, 250)}, "o")
+    m.graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), "axes"))
+    return m
+
+
+def test_the_peak_that_moves_with_seq_is_the_max_of_two_steps() -> None:
+    m = _moving()
+    a = onnxcost.analyze(m, symbolic=True)
+    peak = a.formulas[PEAK]
+    assert peak is not None, a.warnings
+    assert peak.python() == "max(1068*b*s, 132*b*s + 4*b*s**2)"
+    # (b=2, s=3): 1,068·6 = 6,408 against 132·6 + 4·2·9 = 864: 6,408.
+    # (b=1, s=300): 1,068·300 = 320,400 against 132·300 + 4·90,000 = 399,600: 399,600.
+    # (b=0, s=5): nothing live but the weights: 0.
+    for point, want in (
+        ({"b": 2, "s": 3}, 6_408),
+        ({"b": 1, "s": 300}, 399_600),
+        ({"b": 0, "s": 5}, 0),
+    ):
+        assert a.at(**point).peak_activation_bytes == want
+        assert onnxcost.analyze(m, dims=point).totals.peak_activation_bytes == want
+
+
+def test_a_chain_peaks_at_one_step() -> None:
+    """x [b, s, 16] (64·b·s) -> h = x @ W [16, 32] (128·b·s) -> r = Relu(h) (128·b·s) -> o =
+    r @ W2 [32, 4] (16·b·s). Step 0: x + h = 192·b·s; step 1: h + r = 256·b·s; step 2: r + o
+    = 144·b·s. The peak: 256·b·s, at b=3, s=5 3,840."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("MatMul", ["r", "W2"], ["o"]),
+    ]
+    m = _model(nodes, {"W": (16, 32), "W2": (32, 4)}, "o")
+    a = onnxcost.analyze(m, symbolic=True)
+    assert a.formulas[PEAK].python() == "256*b*s"
+    assert a.at(b=3, s=5).peak_activation_bytes == 3_840
+    assert onnxcost.analyze(m, dims={"b": 3, "s": 5}).totals.peak_activation_bytes == 3_840
+
+
+def test_the_json_and_the_terminal_give_the_peak() -> None:
+    a = onnxcost.analyze(_moving(), symbolic=True)
+    assert a.to_dict()["formulas"][PEAK] == "max(1068*b*s, 132*b*s + 4*b*s**2)"
+    assert "peak activation bytes = max(1,068·b·s, 132·b·s + 4·b·s²)" in a.symbolic.describe()
+
+
+def _floor(p: SymDim, d: int) -> SymDim:
+    return p // d  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        # F = ((h + 1) // 2)·((w + 1) // 2) >= (h/2)·(w/2): 480·b·F - 12·b·h·w >= 108·b·h·w
+        ("480*b*F - 12*b*h*w", 1),
+        # 4·F >= h·w, as above; equal where h and w are even
+        ("4*b*F - b*h*w", 1),
+        # (h + 1) // 2 <= h for h >= 1
+        ("G - h", -1),
+        # 2·((h + 1) // 2) - h: 1 for odd h, 0 for even: >= 0
+        ("2*G - h", 1),
+        # 3·((h + 1) // 2) - 2·h: 1 at h = 1, -1 at h = 4: no one sign
+        ("3*G - 2*h", None),
+    ],
+)
+def test_floors_are_bounded_to_prove_a_sign(text: str, want: int | None) -> None:
+    b, h, w = (SymDim.of(x) for x in "bhw")
+    g = _floor(h + 1, 2)
+    f = g * _floor(w + 1, 2)
+    d = eval(text, {}, {"b": b, "h": h, "w": w, "F": f, "G": g})
+    assert _sign(d, ("b", "h", "w"), None) == want
+    for hv in range(1, 9):  # the sign claimed holds at every small point
+        for wv in range(1, 9):
+            value = d.evaluate({"b": 2, "h": hv, "w": wv})
+            assert want is None or value * want >= 0, (hv, wv, value)

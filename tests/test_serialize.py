@@ -103,6 +103,7 @@ def test_bench_leaf_objects() -> None:
         "throughput_per_s": None,
         "median_ms": None,
         "detail": "out of memory",
+        "rss_bytes": None,
     }
     assert list(Ceilings(2e9, 1e9, "CPUExecutionProvider", "test CPU").as_dict()) == [
         "peak_flops_per_s",

@@ -1,7 +1,8 @@
 """One max-batch probe, in its own process: ``python -m onnxcost.bench._probe SPEC.json OUT.json``.
 
 Reads the spec the parent wrote, runs the model at that batch briefly, and writes
-``{"ok": true, "throughput_per_s": ..., "median_ms": ...}`` or ``{"ok": false, "error": ...,
+``{"ok": true, "throughput_per_s": ..., "median_ms": ..., "rss_bytes": ...}`` (the process's
+peak resident set: what it took of the host's memory, interpreter and onnxruntime included) or ``{"ok": false, "error": ...,
 "oom": ...}`` to OUT.json. It prints nothing: the parent reads the file (and, if this process
 was killed for memory, its exit signal).
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from onnxcost.bench._ort import is_oom, ort_error_types, run_error
 from onnxcost.bench.inputs import InputSpec, make_inputs
+from onnxcost.bench.memory import maxrss_bytes
 from onnxcost.bench.session import OrtModel, SessionConfig, make_runner, open_session
 from onnxcost.bench.timing import run_loop
 from onnxcost.errors import OnnxcostError
@@ -54,6 +56,7 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
         "ok": True,
         "throughput_per_s": loop.throughput_per_s(batch),
         "median_ms": loop.stats.median_ms,
+        "rss_bytes": maxrss_bytes(),
     }
 
 

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -25,6 +25,7 @@ import numpy as np
 from onnxcost.analysis.records import NodeRecord, TensorRecord, Totals
 from onnxcost.bench._ort import import_ort, ort_error_types, run_error
 from onnxcost.bench.cupti import Activity, CuptiCollector, CuptiUnavailableError, merge_activity
+from onnxcost.bench.fit import batch_formula, estimate, free_memory
 from onnxcost.bench.inputs import InputSpec, input_specs, load_inputs_file, make_inputs
 from onnxcost.bench.join import (
     by_op_type,
@@ -495,10 +496,24 @@ def _max_batch(
     plan: _Plan,
     specs: Sequence[InputSpec],
     axis: BatchAxis | None,
-    limit: int,
+    o: BenchOptions,
     workdir: str,
     progress: ProgressFn | None,
 ) -> MaxBatch:
+    assert plan.max_batch is not None and model.prepared is not None
+    limit = plan.max_batch
+    _say(progress, "max_batch", 0, None, "the need of each batch from the formulas")
+    need = batch_formula(
+        model.prepared,
+        model.inputs,
+        specs,
+        axis.symbol if axis is not None and axis.fixed is None else None,
+        dims=o.dims,
+        allow_reshape=o.allow_reshape,
+        traffic=o.traffic,
+    )
+    on_cuda = plan.config.provider in CUDA_LIKE
+    free = free_memory(plan.config.device_id if on_cuda else None)  # the main session open
     setup = ProbeSetup(
         model_path=model.to_file(workdir),
         external_folder=model.external_folder,
@@ -520,7 +535,21 @@ def _max_batch(
             progress, "max_batch", count[0], None, f"batch {p.batch}: {'ok' if p.ok else p.detail}"
         )
 
-    return search_max_batch(subprocess_probe(setup), limit=limit, on_probe=on_probe)
+    found = search_max_batch(subprocess_probe(setup), limit=limit, on_probe=on_probe)
+    first = found.probes[0]  # batch 1: its peak RSS gives the host's overhead (not on CUDA)
+    guess = (
+        need
+        if isinstance(need, str)
+        else estimate(
+            need,
+            limit=limit,
+            free=free,
+            first_rss=first.rss_bytes if first.ok and not on_cuda else None,
+        )
+    )
+    if isinstance(guess, str):
+        return replace(found, estimate_note=guess)
+    return replace(found, estimate=guess)
 
 
 def run_bench(
@@ -697,7 +726,7 @@ def run_bench(
                 else None
             )
             searched = (
-                _max_batch(model, plan, specs, axis, plan.max_batch, workdir, progress)
+                _max_batch(model, plan, specs, axis, o, workdir, progress)
                 if plan.max_batch is not None
                 else None
             )

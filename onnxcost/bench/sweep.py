@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from onnxcost.analysis.records import Layout, TensorRecord, to_jsonable
+from onnxcost.bench.fit import BatchEstimate
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, throughput_per_s
@@ -140,6 +141,9 @@ class Probe:
     throughput_per_s: float | None = None
     median_ms: float | None = None
     detail: str = ""
+    rss_bytes: int | None = None
+    """The probe process's peak resident set (``ru_maxrss``): the model's weights and
+    activations, onnxruntime's arena and the interpreter (None where not measured)."""
 
     def as_dict(self) -> dict[str, Any]:
         return to_jsonable(self)  # type: ignore[no-any-return]
@@ -151,6 +155,10 @@ class MaxBatch:
 
     probes: tuple[Probe, ...]
     limit: int
+    estimate: BatchEstimate | None = None
+    """The largest batch that fits by the formulas (``fit.py``), found before the probes."""
+    estimate_note: str | None = None
+    """Why there is no estimate, where there is none."""
 
     @property
     def largest_ok(self) -> int | None:
@@ -168,6 +176,15 @@ class MaxBatch:
         """The search stopped at ``limit``, not at a failure: the true maximum may be larger."""
         return self.largest_ok == self.limit
 
+    @property
+    def estimate_error(self) -> float | None:
+        """(estimated - measured) / measured largest batch, where both ended below the limit
+        (a batch the probes saw fail, one the formulas say needs more than is free)."""
+        e, ok = self.estimate, self.largest_ok
+        if e is None or e.batch is None or e.capped or ok is None or self.hit_limit:
+            return None
+        return (e.batch - ok) / ok
+
     JSON_LAYOUT: ClassVar[Layout] = (
         "limit",
         "largest_ok",
@@ -175,6 +192,9 @@ class MaxBatch:
         ("best_batch", "best.batch"),
         ("best_throughput_per_s", "best.throughput_per_s"),
         "probes",
+        "estimate",
+        "estimate_note",
+        "estimate_error",
     )
 
     def as_dict(self) -> dict[str, Any]:
@@ -277,7 +297,14 @@ def subprocess_probe(setup: ProbeSetup) -> Callable[[int], Probe]:
             except (OSError, json.JSONDecodeError):
                 result = {}
         if proc.returncode == 0 and result.get("ok"):
-            return Probe(batch, True, float(result["throughput_per_s"]), float(result["median_ms"]))
+            rss = result.get("rss_bytes")
+            return Probe(
+                batch,
+                True,
+                float(result["throughput_per_s"]),
+                float(result["median_ms"]),
+                rss_bytes=rss if isinstance(rss, int) else None,
+            )
         if result.get("error"):
             return Probe(batch, False, detail=str(result["error"]))
         if proc.returncode < 0:

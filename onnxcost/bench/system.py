@@ -78,6 +78,17 @@ def gpu_info(device_id: int = 0) -> tuple[str | None, str | None]:
         return None, None
 
 
+def gpu_free_bytes(device_id: int) -> int | None:
+    """NVML's free memory of the device, in bytes (None without NVML)."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        return int(nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(device_id)).free)
+    except _error(nvml):
+        return None
+
+
 class GpuMemory:
     """Samples device memory in use (NVML, whole device, every process) to report the peak seen.
 

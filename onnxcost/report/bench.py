@@ -309,16 +309,21 @@ def _sweep_grid(result: BenchResult) -> Table:
 
 
 def _probe_grid(mb: MaxBatch) -> Table:
+    """Each probe; its memory (the probe's peak RSS growth) beside what the formulas say it
+    needs (weights + peak activations), where there is an estimate."""
+    e = mb.estimate
     return _grid(
         "Max batch search (each probe in its own process)",
-        ("batch", "ok", "median ms", "throughput /s", "detail"),
-        (True, False, True, True, False),
+        ("batch", "ok", "median ms", "throughput /s", "memory", "estimate", "detail"),
+        (True, False, True, True, True, True, False),
         [
             [
                 str(p.batch),
                 "yes" if p.ok else "no",
                 _ms(p.median_ms),
                 _rate(p.throughput_per_s),
+                _bytes(p.rss_bytes),
+                "-" if e is None else _bytes(e.needs(p.batch)),
                 p.detail,
             ]
             for p in mb.probes
@@ -362,6 +367,27 @@ def _max_batch_line(mb: MaxBatch) -> str:
     limit = " (the search limit: larger may fit)" if mb.hit_limit else ""
     at = f"{best.batch} ({_rate(best.throughput_per_s)} samples/s)" if best else "-"
     return f"largest batch that ran: {mb.largest_ok}{limit}; best throughput at batch {at}"
+
+
+def _estimate_line(mb: MaxBatch) -> str:
+    """What the formulas estimate fits, its need against the free memory, and its error."""
+    e = mb.estimate
+    if e is None:
+        return f"estimate from the formulas: none ({mb.estimate_note or 'not made'})"
+    at = 1 if e.batch is None else e.batch
+    parts = (
+        f"weights {_bytes(e.weights_bytes)} + peak activations "
+        f"{_bytes(e.need.needs(at) - e.weights_bytes)}"
+    )
+    if e.overhead_bytes:
+        parts += f" + overhead {_bytes(e.overhead_bytes)} ({e.overhead_source})"
+    free = f"{_bytes(e.free_bytes)} free ({e.free_source})"
+    if e.batch is None:
+        return f"estimate from the formulas: not even batch 1 fits ({parts} > {free})"
+    up_to = " (the search limit: larger may fit)" if e.capped else ""
+    error = mb.estimate_error
+    against = "" if error is None else f"; {error:+.1%} against the largest batch that ran"
+    return f"estimate from the formulas: batch {e.batch}{up_to}, needing {parts} of {free}{against}"
 
 
 def _sentence(text: str) -> str:
@@ -408,6 +434,7 @@ def render_table(result: BenchResult, console: Console, *, top: int | None = 20)
     if result.max_batch is not None:
         console.print(_rich(_probe_grid(result.max_batch), console.width))
         console.print(hanging("  ", _max_batch_line(result.max_batch)))
+        console.print(hanging("  ", _estimate_line(result.max_batch)))
     for w in result.warnings:
         console.print(hanging(Text.assemble(("warning:", "yellow"), " "), w))
 
@@ -447,6 +474,8 @@ def to_markdown(result: BenchResult, *, top: int | None = 20) -> str:
             *_md(_probe_grid(result.max_batch)),
             "",
             _sentence(_max_batch_line(result.max_batch)),
+            "",
+            _sentence(_estimate_line(result.max_batch)),
         ]
     if result.warnings:
         lines += [""] + [f"- warning: {md(w)}" for w in result.warnings]

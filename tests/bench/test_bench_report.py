@@ -167,6 +167,8 @@ BENCH = [
     *(f"max_batch.{k}" for k in ("best_throughput_per_s", "probes")),
     *(f"max_batch.probes[].{k}" for k in ("batch", "ok", "throughput_per_s", "median_ms")),
     "max_batch.probes[].detail",
+    "max_batch.probes[].rss_bytes",
+    *(f"max_batch.{k}" for k in ("estimate", "estimate_note", "estimate_error")),
 ]
 """``onnxcost.bench/1`` in order, as the contract defines it."""
 

@@ -120,6 +120,8 @@ def test_probe_in_a_subprocess(emb_path: str, tmp_path: Path) -> None:
     assert ok.ok, ok.detail
     assert ok.throughput_per_s is not None
     assert ok.throughput_per_s > 0
+    assert ok.rss_bytes is not None  # the session and its runs took some of the host
+    assert ok.rss_bytes > 0
     failed = subprocess_probe(setup_for(str(tmp_path / "gone.onnx"), tmp_path))(2)
     assert not failed.ok
     assert "gone.onnx" in failed.detail

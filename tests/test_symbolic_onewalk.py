@@ -332,19 +332,23 @@ def test_a_strided_conv_costs_a_floor_of_its_height_and_width() -> None:
     # h = 0: h' is floor(1 / 2) = 0 in the walk, while ONNX's inference rounds (0 + 2 - 3) / 2
     # toward 0 and makes it 1: the formulas hold from h = 1, and a warning says so.
     assert a.symbolic.zero_allowed == {"b": True, "h": False, "w": False}
-    assert any(w.startswith("h=0 leaves tensor 'c' a size below 1") for w in a.warnings)
+    said = "h=0 leaves tensor 'c' a size whose numerator, h - 1, is below 0"
+    assert any(w.startswith(said) for w in a.warnings), a.warnings
 
 
-def test_a_conv_whose_floor_is_below_one_at_one_gives_no_formula() -> None:
-    # Without pads, h' = floor((h - 3) / 2) + 1: at h = 2 the floor gives 0, ONNX's inference
-    # (toward 0: (2 - 3) / 2 = 0) gives 1 and 288*b*1*w' MACs. A formula from the floor would
-    # be wrong there, so the Conv's MACs get none (as before floors had formulas).
+def test_a_conv_whose_size_rounds_toward_0_below_1_has_its_exact_formula() -> None:
+    # Without pads, ONNX's h' = trunc((h - 3) / 2) + 1: at h = 2 a floor gives 0, ONNX's
+    # inference (toward 0: (2 - 3) / 2 = 0) gives 1 and 288*b*1*w' MACs. The walk writes the
+    # truncation exactly (shape_core.trunc_div), so the MACs have a formula that holds there
+    # (it had none while the walk wrote a floor; tests/test_symbolic_truncation.py by hand).
     model = _conv_model(pads=0)
     assert onnxcost.analyze(model, dims={"b": 1, "h": 2, "w": 3}).totals.macs == 288  # 1x1 out
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
-    assert a.formulas["macs"] is None
-    assert any("below 1 or undecided at b=1, h=1, w=1" in w for w in a.warnings), a.warnings
+    macs = a.formulas["macs"]
+    assert macs is not None
+    assert macs(b=1, h=2, w=3) == 288
+    assert a.symbolic.zero_allowed == {"b": True, "h": True, "w": True}
 
 
 @pytest.mark.parametrize(

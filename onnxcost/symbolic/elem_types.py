@@ -37,6 +37,7 @@ _FROM_INPUT: dict[str, int] = {
     "CastLike": 1,
     "DequantizeLinear": 1,
     "QLinearMatMul": 7,
+    "QLinearConv": 7,
     "OneHot": 2,
 }
 """Ops whose outputs have the type of another input than the first."""

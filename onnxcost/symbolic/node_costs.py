@@ -289,7 +289,7 @@ def node_costs(
     graph_inputs = [vi.name for vi in graph.input]
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(
-        SymbolicShapes(),
+        SymbolicShapes(opset=opsets.get("", 0)),
         opsets,
         convention,
         traffic == "runtime",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
-from onnxcost.symbolic.domain import _rising, _sign, _substituted, within
+from onnxcost.symbolic.domain import _sign, _substituted, within
 from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.peak import KEY as PEAK
 from onnxcost.symbolic.peak import peak_formula
@@ -47,7 +47,7 @@ from onnxcost.symbolic.poly import Formula
 from onnxcost.symbolic.reduced import _Reduced, reduced_model
 from onnxcost.symbolic.result import NODE_KEYS, TOTAL_KEYS, SymbolicCosts
 from onnxcost.symbolic.search import _bad_warnings
-from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, as_dim
+from onnxcost.symdim import Dim, SymDim, as_dim
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention, NodeRecord
@@ -87,12 +87,9 @@ def formula_of(dim: Dim, symbols: tuple[str, ...]) -> Formula | None:
 @dataclass
 class _Class:
     """One class of alike nodes: its costs (a SymDim or an int per NODE_KEYS, None where it
-    has none), which are max(0, ...), which had a floor as walked, and why one has none."""
+    has none), which are max(0, ...), and why one has none."""
 
     dims: list[Dim | None]
-    floored: list[bool] = field(default_factory=lambda: [False] * len(NODE_KEYS))
-    """Per NODE_KEYS, whether the walk's cost had a floor (before ``within``): it holds only
-    where the walk's floors are ONNX's (``_floors_below_one``)."""
     size: int = 0
     clamped: list[bool] = field(default_factory=lambda: [False] * len(NODE_KEYS))
     misses: dict[int, str] = field(default_factory=dict)
@@ -159,8 +156,7 @@ def one_walk_costs(
         if unit not in classes:
             found = [None if k in lost else col[k] for col in columns]
             classes[unit] = _Class(
-                [None if d is None else within(d, symbols, limit) for d in found],
-                [isinstance(d, SymDim) and not d.is_polynomial and _has_floor(d) for d in found],
+                [None if d is None else within(d, symbols, limit) for d in found]
             )
             for q, d in enumerate(classes[unit].dims):
                 if isinstance(d, SymDim) and not d.symbols <= named:
@@ -214,18 +210,13 @@ def one_walk_costs(
                 )
     zero_allowed: dict[str, bool] = {}
     warnings: list[str] = []
-    below = _floors_below_one(walked.shapes, units, symbols)
-    if below.at_one is not None:
-        for alike in units:
-            for q, floored in enumerate(alike.floored):
-                if floored:
-                    alike.misses.setdefault(q, below.at_one)
+    below = _assumed_at_zero(walked.shapes, symbols)
     for sym in symbols:
-        if sym in below.at_zero:  # the walk's floors are not ONNX's there: not checked
+        if sym in below:  # the walk's floors are not ONNX's there: not checked
             zero_allowed[sym] = False
             warnings.append(
-                f"{sym}=0 leaves {below.at_zero[sym]} (ONNX's inference rounds it toward 0, "
-                f"not down); the formulas hold for {sym} >= 1"
+                f"{sym}=0 leaves {below[sym]} (ONNX's inference rounds its division toward "
+                f"0, not down); the formulas hold for {sym} >= 1"
             )
             continue
         zero_allowed[sym] = _check_zero(
@@ -305,59 +296,32 @@ class PartialWalk:
     """The first nodes not carried, named for a warning (``_not_carried``)."""
 
 
-@dataclass
-class _Below:
-    """Where a walked size that is a floor is below 1 (``_floors_below_one``)."""
-
-    at_one: str | None = None
-    """Why the floors' formulas are not given: a size below 1 with every symbol at 1."""
-    at_zero: dict[str, str] = field(default_factory=dict)
-    """Symbol -> the tensor whose size is below 1 at that symbol's 0."""
-
-
-def _floors_below_one(
-    shapes: SymbolicShapes | None, units: Sequence[_Class], symbols: Sequence[str]
-) -> _Below:
-    """The walk's floors are ONNX's only where what they floor is >= 0: a Conv's or pool's
-    output size, ``(h + pads - kernel) // stride + 1``, is a floor in the walk and a division
-    rounded toward 0 in ONNX's inference (and a concrete analysis), so the two differ where
-    the size is below 1 (a 3x3 Conv, stride 2, no pads, at h = 2: 0 in the walk, 1 in
-    ONNX's). Every walked size with a floor must therefore be >= 1 over the domain: decided
-    where it is non-decreasing in its symbols (positive coefficients, atoms that are >= 0 and
-    non-decreasing), its least then at every symbol = 1 (or at a symbol's 0 with the others at
-    1). Where one is below 1 at the 1s (or undecided), the formulas with a floor are not
-    given; where one is below 1 at a symbol's 0, the formulas hold from 1 in that symbol.
-    Only looked at where a cost has a floor (a CNN over its height and width)."""
-    found = _Below()
-    if shapes is None or not any(any(unit.floored) for unit in units):
+def _assumed_at_zero(shapes: SymbolicShapes | None, symbols: Sequence[str]) -> dict[str, str]:
+    """Symbol -> the tensor whose walked size is not ONNX's at that symbol's 0 (the others
+    at least 1), for the symbols where one may not be. The walk writes a division that ONNX
+    rounds toward 0 (a Conv's or pool's output size, an integer Div) as the plain floor
+    where what it divides is >= 0 wherever every symbol is at least 1
+    (``shape_core.trunc_div``): a 3x3 Conv, stride 2, pad 1 over h is ``(h - 1) // 2 + 1``,
+    0 at h = 0, where ONNX's rounds (0 - 1) / 2 to 0 and gives 1. Each such condition
+    (``SymbolicShapes.assumed``) is decided at each of its symbols' 0 as ``within`` decides;
+    where it may fail, the formulas hold from 1 in that symbol. Every other floor the walk
+    writes is ONNX's at every point (a Resize's ``floor(d * scale)``, a truncation written
+    with ``max``)."""
+    found: dict[str, str] = {}
+    if shapes is None:
         return found
-    for name, shape in shapes.shapes.items():
-        for d in shape:
-            if isinstance(d, int) or d.is_polynomial or not _has_floor(d):
+    for condition, name in shapes.assumed.items():
+        for sym in condition.symbols:
+            if sym in found or sym not in symbols:
                 continue
-            ones = dict.fromkeys(d.symbols, 1)
-            if found.at_one is None and (not _rising(d, ones) or d.evaluate(ones) < 1):
-                at = ", ".join(f"{s}=1" for s in symbols)
-                found.at_one = (
-                    f"tensor {name!r} has a size that is a floor, {d}, below 1 or undecided at "
-                    f"{at} (where ONNX's inference rounds toward 0, not down)"
-                )
-            for sym in d.symbols:
-                zero = {**ones, sym: 0}
-                if sym not in found.at_zero and (not _rising(d, zero) or d.evaluate(zero) < 1):
-                    found.at_zero[sym] = f"tensor {name!r} a size below 1, {d}"
+            others = sorted(condition.symbols - {sym})
+            at_zero = as_dim(_substituted(condition, sym))
+            if isinstance(at_zero, int) and at_zero >= 0:
+                continue
+            if isinstance(at_zero, SymDim) and _sign(at_zero, others, None) == 1:
+                continue
+            found[sym] = f"tensor {name!r} a size whose numerator, {condition}, is below 0"
     return found
-
-
-def _has_floor(d: SymDim) -> bool:
-    """Whether ``d`` has a floor, in its atoms too."""
-    for mono in d.terms:
-        for atom, _e in mono:
-            if isinstance(atom, _Floor):
-                return True
-            if isinstance(atom, _MinMax) and (_has_floor(atom.p) or _has_floor(atom.q)):
-                return True
-    return False
 
 
 def _not_carried(reasons: Mapping[int, str], base: Analysis) -> str:

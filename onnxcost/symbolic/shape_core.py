@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from onnxcost.errors import OnnxcostError
-from onnxcost.symbolic.domain import within
-from onnxcost.symdim import Dim, SymDim
+from onnxcost.symbolic.domain import _sign, within
+from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
 
 Shape = tuple[Dim, ...]
 
@@ -47,6 +47,13 @@ class SymbolicShapes:
 
     uncarried: list[tuple[str, str, str]] = field(default_factory=list)
     """(node name, op type, reason) of every node not carried."""
+    assumed: dict[SymDim, str] = field(default_factory=dict)
+    """Conditions ``c >= 0``, each true wherever every symbol is at least 1, under which a
+    rule wrote a division that ONNX rounds toward 0 in its readable form, the plain floor (a
+    Conv's output size ``(h - 1) // 2 + 1``: ``trunc_div``), each with the first tensor whose
+    shape took it. At a symbol's 0 the walk's shapes are ONNX's where each still holds."""
+    opset: int = 0
+    """The model's ONNX opset (a pool's ceil_mode rounds otherwise from 22), 0 if unknown."""
 
     def warnings(self) -> list[str]:
         return [
@@ -106,6 +113,44 @@ def _alike(p: SymDim, q: SymDim) -> bool:
     return within(p - q, sorted(p.symbols | q.symbols), None) == 0
 
 
+def trunc_div(out: SymbolicShapes, n: Dim, s: int, name: str) -> Dim:
+    """``n / s`` rounded toward 0 for an int ``s`` >= 1, as ONNX divides (C++'s integer
+    division: a Conv's or pool's output size, an integer Div), exact wherever every symbol is
+    at least 1 (``domain._sign`` decides), in the simplest form that is:
+
+    - ``n // s`` where n >= 0 there (a Conv 3x3, stride 2, pad 1: ``(h - 1) // 2``);
+    - ``max(s, n + s) // s - 1``, the floor of ``max(0, n) / s``, where n > -s (a 2x2 pool,
+      stride 2: ``max(2, h) // 2 - 1``);
+    - that less 1 where n <= -s, ``... - min(1, max(0, 1 - s - n))``, where n > -2 s (a 3x3
+      Conv, stride 2, no pads: ``trunc((h - 3) / 2)`` is -1 at h = 1; the indicator is
+      written so that ``within`` leaves it as it is, exact at h = 0 too);
+    - else ``max(0, n) // s - max(0, -n) // s``, exact for every integer n.
+
+    The first three hold only where their condition (n >= 0, n + s - 1 >= 0, n + 2 s - 1 >=
+    0) does: it goes to ``out.assumed`` under ``name`` for the walk's check at a symbol's 0
+    (``onewalk``)."""
+    n = as_dim(n)
+    if isinstance(n, int):
+        return _trunc(n, s)
+    if s == 1:
+        return n
+    symbols = sorted(n.symbols)
+    for k, condition in enumerate((n, n + (s - 1), n + (2 * s - 1))):
+        if _sign(condition, symbols, None) != 1:
+            continue
+        out.assumed.setdefault(condition, name)
+        if k == 0:
+            return as_dim(n // s)
+        floor = SymDim.of(sym_max(s, n + s)) // s - 1  # floor(max(0, n) / s)
+        return as_dim(floor if k == 1 else floor - sym_min(1, sym_max(0, 1 - s - n)))
+    return as_dim(SymDim.of(sym_max(0, n)) // s - SymDim.of(sym_max(0, -n)) // s)
+
+
+def _trunc(n: int, s: int) -> int:
+    """n / s rounded toward 0 (C++'s integer division), s >= 1."""
+    return n // s if n >= 0 else -(-n // s)
+
+
 def _ints(attrs: Mapping[str, object], key: str, default: list[int]) -> list[int]:
     value = attrs.get(key)
     return [int(v) for v in value] if isinstance(value, list) else default
@@ -127,4 +172,4 @@ def _matmul_shape(a: Shape, b: Shape) -> Shape:
     return result
 
 
-__all__ = ["Floats", "Shape", "SymbolicShapes"]
+__all__ = ["Floats", "Shape", "SymbolicShapes", "trunc_div"]

@@ -3,14 +3,15 @@ the graph inputs' symbols, and the values of small integer tensors (the shape su
 Shape, Gather, Concat, Unsqueeze, arithmetic) carried the same way, in one walk.
 
 Ops carried: elementwise ops with numpy broadcasting, MatMul, Gemm, Conv and pooling output
-sizes (floor and ceil mode), Reshape (0 and -1), Transpose, Concat, Slice (step 1, ends
-clamped with min where they are symbolic), Gather, Shape, Range (delta 1), Softmax,
-Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum, TopK, Tile, OneHot and
-more (``symbolic.more_shapes``); and every op onnxcost has its own output-shape rule for
-(``shapes.rules``: onnxruntime's com.microsoft contrib ops, LayerNormalization with its
-statistics, QLinearConv), by that rule (``symbolic.contrib``). A node that it cannot carry
-(another op, a broadcast of two unlike symbols, a value it does not know) is named in ``uncarried`` and its outputs have no shape: only what is downstream of
-it is lost. The graph inputs' shapes, with ``--dim``, ``--input-shape`` and derived dims:
+sizes (``symbolic.windows``: ONNX's, rounded toward 0), Reshape (0 and -1), Transpose,
+Concat, Slice (step 1, ends clamped with min where they are symbolic), Gather, Shape, Range
+(delta 1), Softmax, Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum,
+TopK, Tile, OneHot and more (``symbolic.more_shapes``); and every op onnxcost has its own
+output-shape rule for (``shapes.rules``: onnxruntime's com.microsoft contrib ops,
+LayerNormalization with its statistics), by that rule (``symbolic.contrib``). A node that it
+cannot carry (another op, a broadcast of two unlike symbols, a value it does not know) is
+named in ``uncarried`` and its outputs have no shape: only what is downstream of it is lost.
+The graph inputs' shapes, with ``--dim``, ``--input-shape`` and derived dims:
 ``symbolic.inputs``. The costs over these shapes: ``symbolic.node_costs``; the formulas
 ``--symbolic`` gives from them: ``symbolic.onewalk``.
 """
@@ -39,7 +40,9 @@ from onnxcost.symbolic.shape_core import (
     _matmul_shape,
     _UncarriedError,
     _value,
+    trunc_div,
 )
+from onnxcost.symbolic.windows import WINDOW_RULES
 from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
 
 _BIG = 2**31 - 1
@@ -71,11 +74,12 @@ biases, statistics, bounds, scales and zero points; a Scatter's indices and upda
 _BY_ONNXCOST_RULE = {
     "LayerNormalization": ONNXCOST_RULES["", "LayerNormalization"],
     "SimplifiedLayerNormalization": ONNXCOST_RULES["", "SimplifiedLayerNormalization"],
-    "QLinearConv": ONNXCOST_RULES["com.microsoft", "QLinearConv"],
 }
 """ONNX-domain ops whose shapes come from onnxcost's own rules (``shapes.rules``), as the
 contrib ops': LayerNormalization with its statistics, onnxruntime's SimplifiedLayerNormalization
-(written in ONNX's domain), QLinearConv (the same inputs as onnxruntime's NHWC one)."""
+(written in ONNX's domain). ONNX's QLinearConv is ONNX's own inference's, as Conv
+(``symbolic.windows``: its sizes round toward 0, where onnxcost's rule for the contrib op
+floors)."""
 
 
 def symbolic_shapes(
@@ -86,7 +90,7 @@ def symbolic_shapes(
     """The shapes of ``proto``'s tensors in its inputs' symbols (``fixed``: symbols given a
     value; ``input_shapes``: inputs given a concrete shape, ``input_shapes_of``); see the
     module docstring for what is carried."""
-    out = SymbolicShapes()
+    out = SymbolicShapes(opset=_onnx_opset(proto))
     graph = proto.graph
     for t in graph.initializer:
         out.shapes[t.name] = tuple(int(d) for d in t.dims)
@@ -102,6 +106,11 @@ def symbolic_shapes(
             # A malformed node (a missing input, an axis out of range): named, not a crash.
             out.uncarried.append((name, node.op_type, f"unexpected input ({type(e).__name__})"))
     return out
+
+
+def _onnx_opset(proto: onnx.ModelProto) -> int:
+    """The model's opset of ONNX's own domain, 0 where it imports none."""
+    return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 _INT_FORMATS: dict[int, str] = {onnx.TensorProto.INT64: "q", onnx.TensorProto.INT32: "i"}
@@ -179,10 +188,10 @@ def _shape(out: SymbolicShapes, name: str) -> Shape:
     return out.shapes[name]
 
 
-def _int_op(op: str) -> Callable[[Dim, Dim], Dim] | None:
+def _int_op(op: str, out: SymbolicShapes, name: str) -> Callable[[Dim, Dim], Dim] | None:
     def div(a: Dim, b: Dim) -> Dim:
         if isinstance(b, int) and b >= 1:
-            return as_dim(SymDim.of(a) // b)
+            return trunc_div(out, a, b, name)  # an integer Div rounds toward 0
         raise _UncarriedError(f"division by {b}")
 
     ops: dict[str, Callable[[Dim, Dim], Dim]] = {
@@ -218,7 +227,7 @@ def _elementwise(
         if found is not None:
             out.values[node.output[0]] = found
         return
-    op = _int_op(node.op_type)
+    op = _int_op(node.op_type, out, node.output[0])
     if (
         op is not None
         and all(n in out.values for n in node.input)
@@ -274,59 +283,6 @@ def _gemm(
     m = a[1] if attrs.get("transA", 0) else a[0]
     n = b[0] if attrs.get("transB", 0) else b[1]
     out.shapes[node.output[0]] = (m, n)
-
-
-def _windows(
-    x: Shape, kernel: Sequence[int], attrs: Mapping[str, object], *, ceil: bool
-) -> list[Dim]:
-    k = len(kernel)
-    strides = _ints(attrs, "strides", [1] * k)
-    dilations = _ints(attrs, "dilations", [1] * k)
-    pads = _ints(attrs, "pads", [0] * (2 * k))
-    auto = attrs.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
-    sizes: list[Dim] = []
-    for i in range(k):
-        size = SymDim.of(x[2 + i])
-        if auto in ("SAME_UPPER", "SAME_LOWER"):
-            sizes.append(as_dim(size.ceil_div(strides[i])))
-            continue
-        if auto == "VALID":
-            pads[i] = pads[i + k] = 0
-        span = size + pads[i] + pads[i + k] - dilations[i] * (kernel[i] - 1) - 1
-        step = span.ceil_div(strides[i]) if ceil else span // strides[i]
-        sizes.append(as_dim(step + 1))
-    return sizes
-
-
-def _conv(
-    out: SymbolicShapes,
-    node: onnx.NodeProto,
-    shapes: list[Shape | None],
-    attrs: Mapping[str, object],
-) -> None:
-    x, w = shapes[0], shapes[1]
-    assert x is not None and w is not None
-    kernel = [int(d) for d in w[2:] if isinstance(d, int)]
-    if len(kernel) != len(w) - 2:
-        raise _UncarriedError("a symbolic kernel size")
-    out.shapes[node.output[0]] = (x[0], w[0], *_windows(x, kernel, attrs, ceil=False))
-
-
-def _pool(
-    out: SymbolicShapes,
-    node: onnx.NodeProto,
-    shapes: list[Shape | None],
-    attrs: Mapping[str, object],
-) -> None:
-    x = shapes[0]
-    assert x is not None
-    if node.op_type.startswith("Global"):
-        out.shapes[node.output[0]] = (x[0], x[1], *([1] * (len(x) - 2)))
-        return
-    kernel = _ints(attrs, "kernel_shape", [])
-    ceil = bool(attrs.get("ceil_mode", 0))
-    out.shapes[node.output[0]] = (x[0], x[1], *_windows(x, kernel, attrs, ceil=ceil))
 
 
 def _exact_div(p: SymDim, q: SymDim) -> SymDim:
@@ -672,12 +628,6 @@ _Rule = Callable[[SymbolicShapes, onnx.NodeProto, list[Shape | None], Mapping[st
 _RULES: dict[str, _Rule] = {
     "MatMul": _matmul,
     "Gemm": _gemm,
-    "Conv": _conv,
-    "MaxPool": _pool,
-    "AveragePool": _pool,
-    "GlobalAveragePool": _pool,
-    "GlobalMaxPool": _pool,
-    "GlobalLpPool": _pool,
     "Reshape": _reshape,
     "Transpose": _transpose,
     "Flatten": _flatten,
@@ -704,6 +654,7 @@ _RULES: dict[str, _Rule] = {
     "Constant": _constant,
     "ConstantOfShape": _constant_of_shape,
     "Expand": _expand,
+    **WINDOW_RULES,
     **MORE_RULES,
 }
 

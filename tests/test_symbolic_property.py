@@ -190,6 +190,7 @@ TORCH_DIMS = {
     "cnn": {0: "batch", 2: "height", 3: "width"},
     "block": {0: "batch", 1: "seq"},
     "upsample": {0: "batch", 2: "height", 3: "width"},
+    "downsample": {0: "batch", 2: "height", 3: "width"},
 }
 """The dims of input x each torch model exports as symbols."""
 
@@ -225,6 +226,21 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
             smooth = nn.functional.interpolate(d, scale_factor=2.0, mode="bilinear")
             return self.head(torch.cat([self.up(d), smooth], dim=1))
 
+    class Downsample(nn.Module):
+        """An input downsampled by 0.5 before its convolutions (nn.Upsample and interpolate):
+        each Resize's size is floor(h * 0.5), 0 at h = 1, which the guard against ONNX's
+        truncation refused until the walk wrote the truncation itself."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.Upsample(scale_factor=0.5, mode="nearest")
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.strided = nn.Conv2d(8, 4, 3, stride=2, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            d = self.conv(self.down(x))
+            return self.strided(nn.functional.interpolate(d, scale_factor=0.5, mode="bilinear"))
+
     class Block(nn.Module):
         """Pre-norm attention with a causal mask made from seq, then an MLP."""
 
@@ -254,6 +270,8 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
         return Cnn(), (torch.randn(2, 3, 16, 12),)
     if which == "upsample":
         return Upsample(), (torch.randn(2, 3, 16, 12),)
+    if which == "downsample":
+        return Downsample(), (torch.randn(2, 3, 16, 12),)
     return Block(), (torch.randn(2, 5, 16),)
 
 
@@ -278,7 +296,7 @@ def _export(which: str, dynamo: bool) -> onnx.ModelProto:
     return onnx.load_from_string(buffer.getvalue())
 
 
-@pytest.mark.parametrize("which", ["mlp", "cnn", "block", "upsample"])
+@pytest.mark.parametrize("which", ["mlp", "cnn", "block", "upsample", "downsample"])
 @pytest.mark.parametrize("exporter", ["torch_script", "torch_dynamo"])
 def test_formulas_are_exact_on_fresh_torch_exports(exporter: str, which: str) -> None:
     proto = _export(which, dynamo=exporter == "torch_dynamo")

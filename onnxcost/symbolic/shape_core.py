@@ -51,7 +51,9 @@ class SymbolicShapes:
     """Conditions ``c >= 0``, each true wherever every symbol is at least 1, under which a
     rule wrote a division that ONNX rounds toward 0 in its readable form, the plain floor (a
     Conv's output size ``(h - 1) // 2 + 1``: ``trunc_div``), each with the first tensor whose
-    shape took it. At a symbol's 0 the walk's shapes are ONNX's where each still holds."""
+    shape took it. At a symbol's 0 the walk's shapes are ONNX's where each still holds.
+    NB: recorded where a class is computed, so a walk given another walk's memo
+    (``node_costs(memo=...)``, the walks at the 0s) has those of its new classes only."""
     opset: int = 0
     """The model's ONNX opset (a pool's ceil_mode rounds otherwise from 22), 0 if unknown."""
 

@@ -14,6 +14,7 @@ import onnxcost
 from onnxcost import zoo
 from onnxcost.cli.app import app
 from onnxcost.llm.cost import DecoderError, detect, llm_report, present_for
+from onnxcost.prepare import prepare
 
 runner = CliRunner()
 
@@ -306,6 +307,29 @@ def test_gpt2_small_decode_step_by_hand() -> None:
     assert r.generation.macs == 494_423_040 + 123_532_032 * 2 + 18_432 * 11
     # 12 layers x 2 x 768 x 4 bytes
     assert r.kv_cache_bytes_per_token == 73_728
+    # At the LM head of a step every layer's present K and V is live, 73,728 bytes a token
+    # over P + 1 tokens, with the logits (50,257 x 4 = 201,028) and the final hidden state
+    # (768 x 4 = 3,072): 73,728·b·P + (73,728 + 201,028 + 3,072)·b = 73,728·b·P + 277,828·b.
+    peak = r.decode_activations
+    assert peak is not None
+    assert "277828*batch + 73728*batch*past_seq" in peak.python()
+    # the last step, past 5, is the concrete analysis' peak there; the peak memory adds the
+    # larger of it and the prefill's to the weights
+    at_last = onnxcost.analyze(
+        prepare("gpt2", params={"kv_cache": "true"}), dims={"batch": 1, "seq": 1, "past_seq": 5}
+    )
+    assert r.last_activations_bytes == at_last.totals.peak_activation_bytes
+    assert r.peak_memory_bytes == r.weights_bytes + max(
+        r.prefill_activations_bytes, at_last.totals.peak_activation_bytes
+    )
+    memory = r.to_dict()["memory"]
+    assert list(memory) == [
+        "prefill_activations_bytes",
+        "decode_activations_formula",
+        "last_activations_bytes",
+        "peak_bytes",
+    ]
+    assert memory["peak_bytes"] == r.peak_memory_bytes
 
 
 @pytest.mark.slow

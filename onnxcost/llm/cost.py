@@ -327,6 +327,26 @@ class LlmReport:
     """What the step at past = N reads, by role (None when M = 1)."""
     training: LlmTraining | None = None
     """With ``training_tokens``: the cost of training on that many tokens."""
+    prefill_activations_bytes: int = 0
+    """The prefill's peak of live activations (``peak_activation_bytes``: the KV cache it
+    writes included)."""
+    decode_activations: Formula | None = None
+    """A decode step's peak of live activations in batch and past (the cache it reads and
+    writes included; None where the formulas were sampled)."""
+    last_activations_bytes: int | None = None
+    """That peak at the last step (None when M = 1)."""
+
+    @property
+    def decode_activations_text(self) -> str | None:
+        return None if self.decode_activations is None else self.decode_activations.python()
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        """The weights and the largest peak of live activations over the generation (the
+        prefill's or the last step's: a step's only grows with the cache)."""
+        return self.weights_bytes + max(
+            self.prefill_activations_bytes, self.last_activations_bytes or 0
+        )
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -389,6 +409,17 @@ class LlmReport:
             ),
         ),
         ("generation", Group(_STEP, of="generation")),
+        (
+            "memory",
+            Group(
+                (
+                    "prefill_activations_bytes",
+                    ("decode_activations_formula", "decode_activations_text"),
+                    "last_activations_bytes",
+                    ("peak_bytes", "peak_memory_bytes"),
+                )
+            ),
+        ),
         (
             "roofline",
             Group(
@@ -549,6 +580,15 @@ def llm_report(
             t.bytes_read_weights, t.bytes_read_kv_cache, t.bytes_read_activations
         )
     last = step(prompt + generate - 2) if generate > 1 else None
+    peak = decode.get("peak_activation_bytes")
+    last_peak = None
+    if generate > 1:
+        values = {layout.batch: batch, layout.past: prompt + generate - 2}
+        last_peak = (
+            peak.evaluate(values)
+            if peak is not None
+            else at({**values, layout.seq: 1}).totals.peak_activation_bytes
+        )
     if ceilings is None and calibrated is not None:
         found_ceiling = calibrated(weights_dtype(proto))
         if found_ceiling is not None:
@@ -587,6 +627,9 @@ def llm_report(
         training=None
         if training_tokens is None
         else _training(prefill_a, proto, training_tokens, prompt, batch),
+        prefill_activations_bytes=prefill_a.totals.peak_activation_bytes,
+        decode_activations=peak,
+        last_activations_bytes=last_peak,
     )
 
 

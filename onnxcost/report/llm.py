@@ -69,6 +69,20 @@ def rows(r: LlmReport) -> list[tuple[str, str]]:
     else:
         out.append(("  steps", "none: the prefill yields the only token (--generate 1)"))
     out.append((f"generation of {m} tokens", _phase(r.generation, False)))
+    out.append(("peak activations", f"prefill {units.nbytes(r.prefill_activations_bytes)}"))
+    if r.decode_activations is not None:
+        out.append(("", f"decode step = {r.decode_activations.pretty()}"))
+    if r.last_activations_bytes is not None:
+        out.append(
+            (f"  at the last step (past {n + m - 2})", units.nbytes(r.last_activations_bytes))
+        )
+    out.append(
+        (
+            "peak memory",
+            f"{units.nbytes(r.peak_memory_bytes)}: weights + the largest of those (live "
+            f"tensors, KV cache included)",
+        )
+    )
     if r.training is not None:
         t = r.training
         steps = f"{t.steps:,.0f}" if t.steps.is_integer() else f"{t.steps:,.2f}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Union
 
 Atom = Union[str, "_Floor", "_MinMax"]
@@ -60,7 +61,14 @@ class _MinMax:
 
 
 def _atom_key(atom: Atom) -> str:
-    return atom if isinstance(atom, str) else str(atom)
+    return atom if isinstance(atom, str) else _atom_text(atom)
+
+
+@lru_cache(maxsize=1 << 16)
+def _atom_text(atom: _Floor | _MinMax) -> str:
+    """A floor's, min's or max's text, once: it orders every product and sum that holds it,
+    and each text holds its sides' texts (a nested ``max`` was made again at every level)."""
+    return str(atom)
 
 
 def _mono_key(mono: _Monomial) -> tuple[int, str]:

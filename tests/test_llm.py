@@ -11,7 +11,7 @@ from onnxcost_testing import parse
 from typer.testing import CliRunner
 
 import onnxcost
-from onnxcost import zoo
+from onnxcost import units, zoo
 from onnxcost.cli.app import app
 from onnxcost.llm.cost import DecoderError, detect, llm_report, present_for
 from onnxcost.prepare import prepare
@@ -379,3 +379,18 @@ def test_json_goes_through_the_project_serializer(
     r = llm_report(tiny, prompt=3, generate=2)
     monkeypatch.setattr(LlmReport, "to_dict", lambda self: {"model": b"gpt\xff"})
     assert json.loads(views(r).json()) == {"model": "gpt\\xff"}
+
+
+def test_html_cards_give_the_peak_memory(tiny: Path) -> None:
+    from onnxcost.report.html import llm_html
+
+    r = llm_report(tiny, prompt=4, generate=3)
+    page = llm_html(r)
+    # the card: weights + the larger of the prefill's and the last step's peak activations
+    assert r.peak_memory_bytes == r.weights_bytes + max(
+        r.prefill_activations_bytes, r.last_activations_bytes or 0
+    )
+    assert (
+        f'<div class="k">peak memory</div><div class="v">{units.nbytes(r.peak_memory_bytes)}'
+        in page
+    )

@@ -637,6 +637,11 @@ def summary_rows(result: BenchResult) -> list[tuple[str, str]]:
     return _summary_rows(result) + _latency_rows(result)
 
 
+def max_batch_section(mb: MaxBatch) -> tuple[Table, list[str]]:
+    """The probes' table and the sentences under it (shared with HTML)."""
+    return _probe_grid(mb), [_sentence(_max_batch_line(mb)), _sentence(_estimate_line(mb))]
+
+
 def profile_line(prof: ProfileResult) -> str:
     """One sentence on the profiled runs: how many, kernel time against run time, mapping."""
     return _sentence(_profile_line(prof))

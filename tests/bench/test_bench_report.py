@@ -279,3 +279,15 @@ def test_csv_tables() -> None:
     assert ops[1]["cumulative_share"] == "1.000000"
     assert to_csv(result(profile=False), "nodes") == ""
     assert to_csv(result(profile=False)).startswith("model,provider,batch")
+
+
+def test_html_has_the_max_batch_search() -> None:
+    from onnxcost.report.html import bench_html
+
+    page = bench_html(result())
+    # probes: batch 1 ran at 500 samples/s, batch 2 ran out of memory; no estimate was made
+    assert "<h2>Max batch</h2>" in page
+    assert "out of memory" in page
+    assert "Largest batch that ran: 1; best throughput at batch 1 (500.00 samples/s)." in page
+    assert "Estimate from the formulas: none (not made)." in page
+    assert "<h2>Max batch</h2>" not in bench_html(dataclasses.replace(result(), max_batch=None))

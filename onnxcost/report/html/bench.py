@@ -204,7 +204,7 @@ BENCH_NODE_COLUMNS: tuple[Column, ...] = (
 
 def bench_html(r: BenchResult) -> str:
     """The report of a bench: summary, latency, and with a profile the per-node charts."""
-    from onnxcost.report.bench import profile_line, summary_rows
+    from onnxcost.report.bench import max_batch_section, profile_line, summary_rows
 
     env = r.environment
     lat = r.latency
@@ -308,6 +308,7 @@ def bench_html(r: BenchResult) -> str:
         summary=summary_rows(r),
         runs=r.runs,
         sweep=bool(r.sweep),
+        max_batch=None if r.max_batch is None else max_batch_section(r.max_batch),
         profiled=prof is not None,
         profile_line=profile_line(prof) if prof is not None else "",
         roofline_note=roofline_note,

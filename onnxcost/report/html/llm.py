@@ -72,6 +72,7 @@ def llm_html(r: LlmReport) -> str:
         ("KV cache per token", units.nbytes(r.kv_cache_bytes_per_token), ""),
         ("prefill FLOPs", units.count(r.prefill.flops), f"{r.prefill.flops:,}"),
         ("generation FLOPs", units.count(r.generation.flops), f"{r.generation.flops:,}"),
+        ("peak memory", units.nbytes(r.peak_memory_bytes), f"{r.peak_memory_bytes:,} B"),
     ]
     if r.training is not None:
         t = r.training

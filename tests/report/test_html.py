@@ -172,3 +172,15 @@ def test_llm_page(tmp_path: Path) -> None:
     import vl_convert
 
     assert vl_convert.vegalite_to_svg(chart).count('aria-roledescription="circle"') == 3
+
+
+def test_a_symbolic_analysis_page_has_its_formulas() -> None:
+    from onnxcost.report.html import analysis_html
+
+    a = onnxcost.analyze("mlp", symbolic=True)
+    page = analysis_html(a)
+    assert "<h2>Formulas</h2>" in page
+    # 784 -> 128 -> 32 -> 10 by default: (784·128 + 128·32 + 32·10)·batch
+    # = (100,352 + 4,096 + 320)·batch = 104,768·batch MACs
+    assert '<tr><th>MACs</th><td class="formula">104,768·batch</td></tr>' in page
+    assert "<h2>Formulas</h2>" not in analysis_html(onnxcost.analyze("mlp"))

@@ -105,7 +105,26 @@ def _analysis_context(a: Analysis) -> dict[str, Any]:
         "unsupported": list(a.unsupported),
         "warnings": list(a.warnings),
         "training": training_table(a),
+        "formulas": _formulas(a),
     }
+
+
+FORMULA_WIDTH = 110
+"""Characters a line of a formula on the page: a long one breaks between its terms, and a
+``max`` of several opens one argument a line (``table.formula_rows``, as in the terminal)."""
+
+
+def _formulas(a: Analysis) -> tuple[str, list[tuple[str, str]]] | None:
+    """With ``--symbolic``: the heading, and (total, formula) rows, as the terminal has them."""
+    from onnxcost.report.table import formula_rows
+
+    if a.symbolic is None:
+        return None
+    heading, *lines = a.symbolic.describe()
+    return heading, [
+        (label, "\n".join(formula_rows("", text, FORMULA_WIDTH)))
+        for label, _eq, text in (x.partition(" = ") for x in lines)
+    ]
 
 
 LEAF_LIMIT = 40

@@ -18,7 +18,11 @@ time and the median CPU time (``time.process_time``: what the shared machine's o
 does not inflate) of each, their ratio, and how the formulas were found (the one walk, or
 how many concrete analyses the sampler ran).
 
-Usage: python scripts/bench_symbolic.py [--runs 7] [--out DIR] [--all]
+With ``--partial``, instead: the 2-layer GPT-2 and the 8-layer llama ending in a Resize the
+walk does not carry, ``--symbolic`` sampling the lost nodes alone against sampling the whole
+model (as before), alternating with a concrete analysis.
+
+Usage: python scripts/bench_symbolic.py [--runs 7] [--out DIR] [--all | --partial]
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import onnx
+import onnx.numpy_helper
 
 import onnxcost
 from onnxcost import zoo
@@ -72,6 +78,57 @@ def case(label: str, source: str | Path, runs: int) -> None:
         f"{label}, {len(prepared.view.order):,} nodes: concrete {cw:.3f} s wall / {cc:.3f} s "
         f"CPU; symbolic {sw:.3f} s wall / {sc:.3f} s CPU ({analyses}): {sw / cw:.2f}x wall, "
         f"{sc / cc:.2f}x CPU",
+        flush=True,
+    )
+
+
+def _ending_uncarried(source: Path, path: Path) -> None:
+    """``source`` with a Resize by scales computed in the graph (1s: the walk carries stored
+    scales only) after its first output, which becomes the output: only that last node is
+    not carried."""
+    proto = onnx.load(str(source), load_external_data=False)
+    out = proto.graph.output[0]
+    rank = len(out.type.tensor_type.shape.dim)
+    ones = onnx.numpy_helper.from_array(np.ones(rank, np.float32), "bench_ones")
+    proto.graph.initializer.append(ones)
+    proto.graph.node.extend(
+        [
+            onnx.helper.make_node("Mul", ["bench_ones", "bench_ones"], ["bench_scales"]),
+            onnx.helper.make_node("Resize", [out.name, "", "bench_scales"], ["bench_resized"]),
+        ]
+    )
+    resized = onnx.ValueInfoProto()
+    resized.CopyFrom(out)
+    resized.name = "bench_resized"
+    proto.graph.output.insert(0, resized)
+    onnx.save(proto, str(path))
+
+
+def partial(label: str, source: Path, runs: int) -> None:
+    """``--symbolic`` on a model whose last node only is not carried: the lost nodes sampled
+    alone (now) and the whole model sampled (before, ``formulas._lost_only`` off), alternating
+    with a concrete analysis; medians and their ratios to it."""
+    from onnxcost.symbolic import formulas
+
+    prepared = prepare(source)
+    alone = formulas._lost_only
+    routes = {"concrete": False, "alone": True, "whole": True}
+    times: dict[str, list[float]] = {r: [] for r in routes}
+    runs_of: dict[str, str] = {}
+    _timed(prepared, True)  # warm
+    for _ in range(runs):
+        for route, symbolic in routes.items():
+            formulas._lost_only = (lambda *_a: None) if route == "whole" else alone  # type: ignore[assignment]
+            wall, _cpu, runs_of[route] = _timed(prepared, symbolic)
+            times[route].append(wall)
+    formulas._lost_only = alone  # type: ignore[assignment]
+    med = {r: statistics.median(t) for r, t in times.items()}
+    c = med["concrete"]
+    print(
+        f"{label}, {len(prepared.view.order):,} nodes, the last not carried: concrete "
+        f"{c:.3f} s; --symbolic sampling the lost nodes alone {med['alone']:.3f} s "
+        f"({med['alone'] / c:.2f}x; {runs_of['alone']}), sampling the whole model "
+        f"{med['whole']:.3f} s ({med['whole'] / c:.2f}x; {runs_of['whole']})",
         flush=True,
     )
 
@@ -118,6 +175,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench_symbolic")
     ap.add_argument("--all", action="store_true", help="also the 12-layer GPT-2 KV, 32-layer llama")
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="only the llama shape (8 layers) and the 2-layer GPT-2 ending in a node the walk "
+        "does not carry, before and after the lost nodes were sampled alone",
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     exported = args.out / "gpt2_torch_dynamo.onnx"
@@ -127,6 +190,12 @@ def main() -> None:
     if not llama8.exists():
         zoo.save("llama", llama8, weights=False, params={"layers": 8, "kv_cache": "true"})
     print(f"medians of {args.runs} alternating runs")
+    if args.partial:
+        for label, model in (("2-layer GPT-2 KV", kv2), ("llama shape, 8 layers, KV", llama8)):
+            ending = model.with_name(model.stem + "_resized.onnx")
+            _ending_uncarried(model, ending)
+            partial(label, ending, args.runs)
+        return
     if exported.exists() or _torch_gpt2(exported):
         case("GPT-2 small, torch export (batch, seq)", exported, args.runs)
     else:

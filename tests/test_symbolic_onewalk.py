@@ -154,7 +154,10 @@ def test_an_uncarried_node_falls_back_to_sampling() -> None:
     }"""
     a = onnxcost.analyze(parse(text), symbolic=True)
     assert a.symbolic is not None
-    assert a.symbolic.analyses > 1  # sampled: the whole model ran at more than one point
+    # sampled: the lost nodes (Resize_2 and Mul_1, the constant it reads) at more than one
+    # point, the whole model only at batch = 1 (the analysis reported)
+    assert a.symbolic.analyses == 1
+    assert a.symbolic.reduced_analyses > 1
     assert _terms(a.formulas["bytes_written"]) == {(1,): 64}
     # only what the walk does not carry was sampled: Resize_2 (Mul_1's shape is carried, its
     # float value is not); Relu_0's and Mul_1's formulas are the walk's
@@ -214,6 +217,107 @@ def test_only_the_costs_downstream_of_an_uncarried_node_are_sampled() -> None:
         "these formulas were sampled"
     ]
     assert a.formulas["peak_activation_bytes"] is None
+
+
+def _chain_ending_uncarried(layers: int) -> onnx.ModelProto:
+    """x [batch, seq, 16] through ``layers`` x (MatMul 16x16, Add, Relu), then a Resize by
+    scales computed in the graph (the walk carries stored scales only: not carried), a
+    Reshape to the chain's own shape (its target a value the walk carries, from a carried
+    Shape) and a MatMul to 4: 3 x layers + 5 nodes."""
+    w = numpy_helper.from_array(np.ones((16, 16), np.float32), "w")
+    b = numpy_helper.from_array(np.ones(16, np.float32), "b")
+    ones = numpy_helper.from_array(np.ones(3, np.float32), "ones")
+    head = numpy_helper.from_array(np.ones((16, 4), np.float32), "head")
+    nodes = []
+    h = "x"
+    for i in range(layers):
+        nodes += [
+            helper.make_node("MatMul", [h, "w"], [f"m{i}"], name=f"mm{i}"),
+            helper.make_node("Add", [f"m{i}", "b"], [f"a{i}"], name=f"add{i}"),
+            helper.make_node("Relu", [f"a{i}"], [f"h{i}"], name=f"relu{i}"),
+        ]
+        h = f"h{i}"
+    nodes += [
+        helper.make_node("Mul", ["ones", "ones"], ["scales"], name="scales"),
+        helper.make_node("Resize", [h, "", "scales"], ["r"], name="resize"),
+        helper.make_node("Shape", [h], ["shape"], name="shape"),
+        helper.make_node("Reshape", ["r", "shape"], ["t"], name="reshape"),
+        helper.make_node("MatMul", ["t", "head"], ["y"], name="out"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 4])],
+        [w, b, ones, head],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def test_the_sampler_analyses_only_the_nodes_not_carried(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 200 nodes: 65 x (MatMul, Add, Relu), then the scales' Mul, the Resize the walk does not
+    # carry, Shape, Reshape and the head's MatMul. The walk carries the chain, the Mul and
+    # the Shape (with its value [batch, seq, 16]); the Resize, Reshape and head are sampled,
+    # and no concrete analysis past the reported one covers the whole model: the sampler
+    # analyses those 3 nodes and the scales' Mul (the constant the Resize reads), and checks
+    # them against the walk's reduced model (a node per class, 8 nodes here).
+    from onnxcost.analysis import walk
+
+    proto = _chain_ending_uncarried(65)
+    assert len(proto.graph.node) == 200
+    analysed: list[int] = []
+    costs_at = walk.costs_at
+
+    def counted(model: Any, **kwargs: Any) -> Any:
+        analysed.append(len(model.view.order))
+        return costs_at(model, **kwargs)
+
+    monkeypatch.setattr(walk, "costs_at", counted)
+    a = onnxcost.analyze(proto, symbolic=True)
+    monkeypatch.undo()
+    assert a.symbolic is not None
+    assert analysed, "the sampler ran"
+    assert max(analysed) < 20, analysed  # never the 200 nodes (on main: 4 whole analyses)
+    assert a.symbolic.analyses == 1  # the reported one, at batch = seq = 1
+    said = [w for w in a.warnings if "nodes were sampled" in w]
+    assert len(said) == 1
+    assert said[0].startswith("the formulas of 3 of 200 nodes were sampled"), said
+    # By hand at batch = 3, seq = 7: the head's MatMul 3 x 7 x 16 x 4 = 1,344 MACs; the
+    # Resize (nearest, scales 1) writes its [3, 7, 16] floats: 336 x 4 = 1,344 bytes, and
+    # computes nothing (nearest is index arithmetic: 0 FLOPs).
+    nodes = a.symbolic.nodes
+    head, resize = nodes[199]["macs"], nodes[196]
+    assert head is not None
+    assert head(batch=3, seq=7) == 1_344
+    assert resize["bytes_written"] is not None
+    assert resize["bytes_written"](batch=3, seq=7) == 1_344
+    assert resize["flops"] is not None
+    assert resize["flops"](batch=3, seq=7) == 0
+    for point in ({"batch": 3, "seq": 7}, {"batch": 1, "seq": 12}, {"batch": 5, "seq": 2}):
+        _every_formula_holds(a, proto, point)
+
+
+@pytest.mark.parametrize("layers", [1, 65])
+def test_the_nodes_not_carried_have_the_formulas_sampling_the_whole_model_gives(
+    monkeypatch: pytest.MonkeyPatch, layers: int
+) -> None:
+    # The formulas, the symbols' 0s and the warnings (but the one that counts the analyses)
+    # are those of sampling the whole model, as before the lost nodes were sampled alone.
+    proto = _chain_ending_uncarried(layers)
+    base = onnxcost.analyze(proto, dims={"batch": 1, "seq": 1})
+    alone = formulas.symbolic_costs(prepare(proto), base)
+    monkeypatch.setattr(formulas, "_lost_only", lambda *args: None)
+    whole = formulas.symbolic_costs(prepare(proto), base)
+    assert alone.reduced_analyses > 1
+    assert alone.analyses == 1
+    assert whole.analyses > 1
+    assert alone.totals == whole.totals
+    assert alone.nodes == whole.nodes
+    assert alone.zero_allowed == whole.zero_allowed
+    counted = "nodes were sampled"
+    assert [w for w in alone.warnings if counted not in w] == [
+        w for w in whole.warnings if counted not in w
+    ]
 
 
 def test_the_sampler_is_still_there_on_request(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from onnxcost.errors import OnnxcostError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
@@ -187,16 +188,46 @@ def symbolic_costs(
         allow_reshape,
     )
     wanted = walked.lost if isinstance(walked, PartialWalk) else None
-    try:
-        found = _search(source, base, *options, reduce=reduce, wanted=wanted)
-    except _ReducedMissError:
-        found = _search(source, base, *options, reduce=False, wanted=wanted)
+    found = _lost_only(source, base, options, walked) if isinstance(walked, PartialWalk) else None
+    if found is None:
+        try:
+            found = _search(source, base, *options, reduce=reduce, wanted=wanted)
+        except _ReducedMissError:
+            found = _search(source, base, *options, reduce=False, wanted=wanted)
     if isinstance(walked, PartialWalk):
         found = _completed(walked, found)
     elif isinstance(walked, str):
         why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
         found = replace(found, warnings=(*found.warnings, why))
     return _with_peak(found, base.totals.peak_activation_bytes)
+
+
+def _lost_only(
+    source: PreparedModel,
+    base: Analysis,
+    options: tuple[dict[str, Sequence[int]], dict[str, int], Convention, int, int, int, bool],
+    walked: PartialWalk,
+) -> SymbolicCosts | None:
+    """The lost nodes' formulas sampled on them alone (``symbolic.lost``): where every other
+    node has the walk's formulas, and the sampler finds every lost node's (so that no total
+    is the sampler's). None where not: the whole model is then sampled."""
+    if walked.region is None:
+        return None
+    lost = walked.lost
+    if any(
+        f is None
+        for k, node in enumerate(walked.costs.nodes)
+        if k not in lost
+        for f in node.values()
+    ):
+        return None
+    try:
+        found = _search(source, base, *options, reduce=False, wanted=lost, region=walked.region)
+    except (_ReducedMissError, OnnxcostError):
+        return None  # the whole model's sampling says what breaks, if anything does
+    if any(f is None for k in lost for f in found.nodes[k].values()):
+        return None
+    return found
 
 
 def _with_peak(found: SymbolicCosts, peak: int) -> SymbolicCosts:
@@ -237,9 +268,14 @@ def _completed(walked: PartialWalk, sampled: SymbolicCosts) -> SymbolicCosts:
             f"no exact formula (a node's formula is null, and the sampler found none for the "
             f"sum) for node '(totals)' ({', '.join(missing)}): null"
         )
+    runs = (
+        f"{sampled.analyses} analyses"
+        if sampled.analyses
+        else f"{sampled.reduced_analyses} analyses of those nodes alone or of the reduced model"
+    )
     why = (
         f"the formulas of {len(walked.lost)} of {len(nodes)} nodes were sampled "
-        f"({sampled.analyses} analyses), the others' come from the symbolic walk: {walked.why}"
+        f"({runs}), the others' come from the symbolic walk: {walked.why}"
     )
     return replace(
         sampled,

@@ -41,6 +41,7 @@ from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
 from onnxcost.symbolic.domain import _sign, _substituted, within
 from onnxcost.symbolic.limits import PositionLimit, find_limit
+from onnxcost.symbolic.lost import LostRegion, lost_region
 from onnxcost.symbolic.peak import KEY as PEAK
 from onnxcost.symbolic.peak import peak_formula
 from onnxcost.symbolic.poly import Formula
@@ -280,7 +281,11 @@ def one_walk_costs(
         shapes=walked.shapes.shapes if walked.shapes is not None and not lost else None,
     )
     if lost:
-        return PartialWalk(result, lost, _not_carried(walked.reasons, base))
+        region = None
+        if walked.shapes is not None and walked.types is not None and walked.weights is not None:
+            alone = lost_region(source, lost, walked.shapes, walked.types, walked.weights.constant)
+            region = None if alone is None else (alone, reduced)
+        return PartialWalk(result, lost, _not_carried(walked.reasons, base), region)
     return result
 
 
@@ -294,6 +299,10 @@ class PartialWalk:
     """Indices of the nodes not carried: an op without a symbolic rule and what follows it."""
     why: str
     """The first nodes not carried, named for a warning (``_not_carried``)."""
+    region: tuple[LostRegion, _Reduced] | None = None
+    """The lost nodes as a model of their own and the reduced model (a class per node
+    carried, every lost node kept) that the sampler analyses in place of the whole model
+    (``symbolic.lost``); None where the region cannot be built."""
 
 
 def _assumed_at_zero(shapes: SymbolicShapes | None, symbols: Sequence[str]) -> dict[str, str]:

@@ -57,6 +57,7 @@ from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.limits import PositionLimit, find_limit
+from onnxcost.symbolic.lost import LostRegion, LostSampler, reduced_sample
 from onnxcost.symbolic.poly import (
     Formula,
     _binomial_rows,
@@ -67,6 +68,7 @@ from onnxcost.symbolic.poly import (
 )
 from onnxcost.symbolic.reduced import (
     _light,
+    _Reduced,
     _Sample,
     _Sampler,
     _Units,
@@ -148,17 +150,23 @@ def _search(
     *,
     reduce: bool,
     wanted: frozenset[int] | None = None,
+    region: tuple[LostRegion, _Reduced] | None = None,
 ) -> SymbolicCosts:
     """``symbolic_costs``, one try: choose the points, find each symbol's degree, interpolate
     on the grid, verify beyond it and at the 0s, then make the formulas. ``wanted``: the
     nodes whose formulas are wanted (the others come from the symbolic walk): the warnings
-    name only those, and no total."""
+    name only those, and no total. ``region``: the ``wanted`` nodes as a model of their own
+    and the walk's reduced model, analysed in place of the whole model (``symbolic.lost``):
+    the formulas of the other nodes and of the totals are then not the model's (0 for a
+    node), and ``analyses`` is 0."""
     from onnxcost.analysis.walk import costs_at
 
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)
 
-    def run_on(prepared: PreparedModel, values: dict[str, int]) -> Analysis:
+    def run_on(
+        prepared: PreparedModel, values: dict[str, int], *, whole_graph: bool = False
+    ) -> Analysis:
         point = with_derived(source.proto, input_shapes, {**dims, **values})
         return costs_at(
             prepared,
@@ -167,15 +175,31 @@ def _search(
             convention=convention,
             allow_reshape=allow_reshape,
             traffic=base.traffic,  # the bytes counted as the base analysis counts them
+            whole_graph=whole_graph,
         )
 
     names = tuple(n.name for n in base.nodes)
-    sampler = _Sampler(partial(run_on, source), run_on, symbols, names, _Units.nodes(len(names)))
+    units = _Units.nodes(len(names))
+    sampler: _Sampler
+    if region is None:
+        sampler = _Sampler(partial(run_on, source), run_on, symbols, names, units)
+    else:
+        sampler = _lost_sampler(region, run_on, base, wanted or frozenset(), symbols, names)
     start = tuple(_FIRST_BASE + i for i in range(len(symbols)))
     limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     checks = _choose_points(
-        sampler, source, base, start, max_degree, verify, seed, reduce, _Bound.of(limit, symbols)
+        sampler,
+        source,
+        base,
+        start,
+        max_degree,
+        verify,
+        seed,
+        reduce and region is None,
+        _Bound.of(limit, symbols),
     )
+    if isinstance(sampler, LostSampler):
+        sampler.checked = frozenset(checks)  # the region against the reduced model there
     n_costs = len(TOTAL_KEYS) + len(NODE_KEYS) * len(sampler.units.sizes)
     misses = _Misses(np.zeros(n_costs, dtype=bool), np.zeros(n_costs, dtype=bool))
     degrees = _degrees(sampler, start, max_degree, misses)
@@ -203,11 +227,57 @@ def _search(
         totals=totals,
         nodes=tuple(per_unit[u] for u in sampler.units.of_node),
         zero_allowed=zero_allowed,
-        analyses=len(sampler.whole_points),
-        reduced_analyses=len(sampler.reduced_samples),
-        reduced_nodes=len(sampler.units.sizes) if sampler.reduced is not None else 0,
+        analyses=0 if isinstance(sampler, LostSampler) else len(sampler.whole_points),
+        reduced_analyses=(
+            sampler.runs if isinstance(sampler, LostSampler) else len(sampler.reduced_samples)
+        ),
+        reduced_nodes=(
+            len(region[0].kept)
+            if region is not None
+            else len(sampler.units.sizes)
+            if sampler.reduced is not None
+            else 0
+        ),
         warnings=tuple(warnings),
         limit=limit,
+    )
+
+
+def _lost_sampler(
+    region: tuple[LostRegion, _Reduced],
+    run_on: Callable[..., Analysis],
+    base: Analysis,
+    lost: frozenset[int],
+    symbols: tuple[str, ...],
+    names: tuple[str, ...],
+) -> LostSampler:
+    """The sampler over the lost nodes alone (``symbolic.lost``), checked against the walk's
+    reduced model."""
+    nodes, reduced = region
+    params = (base.totals.params, base.totals.param_bytes)
+
+    def at_region(values: dict[str, int]) -> _Sample:
+        return nodes.sample(
+            run_on(nodes.model_at(values), values, whole_graph=True), len(names), params
+        )
+
+    def at_check(values: dict[str, int]) -> _Sample:
+        return reduced_sample(
+            reduced, run_on(reduced.model, values, whole_graph=True), lost, len(names)
+        )
+
+    def unused(*_args: object) -> Analysis:
+        raise AssertionError("the lost nodes' sampler runs its region or the reduced model")
+
+    return LostSampler(
+        unused,
+        unused,
+        symbols,
+        names,
+        _Units.nodes(len(names)),
+        region=at_region,
+        check=at_check,
+        lost=lost,
     )
 
 

@@ -182,6 +182,47 @@ def test_formulas_are_exact_on_full_width_decoders(
     _check(f"{name} {params}", prepare(path))
 
 
+# --- where the walk loses nodes ---------------------------------------------------------------
+
+LOSING: list[tuple[str, dict[str, str | int], str]] = [
+    ("gpt2", _DECODER, "Softmax"),
+    ("llama", {**_DECODER, "kv_heads": 1, "intermediate": 48, "kv_cache": "true"}, "Softmax"),
+    ("bert_base", {**_DECODER, "intermediate": 48}, "LayerNormalization"),
+    ("resnet18", {"image_size": 32, "num_classes": 3}, "MaxPool"),
+    ("vit_b_16", {"image_size": 32, "layers": 1, "hidden": 32, "heads": 2, "mlp_dim": 48}, "Gemm"),
+]
+"""Built-ins with every node of one op made one the walk does not carry: the nodes lost are
+those and what follows them, sampled alone (``symbolic/lost.py``) or with the whole model."""
+
+
+@pytest.mark.parametrize(("name", "params", "op"), LOSING, ids=lambda v: str(v))
+def test_formulas_are_exact_where_the_walk_loses_nodes(
+    monkeypatch: pytest.MonkeyPatch, name: str, params: dict[str, str | int], op: str
+) -> None:
+    from onnxcost.symbolic import node_costs
+    from onnxcost.symbolic.shapes import _UncarriedError
+
+    carry = node_costs._carry
+
+    def losing(out: Any, node: onnx.NodeProto, *args: Any, **kwargs: Any) -> Any:
+        if node.op_type == op:
+            raise _UncarriedError("made one the walk does not carry, by the test")
+        return carry(out, node, *args, **kwargs)
+
+    monkeypatch.setattr(node_costs, "_carry", losing)
+    label = f"{name} {params} without {op}"
+    model = prepare(zoo.build(name, params=params))
+    a = onnxcost.analyze(model, symbolic=True)
+    assert any("were sampled" in w and op in w for w in a.warnings), a.warnings
+    misses = _mismatches(label, model, a)
+    assert not misses, "\n".join(misses[:20]) + f"\n({len(misses)} in all)"
+    costs: Any = a.symbolic
+    # every total but the peak has its formula (the peak is the whole walk's only), and the
+    # whole model was analysed once: the lost nodes were sampled alone
+    assert [k for k in TOTAL_KEYS if costs.totals[k] is None] == ["peak_activation_bytes"]
+    assert costs.analyses == 1, a.warnings
+
+
 # --- fresh torch exports, both exporters -------------------------------------------------------
 
 

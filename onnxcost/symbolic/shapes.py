@@ -43,7 +43,7 @@ from onnxcost.symbolic.shape_core import (
     trunc_div,
 )
 from onnxcost.symbolic.windows import WINDOW_RULES
-from onnxcost.symdim import Dim, SymDim, as_dim, sym_max, sym_min
+from onnxcost.symdim import Dim, SymDim, _Monomial, as_dim, sym_max, sym_min
 
 _BIG = 2**31 - 1
 """Slice ends at or past this mean "to the end"."""
@@ -286,9 +286,10 @@ def _gemm(
 
 
 def _exact_div(p: SymDim, q: SymDim) -> SymDim:
-    """p / q where q is one term (c * a monomial) dividing every term of p exactly."""
+    """p / q where q divides p exactly: one term (c * a monomial) dividing every term of p,
+    or a polynomial (``_long_div``: wav2vec2's ``32*b*(t - 1) / (16*b*(t - 1))`` is 2)."""
     if len(q.terms) != 1:
-        raise _UncarriedError(f"-1 of Reshape: {p} / {q}")
+        return _long_div(p, q)
     ((qm, qc),) = q.terms.items()
     qexp = dict(qm)
     terms = {}
@@ -299,6 +300,44 @@ def _exact_div(p: SymDim, q: SymDim) -> SymDim:
         rest = {a: e - qexp.get(a, 0) for a, e in exps.items() if e - qexp.get(a, 0)}
         terms[tuple(sorted(rest.items(), key=lambda ae: str(ae[0])))] = c // qc
     return SymDim(terms)
+
+
+_MAX_DIVISION_STEPS = 1_000
+"""The most terms of a quotient ``_long_div`` finds before it gives up (a Reshape's -1 has a
+few)."""
+
+
+def _long_div(p: SymDim, q: SymDim) -> SymDim:
+    """p / q by long division, its atoms (symbols, floors, mins, maxes) taken as variables:
+    in a graded order, q's leading term divides p's until nothing is left. q divides p as
+    polynomials exactly where nothing is left (one divisor is its ideal's Groebner basis), and
+    then the quotient holds wherever the atoms take values; _UncarriedError where something is
+    left, or a leading coefficient does not divide (no quotient with integer coefficients)."""
+    atoms = sorted({a for d in (p, q) for mono in d.terms for a, _e in mono}, key=str)
+    index = {a: k for k, a in enumerate(atoms)}
+
+    def order(mono: _Monomial) -> tuple[int, tuple[int, ...]]:
+        exps = [0] * len(atoms)
+        for a, e in mono:
+            exps[index[a]] = e
+        return sum(exps), tuple(exps)
+
+    lead = max(q.terms, key=order)
+    lead_exps, lead_c = dict(lead), q.terms[lead]
+    rest, quotient = p, SymDim.of(0)
+    for _ in range(_MAX_DIVISION_STEPS):
+        if not rest.terms:
+            return quotient
+        top = max(rest.terms, key=order)
+        c = rest.terms[top]
+        exps = dict(top)
+        if c % lead_c or any(exps.get(a, 0) < e for a, e in lead_exps.items()):
+            break
+        left = {a: e - lead_exps.get(a, 0) for a, e in exps.items() if e - lead_exps.get(a, 0)}
+        step = SymDim({tuple(sorted(left.items(), key=lambda ae: str(ae[0]))): c // lead_c})
+        quotient = quotient + step
+        rest = rest - step * q
+    raise _UncarriedError(f"-1 of Reshape: {p} / {q}")
 
 
 def _product(dims: Iterable[Dim]) -> SymDim:

@@ -25,6 +25,7 @@ def analyze(
     dims: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
     symbolic: bool = False,
+    least: Mapping[str, int] | None = None,
     registry: Registry = REGISTRY,
     ort_peak: bool = False,
     allow_reshape: bool = False,
@@ -43,8 +44,11 @@ def analyze(
     ``input_shapes`` fixes input shapes, ``dims`` sets symbolic dims by name; unset symbolic
     dims become 1 with a warning. ``symbolic``: also give every cost as an exact formula in the
     unset symbolic dims (``Analysis.formulas``, ``Analysis.at``; see onnxcost/symbolic/formulas.py),
-    the counts at 1. ``registry``: the cost formulas, by default the built-in ones; for one
-    run with one op's formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
+    the counts at 1, or at each symbol's least value where the model needs more (wav2vec2's
+    length: 20; ``Analysis.symbolic.least``, and a warning) or ``least`` gives one
+    (``{"length": 400}``, ``--dim length>=400``: the formulas hold from there).
+    ``registry``: the cost formulas, by default the built-in ones; for one run with one op's
+    formula replaced, ``REGISTRY.with_formula("Relu", my_formula)``.
     ``ort_peak``: also the peak activation memory under onnxruntime's own execution order
     (``totals.peak_activation_bytes_ort``, ``peak_activation_ort``; needs onnxruntime).
     An ``input_shapes`` entry that changes a dim the model fixes raises ShapeError unless
@@ -63,6 +67,8 @@ def analyze(
     check_convention(convention)
     opts = _training_options(training, optimizer, frozen, grad_inputs, mixed_precision)
     check_traffic(traffic)
+    if least and not symbolic:
+        raise UsageError("least= gives the formulas' least values: it needs symbolic=True")
     if symbolic:
         if registry is not REGISTRY:
             raise UsageError("symbolic=True counts with the built-in formulas; drop registry=")
@@ -72,6 +78,7 @@ def analyze(
             model,
             input_shapes=input_shapes,
             dims=dims,
+            least=least,
             convention=convention,
             allow_reshape=allow_reshape,
             training=opts,
@@ -92,6 +99,8 @@ def analyze(
         return result
     from onnxcost.bench.ort_order import OrtPeakLimitError, ort_peak_activation  # needs onnxruntime
 
+    if result.symbolic is not None:  # at the point reported: the least values where above 1
+        dims = {**(dims or {}), **result.symbolic.least}
     try:
         peak = ort_peak_activation(model, input_shapes, dims)
     except OrtPeakLimitError as e:  # bounded: the analysis carries on without it

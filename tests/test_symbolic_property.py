@@ -74,21 +74,23 @@ NODE_FORMULAS_MISSING: dict[str, int] = {}
 
 
 def _points(costs: Any, seed: str) -> list[dict[str, int]]:
-    """Three random points, every symbol at 1, and each symbol at 0 (where the model analyses
-    there) with the others random; every point keeps the position symbols' sum within the
-    model's position table. Seeded by the case's name (``random.Random(str)`` is stable)."""
+    """Three random points, every symbol at 1 (or at its least value, where it has one above
+    1: ``costs.least``), and each symbol at 0 (where the model analyses there) with the others
+    random; every point keeps the position symbols' sum within the model's position table.
+    Seeded by the case's name (``random.Random(str)`` is stable)."""
     rng = random.Random(seed)
     symbols, limit = costs.symbols, costs.limit
+    least = {s: costs.least.get(s, 1) for s in symbols}
 
     def draw() -> dict[str, int]:
         for _ in range(1000):
-            point = {s: rng.randint(1, 12) for s in symbols}
+            point = {s: least[s] - 1 + rng.randint(1, 12) for s in symbols}
             if limit is None or sum(point[s] for s in limit.symbols) <= limit.budget:
                 return point
         raise AssertionError(f"no point in 1..12 within {limit}")
 
     points = [draw() for _ in range(3)]
-    points.append(dict.fromkeys(symbols, 1))
+    points.append(least)
     points += [{**draw(), s: 0} for s in symbols if costs.zero_allowed[s]]
     unique = {tuple(sorted(p.items())): p for p in points}  # no symbols: one point, {}
     return list(unique.values())

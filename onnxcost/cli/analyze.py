@@ -31,6 +31,7 @@ from onnxcost.cli.options import (
     WideOpt,
     checked_output,
     parse_shape_flags,
+    split_least,
 )
 from onnxcost.cli.render import Format, render
 
@@ -82,7 +83,8 @@ def analyze(
         bool,
         typer.Option(
             "--symbolic",
-            help="Also give every cost as an exact formula in the unset symbolic dims.",
+            help="Also give every cost as an exact formula in the unset symbolic dims, from "
+            "each one's least value (1, or as the model's sizes need, or --dim SYMBOL>=N).",
         ),
     ] = False,
     wide: WideOpt = False,
@@ -108,7 +110,8 @@ def analyze(
         from onnxcost.report.select import op_type_miss, select
 
         out = checked_output(output, [model], force)
-        shapes, dims = parse_shape_flags(input_shape, dim)
+        values, least = split_least(dim, symbolic)
+        shapes, dims = parse_shape_flags(input_shape, values)
         fmt = Format(format)
         prepared = None
         if fmt is Format.netron:
@@ -123,6 +126,7 @@ def analyze(
             convention=convention.value,
             traffic=traffic.value,
             symbolic=symbolic,
+            least=least or None,
             ort_peak=ort_peak,
             allow_reshape=allow_reshape,
             training=training,

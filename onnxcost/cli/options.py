@@ -89,7 +89,8 @@ DimOpt = Annotated[
         "--dim",
         "-d",
         metavar="SYMBOL=N",
-        help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable).",
+        help="Set a symbolic dim: SYMBOL=VALUE, e.g. batch=8 (repeatable). With analyze "
+        "--symbolic, SYMBOL>=N gives the least value its formulas hold from, e.g. length>=400.",
         show_default=False,
     ),
 ]
@@ -222,6 +223,21 @@ def parse_shape_flags(
     shapes = dict(parse_input_shape(s) for s in input_shape or ())
     dims = dict(parse_dim(d) for d in dim or ())
     return shapes, dims
+
+
+def split_least(dim: Sequence[str] | None, symbolic: bool) -> tuple[list[str], dict[str, int]]:
+    """``--dim`` entries: the values (SYMBOL=N) as they are, and the least values
+    (SYMBOL>=N, ``analyze --symbolic``'s) parsed; UsageError for one without ``symbolic``."""
+    from onnxcost.errors import UsageError
+    from onnxcost.shapes.flags import parse_least
+
+    least = dict(parse_least(d) for d in dim or () if ">=" in d)
+    if least and not symbolic:
+        raise UsageError(
+            f"--dim {next(iter(least))}>=N gives the least value of --symbolic's formulas; add "
+            f"--symbolic, or give a value with --dim SYMBOL=N"
+        )
+    return [d for d in dim or () if ">=" not in d], least
 
 
 def checked_output(

@@ -33,6 +33,11 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 def parse_dim(text: str) -> tuple[str, int]:
     """``'batch=8'`` -> ``('batch', 8)``. N may be 0: ``past_seq=0`` is an empty KV cache."""
+    if ">=" in text:  # SYMBOL>=N, a least value: analyze --symbolic reads it (parse_least)
+        raise UsageError(
+            f"--dim {text!r} gives a least value (SYMBOL>=N), which only analyze --symbolic "
+            f"takes; give a value here, e.g. --dim batch=8"
+        )
     name, sep, value = text.partition("=")
     # [0-9], not str.isdigit: that accepts superscripts such as '²', which int() refuses.
     if not sep or not name.strip() or not re.fullmatch(r"[0-9]+", value.strip()):
@@ -41,6 +46,19 @@ def parse_dim(text: str) -> tuple[str, int]:
         )
     if len(value.strip()) > 19 or int(value) > _MAX_DIM:
         raise UsageError(f"--dim {text!r}: N must be between 0 and 2**62; e.g. --dim batch=8")
+    return name.strip(), int(value)
+
+
+def parse_least(text: str) -> tuple[str, int]:
+    """``'length>=400'`` -> ``('length', 400)``: the least value of a symbol, from which
+    ``analyze --symbolic``'s formulas hold (symbolic/least.py). N is 1 or more."""
+    name, sep, value = text.partition(">=")
+    if not sep or not name.strip() or not re.fullmatch(r"[0-9]+", value.strip()):
+        raise UsageError(
+            f"--dim {text!r} is not SYMBOL>=N with N an integer >= 1; e.g. --dim length>=400"
+        )
+    if len(value.strip()) > 19 or not 1 <= int(value) <= _MAX_DIM:
+        raise UsageError(f"--dim {text!r}: N must be between 1 and 2**62; e.g. --dim length>=400")
     return name.strip(), int(value)
 
 

@@ -178,21 +178,31 @@ def _rising(d: SymDim, at: Mapping[str, int]) -> bool:
     return True
 
 
-def _substituted(dim: SymDim, sym: str) -> SymDim:
-    """``dim`` with ``sym`` = 0, inside its atoms too."""
+def _has_floor(d: SymDim) -> bool:
+    """Whether ``d`` has a floor, in its atoms too."""
+    for mono in d.terms:
+        for atom, _e in mono:
+            if isinstance(atom, _Floor):
+                return True
+            if isinstance(atom, _MinMax) and (_has_floor(atom.p) or _has_floor(atom.q)):
+                return True
+    return False
+
+
+def substituted(dim: SymDim, values: Mapping[str, Dim]) -> SymDim:
+    """``dim`` with each symbol named in ``values`` replaced by its value there (an int, or a
+    Dim: ``length + 19`` for a symbol walked from its least value), inside its floors, mins
+    and maxes too, each made again (and so folded where it then simplifies)."""
     total = SymDim.of(0)
     for mono, c in dim.terms.items():
         term = SymDim.of(c)
         for atom, e in mono:
-            if atom == sym:
-                term = SymDim.of(0)
-                break
             if isinstance(atom, str):
-                base = SymDim.of(atom)
+                base = SymDim.of(values.get(atom, atom))
             elif isinstance(atom, _Floor):
-                base = _substituted(atom.p, sym) // atom.d
+                base = substituted(atom.p, values) // atom.d
             else:
-                p, q = _substituted(atom.p, sym), _substituted(atom.q, sym)
+                p, q = substituted(atom.p, values), substituted(atom.q, values)
                 base = SymDim.of(sym_min(p, q) if atom.op == "min" else sym_max(p, q))
             for _ in range(e):
                 term = term * base
@@ -200,4 +210,4 @@ def _substituted(dim: SymDim, sym: str) -> SymDim:
     return total
 
 
-__all__ = ["within"]
+__all__ = ["substituted", "within"]

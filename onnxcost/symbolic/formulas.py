@@ -12,11 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from onnxcost.errors import OnnxcostError
+from onnxcost.errors import OnnxcostError, ShapeError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
-from onnxcost.symbolic.onewalk import PartialWalk, formula_of, one_walk_costs
+from onnxcost.symbolic.domain import substituted
+from onnxcost.symbolic.least import (
+    Least,
+    checked_least,
+    least_from_floors,
+    model_point,
+    offsets_of,
+    walked_inputs,
+)
+from onnxcost.symbolic.onewalk import PartialWalk, _unset, formula_of, one_walk_costs
 from onnxcost.symbolic.peak import KEY as PEAK
 from onnxcost.symbolic.poly import Formula, sum_over
 from onnxcost.symbolic.reduced import _light, _ReducedMissError
@@ -27,7 +36,7 @@ from onnxcost.symbolic.result import (
     SymbolicCosts,
 )
 from onnxcost.symbolic.search import _search
-from onnxcost.symdim import SymDim
+from onnxcost.symdim import Dim, SymDim, as_dim
 
 if TYPE_CHECKING:
     from onnxcost.analysis.records import Convention
@@ -41,43 +50,104 @@ def symbolic_analysis(
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     dims: Mapping[str, int] | None = None,
+    least: Mapping[str, int] | None = None,
     convention: Convention = "onnxcost",
     max_degree: int = 3,
     allow_reshape: bool = False,
     training: TrainingOptions | None = None,
     traffic: Traffic = "runtime",
 ) -> Analysis:
-    """``analyze(..., symbolic=True)``: the analysis with the free symbols at 1, plus the
-    formulas (``Analysis.formulas``, ``Analysis.at``, per node ``Analysis.symbolic.nodes``)."""
+    """``analyze(..., symbolic=True)``: the analysis with the free symbols at their least
+    values, plus the formulas (``Analysis.formulas``, ``Analysis.at``, per node
+    ``Analysis.symbolic.nodes``). A symbol's least value is 1, or as ``least`` gives it
+    (``--dim length>=400``), or as the walk finds the model needs (``least.least_from_floors``:
+    wav2vec2's length, 20): the analysis is then made again there. ShapeError where a least
+    value given is below the one the walk finds."""
     from onnxcost.analysis.walk import count
 
     dims = dict(dims or {})
     source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
     symbols = model_symbols(source.proto, input_shapes or {}, dims)
-    at_one = with_derived(source.proto, input_shapes or {}, {**dims, **dict.fromkeys(symbols, 1)})
-    base = count(
-        source,
-        input_shapes=input_shapes,
-        dims=at_one,
-        convention=convention,
-        allow_reshape=allow_reshape,
-        training=training,
-        traffic=traffic,
-    )
-    costs = symbolic_costs(
-        source,
-        base,
-        input_shapes=input_shapes,
-        dims=dims,
-        convention=convention,
-        max_degree=max_degree,
-        allow_reshape=allow_reshape,
-    )
+    given = checked_least(least or {}, symbols, dims)
+    start, why = dict(given), dict[str, str]()
+    for find in (True, False):  # again only where the walk finds least values above 1
+        point = {**dims, **{s: start.get(s, 1) for s in symbols}}
+        found: SymbolicCosts | Least | None
+        try:
+            base = count(
+                source,
+                input_shapes=input_shapes,
+                dims=with_derived(source.proto, input_shapes or {}, point),
+                convention=convention,
+                allow_reshape=allow_reshape,
+                training=training,
+                traffic=traffic,
+            )
+        except ShapeError:  # the walk may say which least values the model needs
+            found = _walked_least(source, input_shapes, dims, symbols, start, convention, traffic)
+            if not find or found is None:
+                raise
+        else:
+            found = _symbolic_costs(
+                source,
+                base,
+                input_shapes=input_shapes,
+                dims=dims,
+                convention=convention,
+                max_degree=max_degree,
+                allow_reshape=allow_reshape,
+                least=start,
+                why=why,
+                find_least=find,
+            )
+            if isinstance(found, SymbolicCosts):
+                break
+        _check_given(given, found)
+        start, why = {**start, **found.values}, found.why
+    assert isinstance(found, SymbolicCosts)
+    costs = found
     if training is not None and symbols:
         costs = _with_training(
             source, costs, base, input_shapes, dims, convention, allow_reshape, training
         )
     return replace(base, symbolic=costs, warnings=(*base.warnings, *costs.warnings))
+
+
+def _walked_least(
+    source: PreparedModel,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    dims: Mapping[str, int],
+    symbols: tuple[str, ...],
+    least: Mapping[str, int],
+    convention: Convention,
+    traffic: Traffic,
+) -> Least | None:
+    """The least values the walk finds the model to need (``least.least_from_floors``), for a
+    model that does not analyse at those given (or at 1), if any."""
+    from onnxcost.symbolic.node_costs import node_costs
+
+    offsets = offsets_of(least)
+    walked = node_costs(
+        source,
+        input_shapes=input_shapes,
+        fixed={**_unset(source, input_shapes or {}, dims), **dims, **walked_inputs(offsets)},
+        traffic=traffic,
+        convention=convention,
+        count_params=False,
+    )
+    if walked.shapes is None:
+        return None
+    return least_from_floors(walked.shapes.shapes, symbols, offsets)
+
+
+def _check_given(given: Mapping[str, int], found: Least) -> None:
+    """ShapeError where the walk finds a symbol's least value above the one given."""
+    for s, v in found.values.items():
+        if s in given and v > given[s]:
+            raise ShapeError(
+                f"--dim {s}>={given[s]}: the model's shapes do not resolve there; every size "
+                f"is 1 or more from {s}={v} ({found.why[s]}): pass --dim {s}>={v} or more"
+            )
 
 
 def _with_training(
@@ -97,15 +167,20 @@ def _with_training(
     from onnxcost.symbolic.training import training_formulas, training_vector
     from onnxcost.symbolic.training_walk import walk_training
 
-    walked = walk_training(
-        source,
-        base,
-        costs,
-        input_shapes=dict(input_shapes or {}),
-        dims=dims,
-        convention=convention,
-        allow_reshape=allow_reshape,
-        training=training,
+    offsets = offsets_of(costs.least)
+    walked = (
+        walk_training(
+            source,
+            base,
+            costs,
+            input_shapes=dict(input_shapes or {}),
+            dims=dims,
+            convention=convention,
+            allow_reshape=allow_reshape,
+            training=training,
+        )
+        if not offsets
+        else "the training pass over the walk takes every symbol from 1, not from a least value"
     )
     if isinstance(walked, tuple):
         found_walked, warnings_walked, runs_walked = walked
@@ -116,8 +191,10 @@ def _with_training(
             analyses=costs.analyses + runs_walked,
         )
 
-    def run(values: dict[str, int]) -> list[int] | None:
-        point = with_derived(source.proto, input_shapes or {}, {**dims, **values})
+    def run(values: dict[str, int]) -> list[int] | None:  # the symbols from their least values
+        point = with_derived(
+            source.proto, input_shapes or {}, {**dims, **model_point(values, offsets)}
+        )
         a = costs_at(
             source,
             input_shapes=input_shapes,
@@ -131,6 +208,8 @@ def _with_training(
     at_one = training_vector(base.totals.training)
     assert at_one is not None
     found, warnings, runs = training_formulas(costs.symbols, run, at_one)
+    back = _back(costs.least)
+    found = {k: _unshifted_formula(f, back) for k, f in found.items()}
     if walked is not None:
         warnings.append(f"training: the training formulas were sampled ({runs} analyses): {walked}")
     return replace(
@@ -154,16 +233,59 @@ def symbolic_costs(
     allow_reshape: bool = False,
     reduce: bool = True,
     walk: bool = True,
+    least: Mapping[str, int] | None = None,
 ) -> SymbolicCosts:
     """Formulas in the model's free symbolic dims for the totals and every node of ``base``,
-    the analysis of ``model`` with ``dims`` and every free symbol at 1 (one of the points the
-    formulas are checked at). ``reduce``: find the polynomials on the model reduced to one
-    node per class (``_Reduced``) where that pays; the formulas are checked on the whole
-    model, and where the reduced model misses the whole model's costs at a point both were
-    run, the search is made again on the whole model alone. ``walk``: first try the one
-    symbolic walk (``onewalk.py``), which needs no sampling where it carries every node."""
+    the analysis of ``model`` with ``dims`` and every free symbol at its least value (1, or
+    as ``least`` gives it: ``least.checked_least``), one of the points the formulas are
+    checked at. ``reduce``: find the polynomials on the model reduced to one node per class
+    (``_Reduced``) where that pays; the formulas are checked on the whole model, and where
+    the reduced model misses the whole model's costs at a point both were run, the search is
+    made again on the whole model alone. ``walk``: first try the one symbolic walk
+    (``onewalk.py``), which needs no sampling where it carries every node."""
+    found = _symbolic_costs(
+        model,
+        base,
+        input_shapes=input_shapes,
+        dims=dims,
+        convention=convention,
+        max_degree=max_degree,
+        verify=verify,
+        seed=seed,
+        allow_reshape=allow_reshape,
+        reduce=reduce,
+        walk=walk,
+        least=least or {},
+    )
+    assert isinstance(found, SymbolicCosts)  # (least values are found only when asked)
+    return found
+
+
+def _symbolic_costs(
+    model: ModelSource | PreparedModel,
+    base: Analysis,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    convention: Convention = "onnxcost",
+    max_degree: int = 3,
+    verify: int = 1,
+    seed: int = 0,
+    allow_reshape: bool = False,
+    reduce: bool = True,
+    walk: bool = True,
+    least: Mapping[str, int],
+    why: Mapping[str, str] | None = None,
+    find_least: bool = False,
+) -> SymbolicCosts | Least:
+    """``symbolic_costs``, over the walk's symbols (each from 1: a symbol with a least value
+    L is walked and sampled as s + L - 1, ``symbolic.least``) and put back in the model's
+    (``_unshifted``, with ``why``: how each least value was found). With ``find_least``: the
+    least values the walk finds the model to need (``Least``), where they are above those
+    given, for the caller to analyse there and ask again."""
     source = _light(prepare(model))
-    walked: SymbolicCosts | PartialWalk | str | None = None
+    offsets = offsets_of(least)
+    walked: SymbolicCosts | PartialWalk | Least | str | None = None
     if walk:
         symbols = model_symbols(source.proto, input_shapes or {}, dims or {})
         walked = one_walk_costs(
@@ -175,9 +297,13 @@ def symbolic_costs(
             convention=convention,
             allow_reshape=allow_reshape,
             seed=seed,
+            offsets=offsets,
+            find_least=find_least,
         )
-        if isinstance(walked, SymbolicCosts):
+        if isinstance(walked, Least):
             return walked
+        if isinstance(walked, SymbolicCosts):
+            return _unshifted(walked, least, why or {})
     options = (
         dict(input_shapes or {}),
         dict(dims or {}),
@@ -188,18 +314,22 @@ def symbolic_costs(
         allow_reshape,
     )
     wanted = walked.lost if isinstance(walked, PartialWalk) else None
-    found = _lost_only(source, base, options, walked) if isinstance(walked, PartialWalk) else None
+    found = (
+        _lost_only(source, base, options, walked, offsets)
+        if isinstance(walked, PartialWalk)
+        else None
+    )
     if found is None:
         try:
-            found = _search(source, base, *options, reduce=reduce, wanted=wanted)
+            found = _search(source, base, *options, reduce=reduce, wanted=wanted, offsets=offsets)
         except _ReducedMissError:
-            found = _search(source, base, *options, reduce=False, wanted=wanted)
+            found = _search(source, base, *options, reduce=False, wanted=wanted, offsets=offsets)
     if isinstance(walked, PartialWalk):
         found = _completed(walked, found)
     elif isinstance(walked, str):
-        why = f"the formulas were sampled ({found.analyses} analyses): {walked}"
-        found = replace(found, warnings=(*found.warnings, why))
-    return _with_peak(found, base.totals.peak_activation_bytes)
+        said = f"the formulas were sampled ({found.analyses} analyses): {walked}"
+        found = replace(found, warnings=(*found.warnings, said))
+    return _unshifted(_with_peak(found, base.totals.peak_activation_bytes), least, why or {})
 
 
 def _lost_only(
@@ -207,10 +337,12 @@ def _lost_only(
     base: Analysis,
     options: tuple[dict[str, Sequence[int]], dict[str, int], Convention, int, int, int, bool],
     walked: PartialWalk,
+    offsets: Mapping[str, int],
 ) -> SymbolicCosts | None:
     """The lost nodes' formulas sampled on them alone (``symbolic.lost``): where every other
     node has the walk's formulas, and the sampler finds every lost node's (so that no total
-    is the sampler's). None where not: the whole model is then sampled."""
+    is the sampler's). None where not: the whole model is then sampled. ``offsets``: as
+    ``_search`` takes them."""
     if walked.region is None:
         return None
     lost = walked.lost
@@ -222,7 +354,15 @@ def _lost_only(
     ):
         return None
     try:
-        found = _search(source, base, *options, reduce=False, wanted=lost, region=walked.region)
+        found = _search(
+            source,
+            base,
+            *options,
+            reduce=False,
+            wanted=lost,
+            region=walked.region,
+            offsets=offsets,
+        )
     except (_ReducedMissError, OnnxcostError):
         return None  # the whole model's sampling says what breaks, if anything does
     if any(f is None for k in lost for f in found.nodes[k].values()):
@@ -288,6 +428,88 @@ def _completed(walked: PartialWalk, sampled: SymbolicCosts) -> SymbolicCosts:
         warnings=tuple(dict.fromkeys((*sampled.warnings, *walk.warnings, *said, why))),
         reduced_analyses=walk.reduced_analyses + sampled.reduced_analyses,
     )
+
+
+def _back(least: Mapping[str, int]) -> dict[str, Dim]:
+    """What puts a formula over the walk's symbols back in the model's: s - (L - 1) for
+    each symbol s of least value L above 1 (``symbolic.least``)."""
+    return {s: SymDim.of(s) - (v - 1) for s, v in least.items() if v > 1}
+
+
+def _unshifted(
+    costs: SymbolicCosts, least: Mapping[str, int], why: Mapping[str, str]
+) -> SymbolicCosts:
+    """``costs``, found over the walk's symbols (each from 1), in the model's (``_back``):
+    every formula and walked shape, none of those symbols allowed at 0, and a warning per
+    such symbol (``why``: how its least value was found, where the walk found it)."""
+    back = _back(least)
+    if not back:
+        return costs
+    formulas: dict[int, dict[str, Formula | None]] = {}
+    for node in costs.nodes:  # a class's nodes share one dict: each is put back once
+        if id(node) not in formulas:
+            formulas[id(node)] = {k: _unshifted_formula(f, back) for k, f in node.items()}
+    shapes = None
+    if costs.shapes is not None:
+        dims: dict[Dim, Dim] = {}
+        shapes = {
+            name: tuple(_dim(d, back, dims) for d in shape) for name, shape in costs.shapes.items()
+        }
+    ordered = [s for s in costs.symbols if s in back]
+    warnings = [
+        f"the formulas hold for {s} >= {least[s]} ("
+        + (
+            f"the least {s} at which every size is 1 or more: {why[s]}"
+            if s in why
+            else "the least value given"
+        )
+        + f"); the counts are at {s}={least[s]}"
+        for s in ordered
+    ]
+    return replace(
+        costs,
+        totals={k: _unshifted_formula(f, back) for k, f in costs.totals.items()},
+        nodes=tuple(formulas[id(node)] for node in costs.nodes),
+        zero_allowed={s: ok and s not in back for s, ok in costs.zero_allowed.items()},
+        warnings=(*costs.warnings, *warnings),
+        shapes=shapes,
+        least={s: least[s] for s in ordered},
+    )
+
+
+def _dim(d: Dim, back: Mapping[str, Dim], seen: dict[Dim, Dim]) -> Dim:
+    if isinstance(d, int) or d.symbols.isdisjoint(back):
+        return d
+    found = seen.get(d)
+    if found is None:
+        found = seen[d] = as_dim(substituted(d, back))
+    return found
+
+
+def _unshifted_formula(f: Formula | None, back: Mapping[str, Dim]) -> Formula | None:
+    """``f`` with each symbol in ``back`` replaced by its value there (a polynomial, so the
+    result is again a Formula of the same kind: its denominator, clamp and parts kept)."""
+    if f is None or not any(s in back for s in f.symbols):
+        return f
+    parts = tuple((m, _unshifted_part(p, back)) for m, p in f.parts)
+    if f.expression is not None:
+        inner: SymDim | int = f.expression
+    else:
+        inner = _polynomial(f)
+    made = formula_of(as_dim(substituted(SymDim.of(inner), back)), f.symbols)
+    assert made is not None  # the same symbols
+    return replace(
+        made,
+        denominator=f.denominator,
+        clamped=f.clamped,
+        parts=parts,
+    )
+
+
+def _unshifted_part(f: Formula, back: Mapping[str, Dim]) -> Formula:
+    found = _unshifted_formula(f, back)
+    assert found is not None
+    return found
 
 
 def _sum_of(symbols: tuple[str, ...], formulas: Sequence[Formula | None]) -> Formula | None:

@@ -21,7 +21,7 @@ class _DividesError(Exception):
 
 
 def _derived(
-    param: str, fixed: Mapping[str, int], standalone: Callable[[], set[str]]
+    param: str, fixed: Mapping[str, Dim], standalone: Callable[[], set[str]]
 ) -> Dim | None:
     """A dim_param as a Dim: a symbol (or its value in ``fixed``), or a derived dim such as
     optimum's ``past_sequence_length + sequence_length`` computed over the symbols it names
@@ -41,7 +41,7 @@ def _derived(
         return None
 
 
-def _arithmetic(node: ast.expr, fixed: Mapping[str, int]) -> SymDim:
+def _arithmetic(node: ast.expr, fixed: Mapping[str, Dim]) -> SymDim:
     """The SymDim of a derived dim's parsed text (``_derived_names`` has checked its form)."""
     if isinstance(node, ast.Name):
         return SymDim.of(fixed.get(node.id, node.id))
@@ -62,16 +62,18 @@ def _arithmetic(node: ast.expr, fixed: Mapping[str, int]) -> SymDim:
 
 def input_shapes_of(
     proto: onnx.ModelProto,
-    fixed: Mapping[str, int] | None = None,
+    fixed: Mapping[str, Dim] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, tuple[Dim, ...]]:
     """The graph inputs' shapes (initializers left out): an ``input_shapes`` entry as given,
-    else the declared dims, each symbol at its ``fixed`` value where it has one (also the
-    values an ``input_shapes`` entry gives the symbols of its input: ``stated_dims``), and
-    derived dims computed over the symbols (``_derived``). An input whose declared shape has
-    no rank, or a dim that is not carried, is left out."""
+    else the declared dims, each symbol at its ``fixed`` value where it has one (an int, or a
+    Dim: ``length + 19`` for a symbol walked from its least value; also the values an
+    ``input_shapes`` entry gives the symbols of its input: ``stated_dims``), and derived dims
+    computed over the symbols (``_derived``). An input whose declared shape has no rank, or a
+    dim that is not carried, is left out."""
     input_shapes = dict(input_shapes or {})
-    fixed = stated_dims(proto.graph, input_shapes, dict(fixed or {}))
+    ints = {s: v for s, v in (fixed or {}).items() if isinstance(v, int)}
+    fixed = {**(fixed or {}), **stated_dims(proto.graph, input_shapes, ints)}
     inits = {t.name for t in proto.graph.initializer}
     # The inputs' dims that are names of their own: read once, where a derived dim needs them.
     standalone = functools.cache(lambda: _standalone(proto))

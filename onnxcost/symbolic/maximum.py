@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from onnxcost.symbolic.domain import _sign, _substituted, within
+from onnxcost.symbolic.domain import _sign, substituted, within
 from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symdim import Dim, SymDim, as_dim, sym_max
 
@@ -161,7 +161,7 @@ def _without(d: Dim, zero: str) -> Dim:
     if d.is_polynomial:
         kept = {m: c for m, c in d.terms.items() if all(x != zero for x, _e in m)}
         return as_dim(SymDim(kept))
-    return as_dim(_substituted(d, zero))
+    return as_dim(substituted(d, {zero: 0}))
 
 
 MAX_PEAK_TERMS = 8

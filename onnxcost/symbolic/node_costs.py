@@ -254,7 +254,7 @@ def node_costs(
     prepared: PreparedModel,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    fixed: Mapping[str, int] | None = None,
+    fixed: Mapping[str, Dim] | None = None,
     traffic: Traffic = "runtime",
     convention: Convention = "onnxcost",
     count_params: bool = True,

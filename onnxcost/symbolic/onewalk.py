@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING
 
 from onnxcost.errors import OnnxcostError
 from onnxcost.symbolic.dims import _derived_names, _dim_params, _standalone, with_derived
-from onnxcost.symbolic.domain import _sign, _substituted, within
+from onnxcost.symbolic.domain import _sign, substituted, within
+from onnxcost.symbolic.least import (
+    Least,
+    least_from_floors,
+    model_point,
+    walked_inputs,
+    walked_limit,
+)
 from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.lost import LostRegion, lost_region
 from onnxcost.symbolic.peak import KEY as PEAK
@@ -118,9 +125,16 @@ def one_walk_costs(
     convention: Convention,
     allow_reshape: bool,
     seed: int = 0,
-) -> SymbolicCosts | PartialWalk | str | None:
+    offsets: Mapping[str, int] | None = None,
+    find_least: bool = False,
+) -> SymbolicCosts | PartialWalk | Least | str | None:
     """The formulas of ``base`` (the analysis with every symbol at 1) from one symbolic walk,
-    checked as the module docstring says. Where the walk does not carry some nodes (an op
+    checked as the module docstring says. ``offsets``: what each symbol with a least value
+    above 1 is walked plus (``symbolic.least``): the formulas are then over the walk's
+    symbols, each from 1, and the concrete analyses at the model's values (the walk's plus
+    the offsets); a symbol with an offset is not checked at its 0. ``find_least``: where a
+    walked size with a floor is below 1 at every symbol = 1 (``least.least_from_floors``),
+    the least values (the model's) at which none is, instead of the formulas. Where the walk does not carry some nodes (an op
     without a symbolic rule and what follows it): the formulas of the others, checked the
     same way (``PartialWalk``), for the sampler to complete. Where the formulas are to be
     sampled instead: why, for a warning (the walk disagreeing with a concrete analysis, a
@@ -132,7 +146,8 @@ def one_walk_costs(
     n = len(source.view.order)
     if not symbols or len(base.nodes) != n:
         return None  # If/Loop bodies add records
-    fixed = {**_unset(source, input_shapes, dims), **dims}
+    offsets = offsets or {}
+    fixed = {**_unset(source, input_shapes, dims), **dims, **walked_inputs(offsets)}
     walked = node_costs(
         source,
         input_shapes=input_shapes,
@@ -142,9 +157,14 @@ def one_walk_costs(
         count_params=False,  # the reported analysis has them, and they do not vary
     )
     lost = frozenset(walked.reasons)  # nodes whose formulas the sampler is to find
+    if find_least and walked.shapes is not None and _unresolved(base):
+        least = least_from_floors(walked.shapes.shapes, symbols, offsets)
+        if least is not None:
+            return least
     if len(lost) == n:
         return _not_carried(walked.reasons, base)  # nothing the walk could add
-    limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
+    shown = find_limit(source.proto, input_shapes, dims, symbols, source.view)
+    limit = walked_limit(shown, offsets)  # over the walk's symbols
     columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
     named = set(symbols)
     classes: dict[int, _Class] = {}
@@ -172,7 +192,7 @@ def one_walk_costs(
     if reduced is None:
         return None
     ones = dict.fromkeys(symbols, 1)
-    at_ones = ", ".join(f"{s}=1" for s in symbols)
+    at_ones = ", ".join(f"{s}={v}" for s, v in model_point(ones, offsets).items())
     at_one: dict[int, tuple[int, int, int, int]] = {}
     for k, unit in enumerate(of_node):  # the whole model at 1: every node of a class alike
         if at_one.setdefault(unit, _costs(base.nodes[k])) != _costs(base.nodes[k]):
@@ -187,7 +207,7 @@ def one_walk_costs(
     if check is None:
         return None  # too few positions: the sampler says so
     try:  # the concrete analysis at a random point, where every symbol is past 1
-        point = with_derived(source.proto, input_shapes, {**dims, **check})
+        point = with_derived(source.proto, input_shapes, {**dims, **model_point(check, offsets)})
         checked = costs_at(
             reduced.model,
             input_shapes=input_shapes,
@@ -204,7 +224,7 @@ def one_walk_costs(
     for alike, record in zip(units, checked.nodes, strict=True):
         for q, want in enumerate(_costs(record)):
             if alike.dims[q] is not None and alike.value(q, check) != want:
-                at = ", ".join(f"{s}={v}" for s, v in check.items())
+                at = ", ".join(f"{s}={v}" for s, v in model_point(check, offsets).items())
                 return (
                     f"the walk's {NODE_KEYS[q]} of node {record.name!r} ({record.op_type}) is "
                     f"not a concrete analysis's at {at} (please report it)"
@@ -213,6 +233,9 @@ def one_walk_costs(
     warnings: list[str] = []
     below = _assumed_at_zero(walked.shapes, symbols)
     for sym in symbols:
+        if sym in offsets:  # from its least value, not from 0
+            zero_allowed[sym] = False
+            continue
         if sym in below:  # the walk's floors are not ONNX's there: not checked
             zero_allowed[sym] = False
             warnings.append(
@@ -266,8 +289,8 @@ def one_walk_costs(
     }
     names = tuple(r.name for r in base.nodes)
     warnings += _bad_warnings(reasons, names, reduced.units)
-    if limit is not None:
-        warnings.append(limit.warning())
+    if shown is not None:
+        warnings.append(shown.warning())
     result = SymbolicCosts(
         symbols=symbols,
         totals=total_formulas,
@@ -277,7 +300,7 @@ def one_walk_costs(
         warnings=tuple(warnings),
         reduced_analyses=1,
         reduced_nodes=len(units),
-        limit=limit,
+        limit=shown,
         shapes=walked.shapes.shapes if walked.shapes is not None and not lost else None,
     )
     if lost:
@@ -324,13 +347,19 @@ def _assumed_at_zero(shapes: SymbolicShapes | None, symbols: Sequence[str]) -> d
             if sym in found or sym not in symbols:
                 continue
             others = sorted(condition.symbols - {sym})
-            at_zero = as_dim(_substituted(condition, sym))
+            at_zero = as_dim(substituted(condition, {sym: 0}))
             if isinstance(at_zero, int) and at_zero >= 0:
                 continue
             if isinstance(at_zero, SymDim) and _sign(at_zero, others, None) == 1:
                 continue
             found[sym] = f"tensor {name!r} a size whose numerator, {condition}, is below 0"
     return found
+
+
+def _unresolved(base: Analysis) -> bool:
+    """Whether the analysis reported has nodes without shapes (where a symbol's least value
+    may be what it lacks: ``least.least_from_floors``)."""
+    return any(r.status == "unknown_shape" for r in base.nodes)
 
 
 def _not_carried(reasons: Mapping[int, str], base: Analysis) -> str:
@@ -375,7 +404,7 @@ def _check_zero(
     symbols: tuple[str, ...],
     limit: PositionLimit | None,
     input_shapes: Mapping[str, Sequence[int]],
-    fixed: Mapping[str, int],
+    fixed: Mapping[str, Dim],
     base: Analysis,
     convention: Convention,
     memo: WalkMemo | None = None,
@@ -443,7 +472,7 @@ def _at_zero(dim: Dim | None, sym: str, others: Sequence[str], limit: PositionLi
     if dim.is_polynomial:
         kept = SymDim({m: c for m, c in dim.terms.items() if all(a != sym for a, _e in m)})
         return kept.constant if kept.is_constant else kept
-    return as_dim(SymDim.of(within(_substituted(dim, sym), others, limit)))
+    return as_dim(SymDim.of(within(substituted(dim, {sym: 0}), others, limit)))
 
 
 def _unset(

@@ -6,7 +6,7 @@ the sampler that takes them from the whole model or the reduced one (``_Sampler`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -241,6 +241,9 @@ class _Sampler:
     reduced_samples: dict[tuple[int, ...], _Sample | None] = field(default_factory=dict)
     why_not: dict[tuple[int, ...], str] = field(default_factory=dict)
     """Why the whole model does not analyse at a point, where it does not."""
+    offsets: Mapping[str, int] = field(default_factory=dict)
+    """What ``run`` adds to each symbol with a least value above 1 (``symbolic.least``): a
+    point is named by the model's values."""
 
     def __call__(self, point: tuple[int, ...]) -> _Sample | None:
         """The costs at ``point``; None where the model does not analyse there."""
@@ -323,11 +326,14 @@ class _Sampler:
     def need(self, point: tuple[int, ...], *, whole: bool = False) -> list[int]:
         sample = self.whole(point) if whole else self(point)
         if sample is None:
-            at = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, point, strict=True))
+            at = ", ".join(
+                f"{s}={v + self.offsets.get(s, 0)}"
+                for s, v in zip(self.symbols, point, strict=True)
+            )
             why = f" ({self.why_not[point]})" if point in self.why_not else ""
             raise ShapeError(
                 f"--symbolic: the model does not analyse at {at}{why}; a dim its exporter "
                 f"fixed may still be named as a symbol: fix the symbols that break it with "
-                f"--dim SYMBOL=N"
+                f"--dim SYMBOL=N, or give the least value it holds from with --dim SYMBOL>=N"
             )
         return sample.values

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from onnxcost.analysis.records import Layout, to_jsonable
+from onnxcost.analysis.records import Layout, When, to_jsonable
+from onnxcost.errors import ShapeError
 from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.poly import Formula
 from onnxcost.symdim import Dim
@@ -65,9 +66,20 @@ class SymbolicCosts:
     dims fixed; a dim may hold a min, max or floor of them), for ``predict --sweep``; None
     where the formulas were sampled. Not checked against a concrete analysis here: a reader
     checks what it uses."""
+    least: dict[str, int] = field(default_factory=dict)
+    """The symbols whose least value is above 1 (``symbolic.least``: wav2vec2's length, 20):
+    the formulas hold from it, not below, and the counts are at it; a symbol not named here
+    holds from 1 (and at 0 where ``zero_allowed``)."""
 
     def at(self, **values: int) -> FormulaTotals:
-        """The totals at a point: every symbol bound to an integer >= 0."""
+        """The totals at a point: every symbol bound to an integer >= 0, and to its least
+        value or more (``least``); ShapeError below it."""
+        for s, v in self.least.items():
+            if s in values and values[s] < v:
+                raise ShapeError(
+                    f"{s}={values[s]} is below {v}, the least {s} the formulas hold for (the "
+                    f"model's warnings say why); pass {s} >= {v}"
+                )
         found = {k: (None if f is None else f.evaluate(values)) for k, f in self.totals.items()}
         return FormulaTotals(**found)
 
@@ -80,7 +92,7 @@ class SymbolicCosts:
         syms = self.symbols
         lines = [
             f"Formulas in {', '.join(syms)} (exact; the counts are at "
-            f"{', '.join(f'{s}=1' for s in syms)})"
+            f"{', '.join(f'{s}={self.least.get(s, 1)}' for s in syms)})"
             if syms
             else "Formulas: the model has no free symbolic dim; every cost is a constant"
         ]
@@ -89,8 +101,13 @@ class SymbolicCosts:
             lines.append(f"{_LABELS[key]} = {text}")
         return lines
 
-    JSON_LAYOUT: ClassVar[Layout] = ("symbols", ("formulas", "total_texts"))
-    """Merged into ``onnxcost.analysis/1`` by ``analyze(..., symbolic=True)``."""
+    JSON_LAYOUT: ClassVar[Layout] = (
+        "symbols",
+        ("formulas", "total_texts"),
+        When("least", ("least",)),
+    )
+    """Merged into ``onnxcost.analysis/1`` by ``analyze(..., symbolic=True)``; ``least`` only
+    where a symbol's least value is above 1."""
 
     @property
     def total_texts(self) -> dict[str, str | None]:

@@ -56,6 +56,7 @@ from onnxcost.errors import ShapeError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
+from onnxcost.symbolic.least import model_point, walked_limit
 from onnxcost.symbolic.limits import PositionLimit, find_limit
 from onnxcost.symbolic.lost import LostRegion, LostSampler, reduced_sample
 from onnxcost.symbolic.poly import (
@@ -151,6 +152,7 @@ def _search(
     reduce: bool,
     wanted: frozenset[int] | None = None,
     region: tuple[LostRegion, _Reduced] | None = None,
+    offsets: Mapping[str, int] | None = None,
 ) -> SymbolicCosts:
     """``symbolic_costs``, one try: choose the points, find each symbol's degree, interpolate
     on the grid, verify beyond it and at the 0s, then make the formulas. ``wanted``: the
@@ -158,16 +160,19 @@ def _search(
     name only those, and no total. ``region``: the ``wanted`` nodes as a model of their own
     and the walk's reduced model, analysed in place of the whole model (``symbolic.lost``):
     the formulas of the other nodes and of the totals are then not the model's (0 for a
-    node), and ``analyses`` is 0."""
+    node), and ``analyses`` is 0. ``offsets``: what each symbol with a least value above 1
+    is sampled plus (``symbolic.least``): the formulas are over those values, each from 1,
+    and such a symbol is not tried at its 0."""
     from onnxcost.analysis.walk import costs_at
 
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)
+    offsets = offsets or {}
 
     def run_on(
         prepared: PreparedModel, values: dict[str, int], *, whole_graph: bool = False
     ) -> Analysis:
-        point = with_derived(source.proto, input_shapes, {**dims, **values})
+        point = with_derived(source.proto, input_shapes, {**dims, **model_point(values, offsets)})
         return costs_at(
             prepared,
             input_shapes=input_shapes,
@@ -185,6 +190,7 @@ def _search(
         sampler = _Sampler(partial(run_on, source), run_on, symbols, names, units)
     else:
         sampler = _lost_sampler(region, run_on, base, wanted or frozenset(), symbols, names)
+    sampler.offsets = offsets
     start = tuple(_FIRST_BASE + i for i in range(len(symbols)))
     limit = find_limit(source.proto, input_shapes, dims, symbols, source.view)
     checks = _choose_points(
@@ -196,7 +202,7 @@ def _search(
         verify,
         seed,
         reduce and region is None,
-        _Bound.of(limit, symbols),
+        _Bound.of(walked_limit(limit, offsets), symbols),
     )
     if isinstance(sampler, LostSampler):
         sampler.checked = frozenset(checks)  # the region against the reduced model there
@@ -206,7 +212,9 @@ def _search(
     fitted = _interpolate(sampler, start, degrees)
     for point in checks:
         _verify(sampler, point, fitted, misses, "")
-    at_ones = ", ".join(f"{s}=1" for s in symbols)
+    at_ones = ", ".join(
+        f"{s}={v}" for s, v in model_point(dict.fromkeys(symbols, 1), offsets).items()
+    )
     _verify(sampler, (1,) * len(symbols), fitted, misses, f" at {at_ones}")
     zero_allowed, zeros, warnings = _verify_at_zeros(sampler, start, fitted, misses)
     totals, per_unit = _formulas(sampler, fitted, misses, zeros)
@@ -354,7 +362,7 @@ def _degree(
         # The point at 0, run anyway to check the formulas there, confirms the degree as a
         # next point along the line would, where every cost is on the polynomial through
         # the points so far (not where a count stops at 0: max(0, n - 1)).
-        if m >= 2:
+        if m >= 2 and sampler.symbols[i] not in sampler.offsets:  # (from its least value)
             at_zero = sampler.whole(_zero(start, i))
             if (
                 at_zero is not None
@@ -393,6 +401,9 @@ def _verify_at_zeros(
     zeros: list[tuple[int, ...]] = []
     warnings: list[str] = []
     for i, sym in enumerate(sampler.symbols):
+        if sym in sampler.offsets:  # from its least value, not from 0
+            zero_allowed[sym] = False
+            continue
         point = _zero(start, i)
         zero_allowed[sym] = _allowed(sampler, start, sampler.whole(point))
         if zero_allowed[sym]:

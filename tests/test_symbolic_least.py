@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 import onnxcost
 from onnxcost.cli.app import app
 from onnxcost.errors import ShapeError, UsageError
+from onnxcost.predict.sweep import predict_sweep
 from onnxcost.shapes.flags import parse_dim, parse_least
 from onnxcost.symbolic import formulas
 from onnxcost.symbolic.shape_core import _UncarriedError
@@ -316,3 +317,15 @@ def test_a_reshapes_minus_one_over_a_sum_is_walked() -> None:
     assert macs(b=3, s=5) == 108
     for point in ({"b": 1, "s": 1}, {"b": 3, "s": 5}, {"b": 2, "s": 40}):
         _every_formula_holds(a, model, point)
+
+
+def test_predict_sweeps_from_the_formulas_from_the_least_value() -> None:
+    # the walk's shapes are checked against the analysis at its own point (n = 24), so the
+    # points at or past it come from the formulas; one below it from an analysis, saying why
+    sweep = predict_sweep(_chain(), "A100", {"n": [24, 100, 23], "b": [2]})
+    assert [(pt.values["n"], pt.source) for pt in sweep.points] == [
+        (24, "formulas"),
+        (100, "formulas"),
+        (23, "analysis"),
+    ]
+    assert sweep.points[2].why == "n=23 is below 24, the least n the formulas hold from"

@@ -202,7 +202,7 @@ def _why_not(a: Analysis, costs: SymbolicCosts) -> str:
         missing = [k for k in _NEEDED if formulas.get(k) is None]
         if missing:
             return f"node {record.name!r} ({record.op_type}) has no formula for {missing[0]}"
-    ones = dict.fromkeys(costs.symbols, 1)
+    ones = {s: costs.least.get(s, 1) for s in costs.symbols}  # the analysis' point
     memo: dict[tuple[Dim, ...], tuple[int, ...]] = {}
     for r in a.counted_nodes:
         ins = _evaluated(
@@ -214,7 +214,7 @@ def _why_not(a: Analysis, costs: SymbolicCosts) -> str:
         if (ins, outs) != (r.input_shapes, r.output_shapes):
             return (
                 f"node {r.name!r} ({r.op_type}): the symbolic walk's shapes differ from the "
-                f"analysis' at {', '.join(f'{s}=1' for s in costs.symbols)}"
+                f"analysis' at {', '.join(f'{s}={v}' for s, v in ones.items())}"
             )
     return ""
 
@@ -222,6 +222,8 @@ def _why_not(a: Analysis, costs: SymbolicCosts) -> str:
 def _outside(costs: SymbolicCosts, at: Mapping[str, int]) -> str:
     """Why the formulas are not known to hold at ``at`` ('' where they are)."""
     for s in costs.symbols:
+        if at[s] < costs.least.get(s, 0):
+            return f"{s}={at[s]} is below {costs.least[s]}, the least {s} the formulas hold from"
         if at[s] == 0 and not costs.zero_allowed.get(s, False):
             return f"{s}=0 breaks the model's shapes (the formulas hold from 1)"
     limit = costs.limit

@@ -135,6 +135,8 @@ def batch_formula(
     assert a.symbolic is not None
     if a.symbolic.symbols != (symbol,):
         return f"the formulas are in {', '.join(a.symbolic.symbols) or 'no symbol'}, not {symbol}"
+    if a.symbolic.least.get(symbol, 1) > 1:  # the probes start at batch 1
+        return f"the formulas hold from {symbol}={a.symbolic.least[symbol]} only, not from 1"
     peak = a.symbolic.totals.get("peak_activation_bytes")
     if peak is None:
         why = next((w for w in a.warnings if "peak_activation_bytes" in w), "no formula")

@@ -175,3 +175,20 @@ def test_run_bench_max_batch_gives_the_estimate(emb_path: str, fast: BenchOption
     console = Console(width=80, record=True)
     console.print(_estimate_line(r.max_batch))
     assert "estimate from the formulas: batch 4 (the search limit" in console.export_text()
+
+
+def test_no_estimate_where_the_batch_symbol_starts_above_1() -> None:
+    from test_symbolic_least import _chain  # valid from n = 24 only (by hand there)
+
+    m = prepare_model(_chain())
+    assert m.prepared is not None
+    why = batch_formula(
+        m.prepared,
+        m.inputs,
+        (InputSpec("x", "float32", (1, 1, 24)),),
+        "n",
+        dims=None,
+        allow_reshape=False,
+        traffic="runtime",
+    )
+    assert why == "the formulas hold from n=24 only, not from 1"

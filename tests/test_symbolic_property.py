@@ -234,6 +234,7 @@ TORCH_DIMS = {
     "block": {0: "batch", 1: "seq"},
     "upsample": {0: "batch", 2: "height", 3: "width"},
     "downsample": {0: "batch", 2: "height", 3: "width"},
+    "unet": {0: "batch", 2: "height", 3: "width"},
 }
 """The dims of input x each torch model exports as symbols."""
 
@@ -284,6 +285,24 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
             d = self.conv(self.down(x))
             return self.strided(nn.functional.interpolate(d, scale_factor=0.5, mode="bilinear"))
 
+    class Unet(nn.Module):
+        """A UNet level: a stride-2 Conv down, back up by two ConvTransposes (2x2 stride 2;
+        3x3 stride 2, pad 1, output_padding 1: a decoder's), each cropped to the input's
+        height and width (odd sizes), joined with the skip, then a Conv."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
+            self.up3 = nn.ConvTranspose2d(8, 2, 3, stride=2, padding=1, output_padding=1)
+            self.head = nn.Conv2d(9, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            d = torch.relu(self.down(x))
+            h, w = x.shape[2], x.shape[3]
+            ups = [self.up(d)[:, :, :h, :w], self.up3(d)[:, :, :h, :w]]
+            return self.head(torch.cat([*ups, x], dim=1))
+
     class Block(nn.Module):
         """Pre-norm attention with a causal mask made from seq, then an MLP."""
 
@@ -315,6 +334,8 @@ def _torch_case(which: str) -> tuple[Any, tuple[Any, ...]]:
         return Upsample(), (torch.randn(2, 3, 16, 12),)
     if which == "downsample":
         return Downsample(), (torch.randn(2, 3, 16, 12),)
+    if which == "unet":
+        return Unet(), (torch.randn(2, 3, 16, 12),)
     return Block(), (torch.randn(2, 5, 16),)
 
 
@@ -339,7 +360,7 @@ def _export(which: str, dynamo: bool) -> onnx.ModelProto:
     return onnx.load_from_string(buffer.getvalue())
 
 
-@pytest.mark.parametrize("which", ["mlp", "cnn", "block", "upsample", "downsample"])
+@pytest.mark.parametrize("which", ["mlp", "cnn", "block", "upsample", "downsample", "unet"])
 @pytest.mark.parametrize("exporter", ["torch_script", "torch_dynamo"])
 def test_formulas_are_exact_on_fresh_torch_exports(exporter: str, which: str) -> None:
     proto = _export(which, dynamo=exporter == "torch_dynamo")

@@ -3,9 +3,9 @@ the graph inputs' symbols, and the values of small integer tensors (the shape su
 Shape, Gather, Concat, Unsqueeze, arithmetic) carried the same way, in one walk.
 
 Ops carried: elementwise ops with numpy broadcasting, MatMul, Gemm, Conv and pooling output
-sizes (``symbolic.windows``: ONNX's, rounded toward 0), Reshape (0 and -1), Transpose,
-Concat, Slice (step 1, ends clamped with min where they are symbolic), Gather, Shape, Range
-(delta 1), Softmax, Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum,
+sizes (``symbolic.windows``: ONNX's, rounded toward 0), ConvTranspose's, Reshape (0 and -1),
+Transpose, Concat, Slice (step 1, ends clamped with min where they are symbolic), Gather,
+Shape, Range (delta 1), Softmax, Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum,
 TopK, Tile, OneHot and more (``symbolic.more_shapes``); and every op onnxcost has its own
 output-shape rule for (``shapes.rules``: onnxruntime's com.microsoft contrib ops,
 LayerNormalization with its statistics), by that rule (``symbolic.contrib``). A node that it

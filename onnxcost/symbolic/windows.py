@@ -1,6 +1,7 @@
-"""The symbolic walk's Conv and pool output sizes (``symbolic.shapes`` dispatches to them):
-Conv, ONNX's QLinearConv, MaxPool, AveragePool and the Global pools, each size what ONNX's
-shape inference gives for every input size >= 0 (``_window``). ONNX divides the strided
+"""The symbolic walk's Conv, ConvTranspose and pool output sizes (``symbolic.shapes``
+dispatches to them): Conv, ONNX's QLinearConv, MaxPool, AveragePool and the Global pools, each
+size what ONNX's shape inference gives for every input size >= 0 (``_window``), and
+ConvTranspose (``_conv_transpose``: no division, its own rule). ONNX divides the strided
 positions rounding toward 0, not down (a 3x3 Conv, stride 2, no pads has 1 row at h = 2,
 where a floor gives 0), so a size is written as the plain floor only where what it divides
 is >= 0 wherever every symbol is at least 1, and the walk's check at a symbol's 0 decides
@@ -194,9 +195,81 @@ def _pool(
     out.shapes[node.output[0]] = (x[0], x[1], *sizes)
 
 
+def _conv_transpose(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """ConvTranspose: [N, W[1] x group, sizes], each size as onnx 1.23's inference has it
+    (``convTransposeShapeInference``), for every input size: with ``output_shape``, that
+    (pads ignored); else ``s (in - 1) + output_padding + span - pads``, span = ``d (k - 1) +
+    1``, the pads explicit (with an auto_pad other than NOTSET, ONNX fails), VALID's 0 or
+    SAME's ``max(0, span - s)`` in all (so ``in * s + output_padding`` where span >= s: ONNX's
+    inference, not the spec's ``in * s``, where the kernel is shorter than the stride). NB: a
+    size ONNX gives below 0 (pads past the kernel, in = 0 at a stride above the span) is no
+    shape in a concrete analysis: such a size is not carried, nor a symbolic one not proven
+    >= 0 wherever every symbol is at least 1 (its 0s are checked as the walk's others)."""
+    x, w = shapes[0], shapes[1]
+    assert x is not None and w is not None
+    k = len(x) - 2
+    kernel = _ints(attrs, "kernel_shape", [int(d) for d in w[2:] if isinstance(d, int)])
+    strides = _ints(attrs, "strides", [1] * k)
+    dilations = _ints(attrs, "dilations", [1] * k)
+    padding = _ints(attrs, "output_padding", [0] * k)
+    if k < 1 or not len(kernel) == len(strides) == len(dilations) == len(padding) == k:
+        raise _UncarriedError("kernel, strides, dilations or output_padding of another rank")
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else str(auto)
+    spans = [dilations[i] * (kernel[i] - 1) + 1 for i in range(k)]
+    if isinstance(attrs.get("pads"), list):
+        pads = _ints(attrs, "pads", [])
+        if len(pads) != 2 * k or auto != "NOTSET":
+            raise _UncarriedError("pads of another rank, or with an auto_pad (ONNX refuses)")
+        totals = [pads[i] + pads[i + k] for i in range(k)]
+    elif auto in _SAME:
+        totals = [max(0, spans[i] - strides[i]) for i in range(k)]
+    else:
+        totals = [0] * k
+    channels = as_dim(SymDim.of(w[1]) * int(attrs.get("group", 1)))  # type: ignore[call-overload]
+    head: tuple[Dim, ...] = (x[0], channels)
+    given = attrs.get("output_shape")
+    if isinstance(given, list):
+        if len(given) != k:
+            raise _UncarriedError("an output_shape of another rank")
+        sizes: list[Dim] = []
+        for i, size in enumerate(x[2:]):
+            if isinstance(size, SymDim):
+                raise _UncarriedError(
+                    f"output_shape {given} over a symbolic size ({size}): ONNX's inference "
+                    f"gives no size past it"
+                )
+            if int(given[i]) < size:
+                break  # ONNX's inference stops there: the dims so far only
+            sizes.append(int(given[i]))
+        out.shapes[node.output[0]] = (*head, *sizes)
+        return
+    sizes = []
+    for i, size in enumerate(x[2:]):
+        extra = padding[i] + spans[i] - totals[i] - strides[i]
+        if isinstance(size, int):
+            if strides[i] * size + extra < 0:
+                raise _UncarriedError(f"a size of {strides[i] * size + extra}")
+            sizes.append(strides[i] * size + extra)
+        else:
+            found = size * strides[i] + extra
+            if _sign(found, sorted(found.symbols), None) != 1:
+                raise _UncarriedError(
+                    f"a size, {found}, that may be below 0 where every symbol is at least 1"
+                )
+            sizes.append(as_dim(found))
+    out.shapes[node.output[0]] = (*head, *sizes)
+
+
 WINDOW_RULES = {
     "Conv": _conv,
     "QLinearConv": _conv,
+    "ConvTranspose": _conv_transpose,
     "MaxPool": _pool,
     "AveragePool": _pool,
     "GlobalAveragePool": _pool,

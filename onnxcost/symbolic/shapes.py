@@ -4,7 +4,7 @@ Shape, Gather, Concat, Unsqueeze, arithmetic) carried the same way, in one walk.
 
 Ops carried: elementwise ops with numpy broadcasting, MatMul, Gemm, Conv and pooling output
 sizes (``symbolic.windows``: ONNX's, rounded toward 0), ConvTranspose's, Reshape (0 and -1),
-Transpose, Concat, Slice (step 1, ends clamped with min where they are symbolic), Gather,
+Transpose, Concat, Slice (ends clamped with min where symbolic, max(0, ...) rows), Gather,
 Shape, Range (delta 1), Softmax, Split, Squeeze, Unsqueeze, every Reduce*, Constant; ArgMax, Einsum,
 TopK, Tile, OneHot and more (``symbolic.more_shapes``); and every op onnxcost has its own
 output-shape rule for (``shapes.rules``: onnxruntime's com.microsoft contrib ops,
@@ -28,6 +28,7 @@ from onnx import numpy_helper
 from onnxcost.load.tensors import normalize_domain
 from onnxcost.shapes.rules import RULES as ONNXCOST_RULES
 from onnxcost.symbolic.contrib import carry_by_rule
+from onnxcost.symbolic.domain import _sign
 from onnxcost.symbolic.inputs import input_shapes_of
 from onnxcost.symbolic.more_shapes import MORE_RULES
 from onnxcost.symbolic.shape_core import (
@@ -432,7 +433,8 @@ def _concat(
 
 
 def _clamp(v: Dim, dim: Dim) -> Dim:
-    """A Slice start or end ``v`` clamped to 0 .. dim (step 1)."""
+    """A Slice start or end ``v`` clamped to 0 .. dim (step 1); a symbolic one that may be
+    below 0 is not carried (ONNX counts it from the end: x[:, 2:s - 6] has 2 rows at s = 5)."""
     if isinstance(v, int):
         if v >= _BIG:
             return dim
@@ -441,7 +443,42 @@ def _clamp(v: Dim, dim: Dim) -> Dim:
         if isinstance(dim, SymDim):
             return 0 if v == 0 else sym_min(v, dim)  # a table sliced to its first v rows
         return min(v, dim)
+    if not _at_least_0(v):  # ONNX would count it from the end
+        raise _UncarriedError(f"a start or end, {v}, that may be below 0")
     return sym_min(v, dim)
+
+
+def _at_least_0(d: SymDim) -> bool:
+    """Whether ``d`` >= 0 wherever every symbol is at least 1 (``domain._sign``), or is so
+    read within a position table, each ``min(c, p)`` as p (as ``_broadcast`` reads it: GPT-2's
+    past + 1 written ``past - min(1024, past) + min(1024, past + 1)``)."""
+    symbols = sorted(d.symbols)
+    return _sign(d, symbols, None) == 1 or _sign(d.unbounded(), symbols, None) == 1
+
+
+def _unclamped(v: Dim, dim: Dim) -> SymDim:
+    """A Slice start or end as ONNX reads it before its clamp to 0 .. dim: one below 0 (an
+    int) counted from the end, one at or past ``_BIG`` the dim."""
+    if isinstance(v, int) and v >= _BIG:
+        return SymDim.of(dim)
+    if isinstance(v, int) and v < 0:
+        return SymDim.of(dim) + v
+    return SymDim.of(v)
+
+
+def _size(lo: Dim, hi: Dim, step: int, ends: tuple[SymDim, SymDim]) -> Dim:
+    """ONNX's Slice size from the clamped ``lo`` and ``hi``: ``max(0, ceil((hi - lo) /
+    step))``, written without the ``max`` where the unclamped ``ends`` (start, end) are apart
+    by at least 1 - step wherever every symbol is at least 1 (the clamp keeps their order);
+    an end before the start is an empty slice (x[:, 30:29] has 0 rows at every s, where
+    ``min(29, s) - min(30, s)`` is -1 from s = 30)."""
+    n = SymDim.of(hi) - lo
+    size = n.ceil_div(step)
+    if n.is_constant:
+        return max(0, int(size.constant))
+    if _at_least_0(ends[1] - ends[0] + (step - 1)):
+        return as_dim(size)
+    return sym_max(0, size)
 
 
 def _slice(
@@ -470,7 +507,7 @@ def _slice(
         a = _axis(a, len(x))
         lo, hi = _clamp(s, x[a]), _clamp(e, x[a])
         assert isinstance(st, int)
-        result[a] = as_dim((SymDim.of(hi) - lo).ceil_div(st))  # NB: hi >= lo
+        result[a] = _size(lo, hi, st, (_unclamped(s, x[a]), _unclamped(e, x[a])))
     out.shapes[node.output[0]] = tuple(result)
     if node.input[0] in out.values and len(x) == 1:
         values = out.values[node.input[0]]

@@ -125,3 +125,18 @@ def test_floors_are_bounded_to_prove_a_sign(text: str, want: int | None) -> None
         for wv in range(1, 9):
             value = d.evaluate({"b": 2, "h": hv, "w": wv})
             assert want is None or value * want >= 0, (hv, wv, value)
+
+
+def test_a_peak_that_misses_where_a_node_s_size_did_says_so() -> None:
+    from test_symbolic_slice import _slice_model
+
+    # x[:, -3:] over s: the walk takes s - 3 rows, ONNX min(3, s); at b = 1, s = 1 the
+    # analysis has 1 row: x (4 bytes) and y (4) live at the Slice, y and z at the Relu: 8.
+    a = onnxcost.analyze(_slice_model(-3, 2**62), symbolic=True)
+    assert a.formulas[PEAK] is None
+    (said,) = [w for w in a.warnings if w.startswith(f"no exact formula for {PEAK}")]
+    assert said.endswith(
+        "is not the analysis' 8 (a node's walked size is not the analysis' there either: see "
+        "its warning)"
+    )
+    assert any("'Slice_0'" in w and "bytes_written" in w for w in a.warnings)

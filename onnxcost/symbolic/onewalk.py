@@ -68,6 +68,7 @@ MAX_ZERO_WALK = 200_000
 """The most classes walked at the symbols' 0s (symbols x classes, about 45 µs each): 9 s.
 Past it (a hostile model with thousands of symbols) the formulas are left to the sampler,
 which refuses more than 10 symbols of degree 1 in about a second."""
+_WRITTEN = NODE_KEYS.index("bytes_written")
 _SUMMED = TOTAL_KEYS[: len(NODE_KEYS)]
 """The totals that are sums of the node costs of the same name (macs .. bytes_written)."""
 
@@ -277,6 +278,7 @@ def one_walk_costs(
             check,
             [s for s in symbols if zero_allowed[s]],
             totals.peak_activation_bytes,
+            sizes_missed=any(_WRITTEN in unit.misses for unit in units),
         )
         total_formulas[PEAK] = None if isinstance(peak, str) else formula_of(peak, symbols)
         if total_formulas[PEAK] is None:

@@ -46,11 +46,14 @@ def peak_formula(
     probe: Mapping[str, int],
     zeros: Sequence[str],
     at_one: int,
+    sizes_missed: bool = False,
 ) -> Dim | str:
     """The peak as a Dim in ``symbols``, or why there is none (for a warning). ``types``: the walk's
     tensors; ``weights``: the tensors computed from constants only; ``probe``: a point past
     1 (``Maximum``'s); ``zeros``: the symbols whose 0 the model allows; ``at_one``: the peak
-    of the analysis reported (every symbol = 1)."""
+    of the analysis reported (every symbol = 1); ``sizes_missed``: a node's walked bytes
+    written already missed the analysis' there (its warning says which), so a peak that
+    misses too is no bug to report."""
     steps = _candidates(source, types, weights)
     maximum = Maximum(symbols, limit, probe, zeros)
     peak: Dim = maximum(steps) if steps else 0  # type: ignore[arg-type]
@@ -64,7 +67,12 @@ def peak_formula(
     if got != at_one:
         return (
             f"the walk's peak, {got:,} bytes at {', '.join(f'{s}=1' for s in symbols)}, is not "
-            f"the analysis' {at_one:,} (please report it)"
+            f"the analysis' {at_one:,} "
+            + (
+                "(a node's walked size is not the analysis' there either: see its warning)"
+                if sizes_missed
+                else "(please report it)"
+            )
         )
     return peak
 

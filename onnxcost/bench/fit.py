@@ -164,22 +164,30 @@ def estimate(
     def fits(b: int) -> bool:
         return need.needs(b) + overhead <= free_bytes
 
-    found = _largest(fits, limit)
+    found = largest_fitting(fits, limit)
     return BatchEstimate(found, limit, need, overhead, source, free_bytes, free_source)
 
 
-def _largest(fits: Callable[[int], bool], limit: int) -> int | None:
-    """The largest b in 1..limit with ``fits(b)``, where fits holds up to a point (the need
-    grows with the batch): doubling, then bisection."""
-    if not fits(1):
-        return None
-    lo, hi = 1, 2
-    while hi <= limit and fits(hi):
-        lo, hi = hi, 2 * hi
-    if hi > limit:
-        if fits(limit):
-            return limit
-        hi = limit
+def largest_fitting(fits: Callable[[int], bool], limit: int, start: int = 1) -> int | None:
+    """The largest b from ``start`` to ``limit`` with ``fits(b)``, where fits holds up to a
+    point (the need grows with the batch): doubling from ``start`` until one does not fit or
+    ``limit`` is reached, then bisecting between the last that fit and the first that did
+    not; None where ``start`` does not fit. Each b is asked once: ``search_max_batch``'s
+    fits runs a probe in a process."""
+    last_ok: int | None = None
+    first_fail: int | None = None
+    b = start
+    while True:
+        if not fits(b):
+            first_fail = b
+            break
+        last_ok = b
+        if b >= limit:
+            break
+        b = min(2 * b, limit)
+    if last_ok is None or first_fail is None:
+        return last_ok
+    lo, hi = last_ok, first_fail
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
@@ -249,4 +257,11 @@ def _cgroup_free() -> tuple[int, str] | None:
     return None
 
 
-__all__ = ["BatchEstimate", "BatchFormula", "batch_formula", "estimate", "free_memory"]
+__all__ = [
+    "BatchEstimate",
+    "BatchFormula",
+    "batch_formula",
+    "estimate",
+    "free_memory",
+    "largest_fitting",
+]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from onnxcost.analysis.records import Layout, TensorRecord, to_jsonable
-from onnxcost.bench.fit import BatchEstimate
+from onnxcost.bench.fit import BatchEstimate, largest_fitting
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.session import SessionConfig
 from onnxcost.bench.timing import LatencyStats, throughput_per_s
@@ -213,32 +213,14 @@ def search_max_batch(
         raise UsageError(f"the max-batch limit ({limit}) must be at least {start}")
     probes: list[Probe] = []
 
-    def run(b: int) -> Probe:
+    def run(b: int) -> bool:
         p = probe(b)
         probes.append(p)
         if on_probe is not None:
             on_probe(p)
-        return p
+        return p.ok
 
-    last_ok: int | None = None
-    first_fail: int | None = None
-    b = start
-    while True:
-        if not run(b).ok:
-            first_fail = b
-            break
-        last_ok = b
-        if b >= limit:
-            break
-        b = min(2 * b, limit)
-    if last_ok is not None and first_fail is not None:
-        lo, hi = last_ok, first_fail
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if run(mid).ok:
-                lo = mid
-            else:
-                hi = mid
+    largest_fitting(run, limit, start)
     return MaxBatch(tuple(probes), limit)
 
 

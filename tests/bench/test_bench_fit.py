@@ -17,9 +17,9 @@ from onnxcost.bench.fit import (
     BatchEstimate,
     BatchFormula,
     _host_free,
-    _largest,
     batch_formula,
     estimate,
+    largest_fitting,
 )
 from onnxcost.bench.inputs import InputSpec
 from onnxcost.bench.options import BenchOptions
@@ -31,11 +31,11 @@ from onnxcost.report.bench import _estimate_line
 
 def test_the_largest_batch_that_fits() -> None:
     # b² <= 50: 7 (49), 8 is 64; within a limit of 5: 5; nothing fits: None
-    assert _largest(lambda b: b * b <= 50, 1000) == 7
-    assert _largest(lambda b: b * b <= 50, 5) == 5
-    assert _largest(lambda b: b * b <= 50, 1) == 1
-    assert _largest(lambda b: False, 64) is None
-    assert _largest(lambda b: b <= 64, 64) == 64  # the limit itself, a power of two
+    assert largest_fitting(lambda b: b * b <= 50, 1000) == 7
+    assert largest_fitting(lambda b: b * b <= 50, 5) == 5
+    assert largest_fitting(lambda b: b * b <= 50, 1) == 1
+    assert largest_fitting(lambda b: False, 64) is None
+    assert largest_fitting(lambda b: b <= 64, 64) == 64  # the limit itself, a power of two
 
 
 def _mlp(dims: list[str | int]) -> onnx.ModelProto:

@@ -200,12 +200,11 @@ def render_formulas(a: Analysis, console: Console) -> None:
     total, broken between its terms (`` + ``) with the rest indented under the right side;
     a ``max`` or ``min`` too long for a line (a training peak over several steps) one
     argument a line, aligned under its first."""
-    lines = [] if a.symbolic is None else a.symbolic.describe()
-    if lines:
-        _lines(console, "", plain(lines[0]).split(" "), style="bold", sep=" ", indent=2)
-        for line in lines[1:]:
-            label, _eq, rhs = plain(line).partition(" = ")
-            for row in formula_rows(f"  {label} = ", rhs, console.width):
+    if a.symbolic is not None:
+        heading = plain(a.symbolic.heading)
+        _lines(console, "", heading.split(" "), style="bold", sep=" ", indent=2)
+        for label, rhs in a.symbolic.rows():
+            for row in formula_rows(f"  {label} = ", plain(rhs), console.width):
                 console.print(Text(row), no_wrap=True, overflow="ellipsis")
 
 

@@ -87,19 +87,25 @@ class SymbolicCosts:
         """The JSON ``formulas`` of node ``index``."""
         return _strings(self.nodes[index])
 
-    def describe(self) -> list[str]:
-        """A heading, then ``MACs = 52,753,152·batch·seq + 3,072·batch·seq²`` per total."""
+    @property
+    def heading(self) -> str:
+        """``Formulas in batch, seq (exact; the counts are at batch=1, seq=1)``."""
         syms = self.symbols
-        lines = [
-            f"Formulas in {', '.join(syms)} (exact; the counts are at "
-            f"{', '.join(f'{s}={self.least.get(s, 1)}' for s in syms)})"
-            if syms
-            else "Formulas: the model has no free symbolic dim; every cost is a constant"
+        if not syms:
+            return "Formulas: the model has no free symbolic dim; every cost is a constant"
+        at = ", ".join(f"{s}={self.least.get(s, 1)}" for s in syms)
+        return f"Formulas in {', '.join(syms)} (exact; the counts are at {at})"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(total, formula) per total: ``("MACs", "52,753,152·batch·seq + ...")``."""
+        return [
+            (_LABELS[key], "none (see warnings)" if f is None else f.pretty())
+            for key, f in self.totals.items()
         ]
-        for key, f in self.totals.items():
-            text = "none (see warnings)" if f is None else f.pretty()
-            lines.append(f"{_LABELS[key]} = {text}")
-        return lines
+
+    def describe(self) -> list[str]:
+        """The heading, then ``MACs = 52,753,152·batch·seq + 3,072·batch·seq²`` per total."""
+        return [self.heading, *(f"{label} = {text}" for label, text in self.rows())]
 
     JSON_LAYOUT: ClassVar[Layout] = (
         "symbols",

@@ -120,10 +120,9 @@ def _formulas(a: Analysis) -> tuple[str, list[tuple[str, str]]] | None:
 
     if a.symbolic is None:
         return None
-    heading, *lines = a.symbolic.describe()
-    return heading, [
+    return a.symbolic.heading, [
         (label, "\n".join(formula_rows("", text, FORMULA_WIDTH)))
-        for label, _eq, text in (x.partition(" = ") for x in lines)
+        for label, text in a.symbolic.rows()
     ]
 
 

@@ -11,6 +11,11 @@ formulas that are null, and mismatches (there should be none). Needs torch, onnx
 transformers; an export that fails is one line, not a stop.
 
     python scripts/check_symbolic_holdout.py [NAME ...] [--save DIR]
+    python scripts/check_symbolic_holdout.py --dir DIR
+
+``--dir DIR`` checks every .onnx file in DIR the same way instead (another framework's
+exports: scripts/export_holdout_frameworks.py writes TensorFlow/Keras and scikit-learn ones);
+it needs no torch.
 
 tests/data/exports/ holds two of them, written with ``--save`` (``bert``: its GatherElements;
 ``neck``: its Resizes), so that the property test covers them where torch is absent.
@@ -33,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import onnx
 
 import onnxcost
-from onnxcost.prepare import prepare
+from onnxcost.prepare import PreparedModel, prepare
 
 Case = tuple[Any, tuple[Any, ...], tuple[dict[int, Any], ...]]
 
@@ -202,13 +207,69 @@ def _cases() -> dict[str, Callable[[], Case]]:
     }
 
 
+def _check(name: str, model: PreparedModel) -> bool:
+    """One line for ``model`` (and its sampling warnings and first misses); True if a formula
+    misses a concrete analysis."""
+    from test_symbolic_property import _mismatches
+
+    start = time.perf_counter()
+    try:
+        a = onnxcost.analyze(model, symbolic=True)
+    except onnxcost.OnnxcostError as e:
+        print(f"{name}: refused in one line: {e}", flush=True)
+        return False
+    seconds = time.perf_counter() - start
+    costs: Any = a.symbolic
+    misses = _mismatches(name, model, a)
+    nulls = sum(f is None for formulas in costs.nodes for f in formulas.values())
+    null_totals = [k for k, f in costs.totals.items() if f is None]
+    print(
+        f"{name}: {len(model.view.order)} nodes, symbols {', '.join(costs.symbols)}, "
+        f"{costs.analyses} analyses, {seconds:.2f} s, null formulas: {nulls} of the "
+        f"nodes', totals {null_totals or 'none'}; mismatches {len(misses)}",
+        flush=True,
+    )
+    for w in a.warnings:
+        if "sampled" in w or "no exact formula" in w:
+            print(f"    {w}")
+    for miss in misses[:3]:
+        print(f"    MISS {miss}")
+    return bool(misses)
+
+
+def _check_dir(folder: Path) -> int:
+    """Every .onnx file in ``folder`` (sorted; not its subfolders), as the torch exports are
+    checked; a file onnxcost cannot load is one line."""
+    files = sorted(folder.glob("*.onnx"))
+    if not files:
+        print(f"no .onnx file in {folder}", file=sys.stderr)
+        return 1
+    failed = False
+    for path in files:
+        try:
+            model = prepare(path)
+        except onnxcost.OnnxcostError as e:
+            print(f"{path.name}: refused in one line: {e}", flush=True)
+            continue
+        failed |= _check(path.name, model)
+    return 1 if failed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="models to check (default: all)")
     parser.add_argument("--save", type=Path, help="also write each export there, as NAME.onnx")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="check every .onnx file in DIR instead of exporting (needs no torch)",
+    )
     args = parser.parse_args()
+    if args.dir is not None:
+        if args.names or args.save is not None:
+            parser.error("--dir checks the files in DIR: give no NAME and no --save with it")
+        return _check_dir(args.dir)
     import torch
-    from test_symbolic_property import _mismatches
 
     torch.manual_seed(0)
     cases = _cases()
@@ -235,30 +296,7 @@ def main() -> int:
         if args.save is not None:
             args.save.mkdir(parents=True, exist_ok=True)
             onnx.save(program.model_proto, args.save / f"{name}.onnx")
-        model = prepare(program.model_proto)
-        start = time.perf_counter()
-        try:
-            a = onnxcost.analyze(model, symbolic=True)
-        except onnxcost.OnnxcostError as e:
-            print(f"{name}: refused in one line: {e}", flush=True)
-            continue
-        seconds = time.perf_counter() - start
-        costs: Any = a.symbolic
-        misses = _mismatches(name, model, a)
-        failed |= bool(misses)
-        nulls = sum(f is None for formulas in costs.nodes for f in formulas.values())
-        null_totals = [k for k, f in costs.totals.items() if f is None]
-        print(
-            f"{name}: {len(model.view.order)} nodes, symbols {', '.join(costs.symbols)}, "
-            f"{costs.analyses} analyses, {seconds:.2f} s, null formulas: {nulls} of the "
-            f"nodes', totals {null_totals or 'none'}; mismatches {len(misses)}",
-            flush=True,
-        )
-        for w in a.warnings:
-            if "sampled" in w or "no exact formula" in w:
-                print(f"    {w}")
-        for miss in misses[:3]:
-            print(f"    MISS {miss}")
+        failed |= _check(name, prepare(program.model_proto))
     return 1 if failed else 0
 
 

@@ -50,6 +50,10 @@ def _rows(start: int, end: int, step: int, s: int) -> int:
         (30, 29, 1),  # ends before it starts: 0 rows at every s (the walk's -1 from s = 30)
         (20, 15, 2),  # so with a step of 2 (the walk's -1 at s = 17, 18, -2 from 19)
         (5, -5, 1),  # x[:, 5:-5]: s - 10 rows from s = 10, none below (the walk's -5 at s = 1)
+        (-3, 2**62, 1),  # x[:, -3:]: the last min(3, s) rows (the walk's 3 at s = 1)
+        (-1, 2**62, 1),  # x[:, -1:]: the last row, none at s = 0 (the walk's 1 there)
+        (-4, -1, 1),  # x[:, -4:-1]: min(3, s - 1) rows from s = 1 (the walk's 3 at s = 1)
+        (-5, 2**62, 2),  # x[:, -5::2]: rows s - 5, s - 3, s - 1 that exist: 3 from s = 5
     ],
 )
 def test_a_slice_whose_end_may_come_before_its_start_is_exact_at_every_size(

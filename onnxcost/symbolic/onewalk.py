@@ -17,8 +17,9 @@ and symbolic inputs share one class. What this module adds is the proof and the 
      means the walk and ONNX's inference disagree: the sampler decides;
    - at each symbol = 0 by a walk of the reduced model with that symbol at 0, polynomials in
      the other symbols (``_check_zero``): the formula there, or ``max(0, formula)`` where a
-     count stops at 0 (``n - 1`` adds at n = 0); a symbol whose 0 breaks the model's shapes
-     is reported, and the formulas hold from 1.
+     count stops at 0 (``n - 1`` adds at n = 0), or the walk's own min and max where
+     ``within``'s reading is not the model's at that 0 (``_Class.raw``); a symbol whose 0
+     breaks the model's shapes is reported, and the formulas hold from 1.
 2. Totals: the sum of the nodes' formulas, a class's times its size, with the ``max(0, ...)``
    ones as parts; params and param bytes do not depend on the symbols.
 
@@ -33,7 +34,7 @@ that stays a floor, min or max of the symbols has that exact expression as its f
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -99,10 +100,17 @@ class _Class:
     has none), which are max(0, ...), and why one has none."""
 
     dims: list[Dim | None]
+    raw: list[Dim | None]
+    """The walk's costs before ``within``: ONNX's own min and max, as the formula where a
+    symbol's 0 needs them (x[:, -1:] has ``s - max(0, s - 1)`` rows, 1 wherever s >= 1,
+    the reading of ``dims``, but none at s = 0)."""
     size: int = 0
     clamped: list[bool] = field(default_factory=lambda: [False] * len(NODE_KEYS))
     misses: dict[int, str] = field(default_factory=dict)
     """NODE_KEYS index -> why its formula failed a check."""
+    unread: set[int] = field(default_factory=set)
+    """The keys whose formula is ``raw``, taken at a symbol's 0 after the 0s before it were
+    checked: checked at those again (``_recheck_raw``)."""
 
     def value(self, q: int, values: Mapping[str, int]) -> int:
         dim = self.dims[q]
@@ -178,7 +186,7 @@ def one_walk_costs(
         if unit not in classes:
             found = [None if k in lost else col[k] for col in columns]
             classes[unit] = _Class(
-                [None if d is None else within(d, symbols, limit) for d in found]
+                [None if d is None else within(d, symbols, limit) for d in found], found
             )
             for q, d in enumerate(classes[unit].dims):
                 if isinstance(d, SymDim) and not d.symbols <= named:
@@ -231,6 +239,7 @@ def one_walk_costs(
                     f"not a concrete analysis's at {at} (please report it)"
                 )
     zero_allowed: dict[str, bool] = {}
+    at_zeros: dict[str, _ZeroWalk] = {}
     warnings: list[str] = []
     below = _assumed_at_zero(walked.shapes, symbols)
     for sym in symbols:
@@ -244,7 +253,7 @@ def one_walk_costs(
                 f"0, not down); the formulas hold for {sym} >= 1"
             )
             continue
-        zero_allowed[sym] = _check_zero(
+        at_zero = _check_zero(
             sym,
             units,
             reduced,
@@ -257,6 +266,10 @@ def one_walk_costs(
             walked.memo,
             lost_units,
         )
+        zero_allowed[sym] = at_zero is not None
+        if at_zero is not None:
+            _recheck_raw(units, at_zeros.values())
+            at_zeros[sym] = at_zero
         if not zero_allowed[sym]:
             warnings.append(
                 f"{sym}=0 is not a valid point of this model (shapes break there); the "
@@ -399,6 +412,33 @@ def _check_point(
     return {s: point[s] for s in symbols}
 
 
+@dataclass(frozen=True)
+class _ZeroWalk:
+    """The reduced model's walk at ``sym`` = 0: each class's costs there (a column per
+    NODE_KEYS), polynomials in the ``others``, read within ``limit``."""
+
+    sym: str
+    others: tuple[str, ...]
+    limit: PositionLimit | None
+    columns: tuple[Sequence[Dim | None], ...]
+
+    def verdict(self, dim: Dim | None, j: int, q: int) -> str | None:
+        """None where ``dim`` (class j's key q) with the symbol at 0 is the walk's there,
+        ``"clamped"`` where the walk's is 0 and it is <= 0 (the formula is then max(0,
+        ...)), else why it misses."""
+        want = self.columns[q][j]
+        got = _at_zero(dim, self.sym, self.others, self.limit)
+        if type(want) is not int:
+            want = None if want is None else within(want, self.others, self.limit)
+            if want is None or formula_of(want, self.others) is None:
+                return f"not carried at {self.sym}=0"
+        if got == want or SymDim.of(got) == SymDim.of(want):
+            return None
+        if want == 0 and _sign(SymDim.of(got), self.others, self.limit) == -1:
+            return "clamped"
+        return f"piecewise or not a polynomial at {self.sym}=0"
+
+
 def _check_zero(
     sym: str,
     units: Sequence[_Class],
@@ -411,11 +451,13 @@ def _check_zero(
     convention: Convention,
     memo: WalkMemo | None = None,
     lost: frozenset[int] = frozenset(),
-) -> bool:
-    """Whether the model keeps its shapes at ``sym`` = 0 (the walk of the reduced model there
-    carries every node), and each class's formulas there: the walk at 0, a polynomial in the
-    other symbols, must be the formula with ``sym`` at 0, or 0 where that is <= 0 (the
-    formula is then max(0, ...)); else the formula misses. ``memo``: the whole model's walk's
+) -> _ZeroWalk | None:
+    """The walk of the reduced model at ``sym`` = 0, None where the model does not keep its
+    shapes there (the walk does not carry every node), after checking each class's formulas
+    there: the walk at 0, a polynomial in the other symbols, must be the formula with
+    ``sym`` at 0, or 0 where that is <= 0 (the formula is then max(0, ...)); else ONNX's own
+    min and max (``_Class.raw``), where ``within``'s reading, every symbol >= 1, is what
+    misses; else the formula misses. ``memo``: the whole model's walk's
     (``NodeCosts.memo``): a class whose inputs do not change with ``sym`` is a lookup."""
     from onnxcost.symbolic.node_costs import node_costs
 
@@ -430,38 +472,46 @@ def _check_zero(
         stop=lost,  # a node not carried at 0 that is carried at 1: the 0 breaks the shapes
     )
     if not walked.reasons.keys() <= lost or len(walked.macs) != len(units):
-        return False  # (the classes not carried at 1 are the sampler's to check at 0)
+        return None  # (the classes not carried at 1 are the sampler's to check at 0)
     others = tuple(s for s in symbols if s != sym)
     rest = (
         None
         if limit is None
         else replace(limit, symbols=tuple(s for s in limit.symbols if s != sym))
     )
-    columns = (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
+    at_zero = _ZeroWalk(
+        sym, others, rest, (walked.macs, walked.flops, walked.bytes_read, walked.bytes_written)
+    )
     for j, unit in enumerate(units):
-        for q, column in enumerate(columns):
+        for q in range(len(NODE_KEYS)):
             if unit.dims[q] is None or q in unit.misses:
                 continue
-            want = column[j]
-            got = _at_zero(unit.dims[q], sym, others, rest)
-            if type(want) is int:  # the usual case at a 0: the checks below, for an int
-                if type(got) is int and got == want:
-                    continue
-                if want == 0 and _sign(SymDim.of(got), others, rest) == -1:
-                    unit.clamped[q] = True
-                else:
-                    unit.misses[q] = f"piecewise or not a polynomial at {sym}=0"
-                continue
-            want = None if want is None else within(want, others, rest)
-            if want is None or formula_of(want, others) is None:
-                unit.misses[q] = f"not carried at {sym}=0"
-            elif SymDim.of(got) == want:
-                continue
-            elif want == 0 and _sign(SymDim.of(got), others, rest) == -1:
+            verdict = at_zero.verdict(unit.dims[q], j, q)
+            if verdict is not None and verdict != "clamped" and unit.raw[q] != unit.dims[q]:
+                raw = at_zero.verdict(unit.raw[q], j, q)
+                if raw is None or raw == "clamped":
+                    unit.dims[q], unit.clamped[q], verdict = unit.raw[q], False, raw
+                    unit.unread.add(q)
+            if verdict == "clamped":
                 unit.clamped[q] = True
-            else:
-                unit.misses[q] = f"piecewise or not a polynomial at {sym}=0"
-    return True
+            elif verdict is not None:
+                unit.misses[q] = verdict
+    return at_zero
+
+
+def _recheck_raw(units: Sequence[_Class], checked: Iterable[_ZeroWalk]) -> None:
+    """The formulas that became ``raw`` at the last symbol's 0, checked at the 0s checked
+    before it (where ``dims`` held)."""
+    walks = tuple(checked)
+    for j, unit in enumerate(units):
+        for q in unit.unread:
+            for at_zero in walks:
+                verdict = at_zero.verdict(unit.dims[q], j, q)
+                if verdict == "clamped":
+                    unit.clamped[q] = True
+                elif verdict is not None:
+                    unit.misses[q] = verdict
+        unit.unread.clear()
 
 
 def _at_zero(dim: Dim | None, sym: str, others: Sequence[str], limit: PositionLimit | None) -> Dim:

@@ -52,8 +52,10 @@ def peak_formula(
     tensors; ``weights``: the tensors computed from constants only; ``probe``: a point past
     1 (``Maximum``'s); ``zeros``: the symbols whose 0 the model allows; ``at_one``: the peak
     of the analysis reported (every symbol = 1); ``sizes_missed``: a node's walked bytes
-    written already missed the analysis' there (its warning says which), so a peak that
-    misses too is no bug to report."""
+    written missed a concrete analysis (at 1, or at a symbol's 0: its warning says which),
+    so the walk's sizes, and their peak, are not the model's there."""
+    if sizes_missed:  # the walk's sizes are not the model's somewhere: nor is their peak
+        return "a node's walked bytes written miss a concrete analysis (see its warning)"
     steps = _candidates(source, types, weights)
     maximum = Maximum(symbols, limit, probe, zeros)
     peak: Dim = maximum(steps) if steps else 0  # type: ignore[arg-type]
@@ -67,12 +69,7 @@ def peak_formula(
     if got != at_one:
         return (
             f"the walk's peak, {got:,} bytes at {', '.join(f'{s}=1' for s in symbols)}, is not "
-            f"the analysis' {at_one:,} "
-            + (
-                "(a node's walked size is not the analysis' there either: see its warning)"
-                if sizes_missed
-                else "(please report it)"
-            )
+            f"the analysis' {at_one:,} " + "(please report it)"
         )
     return peak
 

@@ -438,8 +438,8 @@ def _clamp(v: Dim, dim: Dim) -> Dim:
     if isinstance(v, int):
         if v >= _BIG:
             return dim
-        if v < 0:
-            return as_dim(SymDim.of(dim) + v) if isinstance(dim, SymDim) else max(0, dim + v)
+        if v < 0:  # counted from the end, clamped at 0: x[:, -3:] has min(3, s) rows
+            return sym_max(0, SymDim.of(dim) + v) if isinstance(dim, SymDim) else max(0, dim + v)
         if isinstance(dim, SymDim):
             return 0 if v == 0 else sym_min(v, dim)  # a table sliced to its first v rows
         return min(v, dim)

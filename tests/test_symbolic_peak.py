@@ -166,3 +166,38 @@ def test_a_peak_is_exact_at_a_0_where_the_reading_from_1_is_not() -> None:
     for s in range(6):
         want = onnxcost.analyze(_slice_model(-1, 2**62), dims={"b": 2, "s": s})
         assert peak.evaluate({"b": 2, "s": s}) == want.totals.peak_activation_bytes, s
+
+
+@pytest.mark.parametrize(("budget", "want"), [(1024, 1), (1998, 1), (1999, None), (2100, None)])
+def test_a_position_bound_proves_a_sign_past_degree_1(budget: int, want: int | None) -> None:
+    from onnxcost.symbolic.limits import PositionLimit
+
+    # GPT-2 small's logits step against an attention step: 204,100·b·s - (12,288·b·s +
+    # 96·b·s²) = b·s·(191,812 - 96·s), >= 0 exactly while s <= 1,998 (96 x 1,998 = 191,808;
+    # at 1,999, 191,904 > 191,812). With s <= budget, s² <= budget·s: at least
+    # (191,812 - 96·budget)·b·s, >= 0 for a budget up to 1,998; past it, undecided (it is
+    # negative at s = budget, b = 1: not provable, and not so).
+    b, s = SymDim.of("b"), SymDim.of("s")
+    d = 204_100 * b * s - 12_288 * b * s - 96 * b * s * s
+    limit = PositionLimit(positions=budget, symbols=("s",), budget=budget)
+    assert _sign(d, ("b", "s"), limit) == want
+    assert _sign(-d, ("b", "s"), limit) == (None if want is None else -want)
+    assert _sign(d, ("b", "s"), None) is None  # no bound on s: b·s·(191,812 - 96·s) < 0 late
+
+
+def test_gpt2_small_peaks_at_its_logits_over_its_positions() -> None:
+    # By hand (docs/symbolic.md): for batch >= 1 the LM head's step holds the most, the
+    # logits (50,257 x 4 = 201,028 bytes a token) and the final hidden state (768 x 4 =
+    # 3,072): 204,100·batch·seq at every seq within the 1,024 positions, where the attention
+    # scores (96·batch·seq² more) pass it only from seq = 1,999. At batch = 0 only what has
+    # no batch dim is live: the positions (int64, 8 bytes) and their embeddings (768 x 4 =
+    # 3,072), 3,080·seq. So two steps, where the linear proof kept six.
+    a = onnxcost.analyze("gpt2", symbolic=True)  # the built-in
+    peak = a.formulas[PEAK]
+    assert peak is not None, a.warnings
+    assert peak.expression is not None
+    assert str(peak.expression).startswith("max(")
+    assert str(peak.expression).count(",") == 1
+    for batch, seq in ((1, 1), (2, 1000), (8, 1024), (3, 77)):
+        assert peak.evaluate({"batch": batch, "seq": seq}) == 204_100 * batch * seq
+    assert peak.evaluate({"batch": 0, "seq": 500}) == 3_080 * 500

@@ -73,6 +73,11 @@ def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int
         return 1
     if _covered({mono: -c for mono, c in d.terms.items()}):
         return -1
+    if limit is not None:  # each negative term's positions capped: covered then?
+        if _covered(_capped(d.terms, limit)):
+            return 1
+        if _covered(_capped({mono: -c for mono, c in d.terms.items()}, limit)):
+            return -1
     if any(sum(e for _a, e in mono) > 1 for mono in d.terms):
         return None
     coefficient = {mono[0][0]: c for mono, c in d.terms.items() if mono}
@@ -160,6 +165,28 @@ def _covered(terms: Mapping[_Monomial, int]) -> bool:
         if need:
             return False
     return True
+
+
+def _capped(terms: Mapping[_Monomial, int], limit: PositionLimit) -> dict[_Monomial, int]:
+    """A polynomial at most ``terms`` over the domain: in each negative term, each position
+    symbol's power ``p**e`` raised to ``cap**(e - 1)·p``, as 1 <= p <= cap (the budget
+    less 1 for each other position symbol). GPT-2's logits against its attention scores,
+    ``204,100·b·s - 12,288·b·s - 96·b·s²`` over s <= 1,024, is at least ``(191,812 -
+    98,304)·b·s``, which ``_covered`` finds >= 0."""
+    cap = limit.budget - (len(limit.symbols) - 1)
+    out: dict[_Monomial, int] = {}
+    for mono, c in terms.items():
+        if c < 0:
+            scale = 1
+            kept: list[tuple[str | _Floor | _MinMax, int]] = []
+            for atom, e in mono:
+                if atom in limit.symbols and e > 1:
+                    scale *= cap ** (e - 1)
+                    e = 1
+                kept.append((atom, e))
+            mono, c = tuple(kept), c * scale
+        out[mono] = out.get(mono, 0) + c
+    return out
 
 
 def _rising(d: SymDim, at: Mapping[str, int]) -> bool:

@@ -330,3 +330,37 @@ def test_a_size_below_0_at_1_is_not_carried_and_is_from_its_least_value() -> Non
     assert a.symbolic is not None
     assert a.symbolic.analyses == 1, a.warnings
     assert a.symbolic.zero_allowed == {"b": True, "h": False}
+
+
+def test_the_unet_s_training_formulas_are_its_floors() -> None:
+    from onnxcost.analysis.training import options
+
+    # With H = ceil(h / 2) = (h + 1) // 2 rows (and W so) after the stride-2 Conv: backward
+    # MACs by hand, each node's weight gradient, and its input's where that needs one (x, a
+    # graph input, does not): the Conv down 8 x 4 x 9 = 288·b·H·W (weights only), the
+    # ConvTranspose 2 x 8 x 4 x 4 = 256·b·H·W, the last Conv 2 x 5 x 8 x 9 = 720·b·h·w:
+    # 720·b·h·w + 544·b·H·W. At b = 2, h = 7, w = 9 (H = 4, W = 5): 90,720 + 21,760 =
+    # 112,480. These were null ("no polynomial form"), the forward's exact floors with them.
+    a = onnxcost.analyze(_unet(), symbolic=True, training=options())
+    assert a.symbolic is not None
+    assert not any("sampled" in w for w in a.warnings), a.warnings  # from the one walk
+    backward = a.formulas["backward_macs"]
+    assert backward is not None, a.warnings
+    assert backward.evaluate({"b": 2, "h": 7, "w": 9}) == 112_480
+    for key in ("backward_flops", "training_flops", "saved_activation_bytes", "peak_bytes"):
+        assert a.formulas[key] is not None, (key, a.warnings)
+    # At b = 0 every tensor but the weights is empty: no FLOPs. The bias gradients' numel(Y)
+    # - C_out adds were -8, -4 and -5 there (-17 backward FLOPs, in the formula as well).
+    empty = onnxcost.analyze(_unet(), dims={"b": 0, "h": 5, "w": 3}, training=options())
+    assert empty.totals.training is not None
+    assert empty.totals.training.backward_flops == 0
+    flops = a.formulas["backward_flops"]
+    assert flops is not None
+    assert flops.evaluate({"b": 0, "h": 5, "w": 3}) == 0
+    for point in ({"b": 2, "h": 7, "w": 9}, {"b": 0, "h": 5, "w": 3}, {"b": 3, "h": 1, "w": 12}):
+        t = onnxcost.analyze(_unet(), dims=point, training=options()).totals.training
+        assert t is not None
+        assert backward.evaluate(point) == t.backward_macs, point
+        training_flops = a.formulas["training_flops"]
+        assert training_flops is not None
+        assert training_flops.evaluate(point) == t.training_flops, point

@@ -9,7 +9,14 @@ from __future__ import annotations
 import math
 
 from onnxcost.costs._context import InvalidAttributeError, OpContext
-from onnxcost.costs._registry import Cost, Saved, needs_any, register, register_backward
+from onnxcost.costs._registry import (
+    Cost,
+    Saved,
+    broadcast_sum,
+    needs_any,
+    register,
+    register_backward,
+)
 
 
 def check_group(ctx: OpContext, c_in: int, in_per_group: int, out_channels: int) -> None:
@@ -91,8 +98,9 @@ def _conv_saves(ctx: OpContext, needs: tuple[bool, ...]) -> Saved:
 
 
 def _bias_grad(ctx: OpContext, needs: tuple[bool, ...], b: int) -> int:
-    """dB = g summed over batch and space: numel(Y) - C_out adds."""
-    return ctx.out_numel() - ctx.numel(b) if needs_any(needs, b) and ctx.has_input(b) else 0
+    """dB = g summed over batch and space: numel(Y) - C_out adds, none for an empty batch
+    (``broadcast_sum``: not -C_out)."""
+    return broadcast_sum(ctx, b) if needs_any(needs, b) and ctx.has_input(b) else 0
 
 
 @register_backward("Conv", saves=_conv_saves)

@@ -12,7 +12,7 @@ forward formulas run each node's own cost formula there, with two pieces of its 
   every other wherever the model is valid (every symbol >= 1, the position symbols within
   the model's positions, and each symbol's 0 the model allows: ``domain._sign``), else the
   ``max`` of the few steps no other is at least there (on a decoder the backward's
-  overtakes the forward's as seq grows: GPT-2's peak is the max of 6 steps' live bytes);
+  overtakes the forward's as seq grows: GPT-2's peak is the max of 4 steps' live bytes);
   past ``MAX_PEAK_TERMS`` of them, no formula for ``peak_bytes``.
 
 Checks, as ``onewalk``'s: at every symbol = 1 against the analysis reported (free), at its
@@ -195,6 +195,23 @@ def _plus(f: Formula, g: Formula) -> Formula:
     return Formula(f.symbols, tuple(terms), parts=(*f.parts, *g.parts))
 
 
+def _summed(forward: Formula, backward: Dim, symbols: tuple[str, ...]) -> Formula | None:
+    """The forward's formula plus the backward's Dim, where either is an expression (a
+    floor, min or max): one expression; None where the forward has clamped parts."""
+    if forward.parts:
+        return None
+    total = forward.expression
+    if total is None:
+        total = SymDim.of(0)
+        for exps, c in forward.terms:
+            term = SymDim.of(c)
+            for name, e in zip(symbols, exps, strict=True):
+                for _ in range(e):
+                    term = term * SymDim.of(name)
+            total = total + term
+    return formula_of(as_dim(total + backward), symbols)
+
+
 def _concrete(
     source: PreparedModel,
     input_shapes: Mapping[str, Sequence[int]],
@@ -316,9 +333,9 @@ def walk_training(
     missing: list[str] = []
     exact = _Exact(symbols, limit, [s for s in symbols if costs.zero_allowed.get(s)])
     for key, dim in zip(TRAINING_KEYS, dims_of, strict=True):
-        f = exact(dim)
-        if f is None and key == "peak_bytes":  # the max of steps' bytes: that expression
-            f = formula_of(dim, symbols)
+        # else the exact expression, as the forward's totals: a floor (a CNN's sizes over
+        # its height at stride 2), or the max of the steps' bytes
+        f = exact(dim) or formula_of(dim, symbols)
         if f is None:
             missing.append(key)
         found[key] = f
@@ -327,6 +344,8 @@ def walk_training(
         None
         if forward is None or backward is None or forward.denominator != 1
         else _plus(forward, backward)
+        if forward.expression is None and backward.expression is None
+        else _summed(forward, dims_of[1], symbols)
     )
     if found["training_flops"] is None:
         missing.append("training_flops")
@@ -357,8 +376,8 @@ def walk_training(
     missing = [k for k in dict.fromkeys(missing) if not (moves and k == "peak_bytes")]
     if missing:
         warnings.append(
-            f"training: no exact formula for {', '.join(missing)} (a floor, min or max of "
-            f"{', '.join(symbols)} that has no polynomial form)"
+            f"training: no exact formula for {', '.join(missing)} (a dim that is not one of "
+            f"{', '.join(symbols)})"
         )
     if moves:
         warnings.append(

@@ -14,8 +14,8 @@ transformers; an export that fails is one line, not a stop.
     python scripts/check_symbolic_holdout.py --dir DIR
 
 ``--dir DIR`` checks every .onnx file in DIR the same way instead (another framework's
-exports: scripts/export_holdout_frameworks.py writes TensorFlow/Keras and scikit-learn ones);
-it needs no torch.
+exports: scripts/export_holdout_frameworks.py writes TensorFlow/Keras and scikit-learn ones,
+scripts/export_holdout_torch.py TorchScript, dynamo and optimum ones); it needs no torch.
 
 tests/data/exports/ holds two of them, written with ``--save`` (``bert``: its GatherElements;
 ``neck``: its Resizes), so that the property test covers them where torch is absent.

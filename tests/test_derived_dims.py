@@ -117,3 +117,23 @@ def test_a_long_name_without_arithmetic_stays_one_name() -> None:
     assert a.symbolic is not None
     assert a.symbolic.symbols == ("batch", "seq", "past")
     assert any("is unset; using 1" in w for w in a.warnings), a.warnings
+
+
+def test_a_derived_dim_takes_its_symbols_values_in_a_plain_analysis(tmp_path: Path) -> None:
+    # optimum's attention_mask [batch, 'past_sequence_length + sequence_length'] was left at
+    # 1 by analyze and bench (only --symbolic and llm computed it): a mask of 1 beside a
+    # cache of 4 and 3 new tokens, which onnxruntime refuses (bench failed in its Gather)
+    model = _decoder("past + seq")
+    a = onnxcost.analyze(model, dims={"batch": 1, "seq": 3, "past": 4})
+    assert [i.shape for i in a.inputs] == [(1, 3), (1, 4), (1, 7)]  # mask: 4 + 3 = 7
+    # ReduceSum of the mask's 7 floats: 7 x 4 = 28 bytes read
+    assert a.nodes[1].bytes_read == 28
+    # unset, seq and past are 1 each and the mask 1 + 1 = 2, with no warning of its own
+    code, out = _cli(model, tmp_path, "analyze")
+    assert code == 0, out
+    assert "mask: float32[1x2]" in out
+    assert "'past + seq'" not in out
+    assert "--dim seq=N" in out  # its symbols still say they are unset
+    # a dim given its own value keeps it
+    a = onnxcost.analyze(model, dims={"batch": 1, "seq": 3, "past": 4, "past + seq": 5})
+    assert a.inputs[2].shape == (1, 5)

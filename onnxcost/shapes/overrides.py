@@ -9,6 +9,7 @@ import onnx
 from onnxcost.errors import ShapeError
 from onnxcost.load.graph import iter_graphs
 from onnxcost.load.tensors import Shape, TensorInfo
+from onnxcost.shapes.derived import _derived_names, derived_value
 from onnxcost.shapes.flags import _check_dim_value
 
 
@@ -112,6 +113,8 @@ def _apply_overrides(
             if not allow_reshape:
                 _check_fixed_dims(vi.name, tt.shape, new)
     every = stated_dims(graph, input_shapes, dims)
+    params = {d.dim_param for vi in inputs for d in vi.type.tensor_type.shape.dim}
+    standalone = {p for p in params if p.isidentifier()}  # what a derived dim may name
     defaulted: dict[str, list[str]] = {}
     applied = {sym: v for sym, v in every.items() if sym not in dims}
     for vi in inputs:
@@ -130,8 +133,12 @@ def _apply_overrides(
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
             sym = d.dim_param
+            derived = sym and sym not in every and not sym.isidentifier()
+            parts = _readable(sym, standalone) if derived else None
             if sym and sym in every:
                 d.dim_value = every[sym]
+            elif parts is not None:  # 'past + seq': from its symbols' values, set or 1
+                d.dim_value = derived_value(name, sym, parts, {n: every.get(n, 1) for n in parts})
             else:
                 d.dim_value = 1
                 defaulted.setdefault(sym or f"{name}[{i}]", []).append(name)
@@ -148,6 +155,16 @@ def _apply_overrides(
                 f"symbolic dim {sym!r} (input {where}) is unset; using 1 (set it with --dim {sym}=N)"
             )
     return applied
+
+
+def _readable(param: str, standalone: set[str]) -> list[str] | None:
+    """The symbols of derived dim ``param`` (``_derived_names``), or None where it is no such
+    dim or too long to read: then it is one name, defaulted to 1 with a warning, as the
+    symbolic pass refuses it in one line."""
+    try:
+        return _derived_names(param, standalone)
+    except ShapeError:
+        return None
 
 
 def _check_fixed_dims(name: str, declared: onnx.TensorShapeProto, new: Sequence[int]) -> None:

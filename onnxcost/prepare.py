@@ -25,6 +25,7 @@ from onnx import helper
 
 from onnxcost.errors import UsageError
 from onnxcost.load.graph import GraphView, build, inline_functions
+from onnxcost.load.kv import link_mask_dims
 from onnxcost.load.model import (
     VIRTUAL_LOCATION_PREFIX,
     LoadedModel,
@@ -61,6 +62,10 @@ class PreparedModel:
     """The model as loaded, before inlining and naming, with ``prepare(..., keep_source=True)``
     (``proto`` itself when preparing changed nothing), else None: what ``annotate`` writes a
     copy of and Netron's attachment names nodes by. Read-only, like ``proto``."""
+    notes: tuple[str, ...] = ()
+    """What preparing took the model to mean, as warnings every analysis repeats: a decoder's
+    attention mask length read as the cache length plus the new tokens
+    (``onnxcost.load.kv.link_mask_dims``)."""
 
     @cached_property
     def checker_warning(self) -> str | None:
@@ -144,6 +149,7 @@ def prepare(
     texted = text_names(proto)  # the main graph's nodes: in build
     inlined = bool(proto.functions)
     proto = inline_functions(proto)
+    notes = link_mask_dims(proto)  # a decoder's mask length as past + seq: only dim names
     view = build(proto.graph, name_unnamed=True)
     changed = inlined or view.renamed or texted
     path = loaded.path
@@ -161,7 +167,8 @@ def prepare(
         display=display,
         builtin=builtin,
         renamed=changed,
-        source=None if original is None else original if changed else proto,
+        source=None if original is None else original if changed or notes else proto,
+        notes=tuple(notes),
     )
 
 

@@ -19,6 +19,9 @@ transformers pin differs from the main venv's), given as ``--optimum-python``::
     python scripts/export_holdout_torch.py --out /tmp/holdout_torch \\
         [--optimum-python /work/optenv/bin/python] [NAME ...]
 
+tests/data/exports/tiny_*_kv_*.onnx were written with ``--out tests/data/exports
+--drop-metadata tiny_gpt2_kv tiny_llama_kv``.
+
 The script then runs itself under that python with ``--optimum-only``: each model is saved
 with ``save_pretrained`` and exported with ``optimum-cli export onnx`` (offline), into
 ``optimum_NAME/``, each file copied beside the others as ``optimum_NAME[_FILE].onnx``. An
@@ -363,6 +366,43 @@ def _cases() -> dict[str, Callable[[], Export]]:
             8,
             100,
         ),
+        # small enough for tests/data/exports (1 layer, 16 wide, 32 tokens and positions)
+        "tiny_gpt2_kv": lambda: _decoder_kv(
+            tr.GPT2LMHeadModel(
+                tr.GPT2Config(
+                    n_layer=1,
+                    n_embd=16,
+                    n_head=2,
+                    n_positions=32,
+                    vocab_size=32,
+                    bos_token_id=0,
+                    eos_token_id=0,
+                )
+            ),
+            1,
+            2,
+            8,
+            32,
+        ),
+        "tiny_llama_kv": lambda: _decoder_kv(
+            tr.LlamaForCausalLM(
+                tr.LlamaConfig(
+                    hidden_size=16,
+                    num_hidden_layers=1,
+                    num_attention_heads=4,
+                    num_key_value_heads=2,
+                    intermediate_size=32,
+                    vocab_size=32,
+                    max_position_embeddings=32,
+                    bos_token_id=0,
+                    eos_token_id=0,
+                )
+            ),
+            1,
+            2,
+            4,
+            32,
+        ),
         "t5_encoder": t5_encoder,
         "t5_decoder_kv": t5_decoder_kv,
         "vit": vit,
@@ -547,6 +587,11 @@ def main() -> int:
     parser.add_argument(
         "--exporter", choices=("script", "dynamo", "both"), default="both", help="torch's"
     )
+    parser.add_argument(
+        "--drop-metadata",
+        action="store_true",
+        help="remove each node's metadata_props (the dynamo exporter's: most of a tiny file)",
+    )
     parser.add_argument("--optimum-python", type=Path, help="a python with optimum-onnx")
     parser.add_argument("--optimum-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -571,6 +616,13 @@ def main() -> int:
                 print(f"{label}: the export failed ({type(e).__name__}: {line})", flush=True)
                 continue
             path = args.out / f"{label}.onnx"
+            if args.drop_metadata:
+                import onnx
+
+                proto = onnx.load_from_string(data)
+                for node in proto.graph.node:
+                    del node.metadata_props[:]
+                data = proto.SerializeToString()
             path.write_bytes(data)
             print(f"{label}: {len(data):,} bytes; {_max_difference(path, case)}", flush=True)
     if args.optimum_python is not None:

@@ -30,20 +30,16 @@ A node writes activations or KV cache (never weights: a folded node writes nothi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Literal, TypeAlias
 
 from onnxcost.errors import UsageError
+from onnxcost.load.kv import PAST, PRESENT
 from onnxcost.load.tensors import name_text
 
 Traffic = Literal["runtime", "all-inputs"]
 TRAFFIC_MODES: tuple[Traffic, ...] = ("runtime", "all-inputs")
 
-PAST = re.compile(r"^(past|cache)", re.IGNORECASE)
-"""A graph input that holds the KV cache (``past_key_values.0.key``, ``past_0``, ``cache_k``)."""
-PRESENT = re.compile(r"^(present|cache)", re.IGNORECASE)
-"""A graph output that holds the updated KV cache (``present.0.key``)."""
 
 KV_LAYOUT_OPS = frozenset(
     {

@@ -541,7 +541,11 @@ def _analysis(
         weights,
         frozenset(vi.name for vi in proto.graph.output),
         registry,
-        warnings=[*shapes.warnings, *([checked] if checked else [])],
+        warnings=[
+            *(() if lean else prepared.notes),
+            *shapes.warnings,
+            *([checked] if checked else []),
+        ],
         lean=lean,
         traffic=traffic,
         kv=kv_cache_names(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -95,8 +95,11 @@ def detect(
     batch_dim: str | None = None,
     seq_dim: str | None = None,
     past_dim: str | None = None,
+    fixed: Collection[str] = (),
 ) -> CacheLayout:
-    """The cache layout of ``proto``; DecoderError naming the flags when it cannot be told."""
+    """The cache layout of ``proto``; DecoderError naming the flags when it cannot be told.
+    A symbol in ``fixed`` (given a value with --dim: an encoder's length beside a decoder's
+    cache) is none of the three."""
     dims = _input_dims(proto)
     past_inputs = tuple(n for n in dims if _PAST.match(n))
     present = tuple(n for n in (o.name for o in proto.graph.output) if _PRESENT.match(n))
@@ -113,6 +116,8 @@ def detect(
     }
     other_syms = {d for n in others for d in dims[n] if isinstance(d, str) and d.isidentifier()}
     names = set(cache_syms | other_syms)
+    cache_syms -= set(fixed)
+    other_syms -= set(fixed)
     for flag, given in (
         ("--batch-dim", batch_dim),
         ("--seq-dim", seq_dim),
@@ -131,7 +136,7 @@ def detect(
             found = ", ".join(sorted(candidates)) or "none"
             raise DecoderError(
                 f"cannot tell the {role} dim of this decoder (candidates: {found}); name the "
-                f"dims with {_FLAGS}"
+                f"dims with {_FLAGS}, or give another symbol a value with --dim SYMBOL=N"
             )
         return next(iter(candidates))
 
@@ -146,25 +151,50 @@ def detect(
     return CacheLayout(batch, seq, past, past_inputs, present)
 
 
-def cache_bytes_per_token(proto: onnx.ModelProto, layout: CacheLayout) -> int:
-    """Bytes of every past input for one position of one sequence (batch 1, past 1)."""
+def cache_bytes_per_token(
+    proto: onnx.ModelProto, layout: CacheLayout, fixed: Mapping[str, int] | None = None
+) -> int:
+    """Bytes of every past input for one position of one sequence (batch 1, past 1). A
+    past input without the past dim (an encoder-decoder's cross-attention keys and values,
+    over the encoder's length: a symbol in ``fixed``) does not grow with the tokens: not in
+    it (``fixed_cache_bytes``)."""
+    return sum(_cache_bytes(proto, layout, fixed or {}, per_token=True).values())
+
+
+def fixed_cache_bytes(
+    proto: onnx.ModelProto, layout: CacheLayout, fixed: Mapping[str, int], batch: int
+) -> dict[str, int]:
+    """The bytes of each past input without the past dim, at ``batch`` and the ``fixed``
+    values: the cache that does not grow with the tokens."""
+    return _cache_bytes(proto, layout, {**fixed, layout.batch: batch}, per_token=False)
+
+
+def _cache_bytes(
+    proto: onnx.ModelProto, layout: CacheLayout, fixed: Mapping[str, int], per_token: bool
+) -> dict[str, int]:
+    """Bytes of each past input that has the past dim (``per_token``: at batch 1, past 1), or
+    of each that has not (at ``fixed``, the batch among them)."""
     dims = _input_dims(proto)
     types = {vi.name: vi.type.tensor_type.elem_type for vi in proto.graph.input if vi.name in dims}
-    total = 0
+    out: dict[str, int] = {}
     for name in layout.past_inputs:
+        if (layout.past in dims[name]) != per_token:
+            continue
         sizes = []
         for d in dims[name]:
-            if d in (layout.batch, layout.past):
+            if per_token and d in (layout.batch, layout.past):
                 sizes.append(1)
+            elif isinstance(d, str) and d in fixed:
+                sizes.append(fixed[d])
             elif isinstance(d, int) and d > 0:
                 sizes.append(d)
             else:
                 raise DecoderError(
                     f"cache input {name!r} has a dim {d!r} that is neither batch nor past; "
-                    f"name the dims with {_FLAGS}"
+                    f"name the dims with {_FLAGS}, or give it a value with --dim {d}=N"
                 )
-        total += tensor_bytes(math.prod(sizes), types[name])
-    return total
+        out[name] = tensor_bytes(math.prod(sizes), types[name])
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,7 +526,9 @@ def llm_report(
     source = prepare(model, params=params)  # loaded and indexed once for every analysis
     proto = source.proto
     try:
-        layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
+        layout = detect(
+            proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim, fixed=dims or {}
+        )
     except DecoderError as e:
         raise _with_builtin_hint(e, source.builtin) from e
     limit = position_limit(proto)
@@ -512,7 +544,8 @@ def llm_report(
         raise UsageError(
             f"the model has other symbolic dims ({', '.join(free)}); set them with --dim SYMBOL=N"
         )
-    per_token = cache_bytes_per_token(proto, layout)
+    per_token = cache_bytes_per_token(proto, layout, fixed)
+    constant = fixed_cache_bytes(proto, layout, fixed, batch)
 
     def at(values: Mapping[str, int], training: bool = False) -> Analysis:
         point = with_derived(proto, {}, {**fixed, **values})
@@ -527,6 +560,13 @@ def llm_report(
         training=training_tokens is not None,
     )
     warnings = list(prefill_a.warnings)
+    if constant:  # an encoder's keys and values: read every step, the same size at each
+        names = ", ".join(constant)
+        warnings.append(
+            f"cache inputs without the cache length ({layout.past}) do not grow with the "
+            f"tokens and are not in the KV cache per token: {names}, "
+            f"{sum(constant.values()):,} bytes at batch {batch} (an encoder's keys and values)"
+        )
     step_dims = {**fixed, layout.seq: 1}
     step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
@@ -749,6 +789,7 @@ __all__ = [
     "cache_bytes_per_token",
     "detect",
     "embedding_params",
+    "fixed_cache_bytes",
     "llm_report",
     "present_for",
     "weights_dtype",

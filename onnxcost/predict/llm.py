@@ -73,7 +73,9 @@ def predict_llm(
     dev = load_device(device, provider)
     source = prepare(model, params=params)
     proto = source.proto
-    layout = detect(proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim)
+    layout = detect(
+        proto, batch_dim=batch_dim, seq_dim=seq_dim, past_dim=past_dim, fixed=dims or {}
+    )
     static = static_inputs(proto)
     fixed = dict(dims or {})
 

@@ -347,6 +347,7 @@ def test_the_unet_s_training_formulas_are_its_floors() -> None:
     backward = a.formulas["backward_macs"]
     assert backward is not None, a.warnings
     assert backward.evaluate({"b": 2, "h": 7, "w": 9}) == 112_480
+    assert "min(" not in str(backward.expression)  # the crop, min(2·⌊(h + 1)/2⌋, h), is h
     for key in ("backward_flops", "training_flops", "saved_activation_bytes", "peak_bytes"):
         assert a.formulas[key] is not None, (key, a.warnings)
     # At b = 0 every tensor but the weights is empty: no FLOPs. The bias gradients' numel(Y)

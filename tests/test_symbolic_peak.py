@@ -201,3 +201,41 @@ def test_gpt2_small_peaks_at_its_logits_over_its_positions() -> None:
     for batch, seq in ((1, 1), (2, 1000), (8, 1024), (3, 77)):
         assert peak.evaluate({"batch": batch, "seq": seq}) == 204_100 * batch * seq
     assert peak.evaluate({"batch": 0, "seq": 500}) == 3_080 * 500
+
+
+def test_a_formula_row_too_long_is_kept_whole_and_a_max_opened() -> None:
+    from onnxcost.report.table import formula_rows
+
+    lead = "  backward FLOPs = "  # 19 columns
+    # A term of 41 columns ends a line of 60 only without its " +" (19 + 41 + 2 = 62): the
+    # max is opened, one argument a line under its first.
+    rows = formula_rows(lead, "2·b·h + max(0, -4 + 16·b·⌊(1 + h)/2⌋·⌊(1 + w)/2⌋) + 3·b", 60)
+    assert rows == [
+        "  backward FLOPs = 2·b·h +",
+        "                   max(0,",
+        "                       -4 + 16·b·⌊(1 + h)/2⌋·⌊(1 + w)/2⌋) +",
+        "                   3·b",
+    ]
+    # One term longer than a line: whole (it was cut in its middle with "…", another formula).
+    long_term = "5·b·min(2·⌊(1 + h)/2⌋, h)·min(2·⌊(1 + w)/2⌋, w)·min(3·⌊(1 + d)/3⌋, d)"
+    rows = formula_rows(lead, f"1 + {long_term}", 40)
+    assert rows == ["  backward FLOPs = 1 +", " " * 19 + long_term]
+    assert all("…" not in r for r in rows)
+
+
+def test_within_decides_only_what_holds_at_an_allowed_0_too() -> None:
+    from onnxcost.symbolic.domain import within
+    from onnxcost.symdim import sym_max, sym_min
+
+    b, h, w = (SymDim.of(s) for s in "bhw")
+    symbols = ("b", "h", "w")
+    # A bias gradient's adds over an [b, 8, h, w] output: max(0, 8·b·h·w - 8). For every
+    # symbol >= 1 it is 8·b·h·w - 8 (>= 0 at b = h = w = 1), but at b = 0 it is 0, not -8:
+    # with b's 0 allowed, the max stays.
+    adds = sym_max(0, 8 * b * h * w - 8)
+    assert within(adds, symbols, None) == 8 * b * h * w - 8
+    assert within(adds, symbols, None, zeros=("b",)) == adds
+    # A crop to x's height after a stride-2 down and up: min(2·⌊(h + 1)/2⌋, h) = h for every
+    # h >= 1 (2·⌈h/2⌉ >= h), and at b = 0 both sides are what they were: decided all the same.
+    crop = sym_min(2 * ((h + 1) // 2), h)
+    assert within(crop, symbols, None, zeros=("b",)) == h

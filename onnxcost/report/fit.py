@@ -138,12 +138,13 @@ def wrap_items(
     sep: str = ", ",
     indent: int | None = None,
     max_lines: int | None = None,
+    trim: bool = True,
 ) -> list[str]:
     """``lead`` then ``items`` joined by ``sep``, broken between items (never inside one) into
     lines of at most ``width`` characters (None: one line); a continuation line starts with
     ``indent`` spaces (default: the lead's width, a hanging indent). An item too long for a line
-    of its own is trimmed in the middle (``middle_trim``); past ``max_lines`` lines the last line
-    ends ``… N more``."""
+    of its own is trimmed in the middle (``middle_trim``; with ``trim`` False, kept whole: a
+    formula's term); past ``max_lines`` lines the last line ends ``… N more``."""
     if width is None:
         return [lead + sep.join(items)]
     hang = " " * (len(lead) if indent is None else indent)
@@ -157,7 +158,7 @@ def wrap_items(
         if not fits and (rows[-1] or (len(rows) == 1 and len(hang) < len(lead))):
             rows.append([])
             start = hang
-        if not rows[-1]:
+        if not rows[-1] and trim:
             item = middle_trim(item, max(1, width - len(start) - len(end)))
         rows[-1].append(item)
     if max_lines is not None and len(rows) > max_lines:

@@ -205,13 +205,14 @@ def render_formulas(a: Analysis, console: Console) -> None:
         _lines(console, "", heading.split(" "), style="bold", sep=" ", indent=2)
         for label, rhs in a.symbolic.rows():
             for row in formula_rows(f"  {label} = ", plain(rhs), console.width):
-                console.print(Text(row), no_wrap=True, overflow="ellipsis")
+                console.print(Text(row), overflow="fold")  # a term too long: whole, folded
 
 
 def formula_rows(lead: str, rhs: str, width: int | None) -> list[str]:
     """``lead`` and the formula ``rhs`` in lines of at most ``width``, broken only at spaces:
     between terms, and inside a term that is a ``max(...)``/``min(...)`` too long for a
-    line, after each of its arguments' commas."""
+    line, after each of its arguments' commas. A term longer than a line is kept whole (a
+    formula cut in its middle reads as another)."""
     hang = " " * len(lead)
     terms = _split_top(rhs, " + ")
     rows: list[str] = []
@@ -220,7 +221,7 @@ def formula_rows(lead: str, rhs: str, width: int | None) -> list[str]:
     def flush(last: bool) -> None:
         if group:
             start = lead if not rows else hang
-            wrapped = wrap_items(start, group, width, sep=" + ", indent=len(hang))
+            wrapped = wrap_items(start, group, width, sep=" + ", indent=len(hang), trim=False)
             if not last:
                 wrapped[-1] += " +"
             rows.extend(wrapped)
@@ -228,7 +229,8 @@ def formula_rows(lead: str, rhs: str, width: int | None) -> list[str]:
 
     for k, term in enumerate(terms):
         last = k == len(terms) - 1
-        opened = _opened(term) if width is not None and len(hang) + len(term) > width else None
+        long = width is not None and len(hang) + len(term) + (0 if last else 2) > width  # " +"
+        opened = _opened(term) if long else None
         if opened is None:
             group.append(term)
             continue
@@ -243,7 +245,7 @@ def formula_rows(lead: str, rhs: str, width: int | None) -> list[str]:
                 parts[0] = head + parts[0]
             parts[-1] += "," if i < len(args) - 1 else ")" + ("" if last else " +")
             start = (lead if not rows else hang) if i == 0 else " " * under
-            rows += wrap_items(start, parts, width, sep=" + ", indent=under + 2)
+            rows += wrap_items(start, parts, width, sep=" + ", indent=under + 2, trim=False)
     flush(last=True)
     return rows
 
@@ -269,10 +271,21 @@ def _opened(term: str) -> tuple[str, list[str]] | None:
     for any other term."""
     for name in ("max(", "min("):
         at = term.find(name)
-        if at >= 0 and term.endswith(")") and "(" not in term[:at]:
+        if at >= 0 and "(" not in term[:at] and _closing(term, at + len(name) - 1) == len(term) - 1:
             inner = term[at + len(name) : -1]
             return term[: at + len(name)], _split_top(inner, ", ")
     return None
+
+
+def _closing(text: str, start: int) -> int:
+    """Where the parenthesis opened at ``start`` closes (-1: nowhere): a product of two
+    mins, ``min(a, h)·min(b, w)``, ends in the second's."""
+    depth = 0
+    for k in range(start, len(text)):
+        depth += (text[k] == "(") - (text[k] == ")")
+        if depth == 0:
+            return k
+    return -1
 
 
 def render_by_op_type(a: Analysis, console: Console) -> None:

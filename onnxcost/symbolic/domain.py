@@ -7,21 +7,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, _Monomial, sym_max, sym_min
+from onnxcost.symdim import Dim, SymDim, _Floor, _MinMax, _Monomial, as_dim, sym_max, sym_min
 
 if TYPE_CHECKING:
     from onnxcost.symbolic.limits import PositionLimit
 
 
-def within(dim: Dim, symbols: Sequence[str], limit: PositionLimit | None) -> Dim:
+def within(
+    dim: Dim, symbols: Sequence[str], limit: PositionLimit | None, zeros: Sequence[str] = ()
+) -> Dim:
     """``dim`` with each ``min``/``max`` whose comparison has one answer over the domain
     (every symbol >= 1; the symbols of ``limit``, a model's positions, summing to its
     budget at most) replaced by the side it takes: GPT-2's causal mask, ``min(64, seq +
     past_seq)`` rows of a 64-row table, is ``seq + past_seq`` wherever the model is valid,
     and a softmax's ``min(1, seq)`` rows of length ``seq`` is 1. Decided as ``_sign``
-    decides; the others stay (and the dim is then no polynomial)."""
+    decides; the others stay (and the dim is then no polynomial). ``zeros``: the symbols
+    whose 0 is in the domain too (each alone, the others >= 1): a side is taken only where
+    it is also the answer there (a bias gradient's ``max(0, 8·b·h·w - 8)`` adds stay, 0 at
+    b = 0 where ``8·b·h·w - 8`` is -8; a crop's ``min(2·⌊(h + 1)/2⌋, h)`` is h)."""
     if isinstance(dim, int) or dim.is_polynomial:
         return dim
     total: Dim = 0
@@ -31,18 +37,35 @@ def within(dim: Dim, symbols: Sequence[str], limit: PositionLimit | None) -> Dim
             if isinstance(atom, str):
                 base: Dim = SymDim.of(atom)
             elif isinstance(atom, _MinMax):
-                p, q = within(atom.p, symbols, limit), within(atom.q, symbols, limit)
+                p = within(atom.p, symbols, limit, zeros)
+                q = within(atom.q, symbols, limit, zeros)
+                kept = sym_min(p, q) if atom.op == "min" else sym_max(p, q)
                 sign = _sign(SymDim.of(p) - q, symbols, limit)
                 if sign is None:
-                    base = sym_min(p, q) if atom.op == "min" else sym_max(p, q)
+                    base = kept
                 else:  # sign >= 0: p >= q everywhere
                     base = (q if sign >= 0 else p) if atom.op == "min" else (p if sign >= 0 else q)
+                    if any(
+                        _at(base, z, symbols, limit) != _at(kept, z, symbols, limit) for z in zeros
+                    ):
+                        base = kept
             else:
                 base = SymDim({((atom, 1),): 1})
             for _ in range(e):
                 term = term * base
         total = total + term
     return total if isinstance(total, int) or not total.is_constant else total.constant
+
+
+def _at(d: Dim, zero: str, symbols: Sequence[str], limit: PositionLimit | None) -> Dim:
+    """``d`` at ``zero`` = 0, read within the domain of the other symbols."""
+    if isinstance(d, int):
+        return d
+    others = tuple(x for x in symbols if x != zero)
+    rest = None
+    if limit is not None:
+        rest = replace(limit, symbols=tuple(x for x in limit.symbols if x != zero))
+    return within(as_dim(substituted(d, {zero: 0})), others, rest)
 
 
 def _sign(d: SymDim, symbols: Sequence[str], limit: PositionLimit | None) -> int | None:

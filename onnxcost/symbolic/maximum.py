@@ -75,7 +75,9 @@ class Maximum:
         for mono, c in dim.terms.items():
             found = self.monomials.get(mono)
             if found is None:
-                found = self.monomials[mono] = within(SymDim({mono: 1}), self.symbols, self.limit)
+                found = self.monomials[mono] = within(
+                    SymDim({mono: 1}), self.symbols, self.limit, self.zeros
+                )
             total = total + c * found
         return as_dim(SymDim.of(total))
 

@@ -334,8 +334,9 @@ def walk_training(
     exact = _Exact(symbols, limit, [s for s in symbols if costs.zero_allowed.get(s)])
     for key, dim in zip(TRAINING_KEYS, dims_of, strict=True):
         # else the exact expression, as the forward's totals: a floor (a CNN's sizes over
-        # its height at stride 2), or the max of the steps' bytes
-        f = exact(dim) or formula_of(dim, symbols)
+        # its height at stride 2), or the max of the steps' bytes; each min and max decided
+        # where that holds at the allowed 0s too (a crop's min(2·⌊(h + 1)/2⌋, h) is h)
+        f = exact(dim) or formula_of(maximum.decided_dim(dim), symbols)
         if f is None:
             missing.append(key)
         found[key] = f
@@ -345,7 +346,7 @@ def walk_training(
         if forward is None or backward is None or forward.denominator != 1
         else _plus(forward, backward)
         if forward.expression is None and backward.expression is None
-        else _summed(forward, dims_of[1], symbols)
+        else _summed(forward, maximum.decided_dim(dims_of[1]), symbols)
     )
     if found["training_flops"] is None:
         missing.append("training_flops")

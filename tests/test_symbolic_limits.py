@@ -132,3 +132,27 @@ def test_a_table_held_by_a_constant_limits_the_positions_by_either_path() -> Non
     prepared = prepare(model)
     assert position_limit(prepared.proto) == 6
     assert position_limit(prepared.proto, prepared.view) == 6
+
+
+def test_a_table_read_by_clamped_buckets_is_no_limit() -> None:
+    # T5's relative position bias: a [32, heads] table read at min(relative position, 31),
+    # computed from a Range: any length reads within it. llm refused T5's decoder at
+    # --prompt 128 ('the model has 32 positions'), --symbolic checked it within 32.
+    text = """<ir_version: 8, opset_import: ["" : 17]>
+        g (float[b, seq] x) => (float[seq, 2] y) {
+            table = Constant<value = float[4, 2] {0, 0, 1, 1, 2, 2, 3, 3}>()
+            shape = Shape(x)
+            one = Constant<value = int64[1] {1}>()
+            n = Gather<axis = 0>(shape, one)
+            start = Constant<value = int64 {0}>()
+            step = Constant<value = int64 {1}>()
+            last = Squeeze(n)
+            ids = Range(start, last, step)
+            top = Constant<value = int64 {3}>()
+            buckets = Min(ids, top)
+            y = Gather(table, INDICES)
+        }"""
+    for indices, limit in (("buckets", None), ("ids", 4)):  # clamped, or 4 positions
+        prepared = prepare(onnx.parser.parse_model(text.replace("INDICES", indices)))
+        assert position_limit(prepared.proto) == limit
+        assert position_limit(prepared.proto, prepared.view) == limit

@@ -5,6 +5,7 @@ rules (a broadcast of two dims equal wherever the model is valid) read dims thro
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -45,9 +46,7 @@ def within(
                     base = kept
                 else:  # sign >= 0: p >= q everywhere
                     base = (q if sign >= 0 else p) if atom.op == "min" else (p if sign >= 0 else q)
-                    if any(
-                        _at(base, z, symbols, limit) != _at(kept, z, symbols, limit) for z in zeros
-                    ):
+                    if zeros and _differs_at(base, kept, tuple(symbols), limit, tuple(zeros)):
                         base = kept
             else:
                 base = SymDim({((atom, 1),): 1})
@@ -55,6 +54,19 @@ def within(
                 term = term * base
         total = total + term
     return total if isinstance(total, int) or not total.is_constant else total.constant
+
+
+@functools.lru_cache(maxsize=4096)
+def _differs_at(
+    side: Dim,
+    kept: Dim,
+    symbols: tuple[str, ...],
+    limit: PositionLimit | None,
+    zeros: tuple[str, ...],
+) -> bool:
+    """Whether a min's or max's ``side`` is not the whole ``kept`` at one of ``zeros`` (the
+    same atoms recur in a model's every step: each once)."""
+    return any(_at(side, z, symbols, limit) != _at(kept, z, symbols, limit) for z in zeros)
 
 
 def _at(d: Dim, zero: str, symbols: Sequence[str], limit: PositionLimit | None) -> Dim:

@@ -49,26 +49,16 @@ class Maximum:
 
     def decided_dim(self, dim: Dim) -> Dim:
         """``within(dim)``, each monomial with a min or max decided once (every step of the
-        forward's holds the tensors live then, the same few atoms); ``dim`` as it is where
-        that reading (every symbol >= 1) is not its value at an allowed 0 (x[:, -1:] over s
-        has ``s - max(0, s - 1)`` rows, 1 from s = 1 and none at s = 0)."""
+        forward's holds the tensors live then, the same few atoms); a min or max as it is
+        where that reading (every symbol >= 1) is not its value at an allowed 0 (x[:, -1:]
+        over s has ``s - max(0, s - 1)`` rows, 1 from s = 1 and none at s = 0: ``within``'s
+        ``zeros``)."""
         if isinstance(dim, int) or dim.is_polynomial:
             return dim
         found = self.dims.get(dim)
         if found is None:
-            found = self._decided(dim)
-            if any(self._at_zero(found, z) != self._at_zero(dim, z) for z in self.zeros):
-                found = dim
-            self.dims[dim] = found
+            found = self.dims[dim] = self._decided(dim)
         return found
-
-    def _at_zero(self, d: Dim, zero: str) -> Dim:
-        """``d`` at ``zero`` = 0, read within the domain of the other symbols."""
-        others = tuple(x for x in self.symbols if x != zero)
-        rest = None
-        if self.limit is not None:
-            rest = replace(self.limit, symbols=tuple(x for x in self.limit.symbols if x != zero))
-        return within(_without(d, zero), others, rest)
 
     def _decided(self, dim: SymDim) -> Dim:
         total: Dim = 0

@@ -49,6 +49,51 @@ def test_loop_with_dynamic_trip_count_counts_one_iteration_and_warns() -> None:
     assert any("one iteration" in w for w in a.warnings)
 
 
+RNN_LOOP = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,5,4] x, float[batch,4] h0) => (float[batch,4] h_last, float[5,batch,2] z)
+  <int64 trip = {5}, bool cond = {1}, float[4,4] r = {1.0}, float[4,2] w = {1.0}> {
+  xt = Transpose <perm = [1, 0, 2]> (x)
+  h_last, ys = Loop (trip, cond, h0) <body = step (int64 i, bool c, float[unk__9,4] h)
+      => (bool c2, float[unk__9,4] h2, float[unk__9,4] y) {
+    c2 = Identity (c)
+    xi = Gather <axis = 0> (xt, i)
+    hr = MatMul (h, r)
+    s = Add (hr, xi)
+    h2 = Tanh (s)
+    y = Identity (h2)
+  }>
+  z = MatMul (ys, w)
+}"""
+"""A recurrent layer as tf2onnx writes a Keras GRU or SimpleRNN: a Loop whose state the body
+declares in a symbol of its own (unk__9), its steps gathered from the input, a scan output."""
+
+
+def test_loop_state_keeps_the_shape_of_its_initial_value() -> None:
+    # at batch 3: the body's MatMul [3,4]x[4,4] = 48 MACs, 5 iterations -> 240; the scan
+    # output is [5, 3, 4], so z = [5,3,4]x[4,2] = 5 x 3 x 4 x 2 = 120 MACs: 360 in all.
+    # FLOPs: 2 x 360 + per iteration Add 12 + Tanh 12 (1 each) -> 720 + 5 x 24 = 840.
+    # (ONNX's own inference leaves h [unk__9, 4] and ys [?, 3, 4]: both counted 0.)
+    a = analyze_text(RNN_LOOP, dims={"batch": 3})
+    assert (a.totals.macs, a.totals.flops) == (360, 840)
+    statuses = {n.name: n.status for n in a.nodes}
+    assert "unknown_shape" not in statuses.values(), a.warnings
+    z = next(n for n in a.nodes if n.outputs == ("z",))
+    assert z.output_shapes == ((5, 3, 2),)
+
+
+def test_loop_state_that_grows_is_not_given_its_first_shape() -> None:
+    # the state gains a row an iteration (Concat): no shape holds at every iteration, so the
+    # state and what reads it stay unknown rather than take the first iteration's shape
+    text = RNN_LOOP.replace("hr = MatMul (h, r)", "hr = Concat <axis = 0> (h, xi)").replace(
+        "s = Add (hr, xi)", "s = Identity (hr)"
+    )
+    a = analyze_text(text, dims={"batch": 3})
+    (concat,) = [n for n in a.nodes if n.op_type == "Concat"]
+    assert concat.output_shapes != ((6, 4),)  # the first iteration's: 3 rows + 3
+    assert concat.status == "unknown_shape"
+
+
 def test_if_lists_both_branches_and_takes_the_larger() -> None:
     # then: MatMul [1,8]x[8,8] = 64 MACs; else: Relu = 8 FLOPs. Totals take then (128 FLOPs).
     text = """

@@ -42,6 +42,7 @@ from onnxcost.shapes.folding import (
     _fold_values,
     _known_values,
 )
+from onnxcost.shapes.loops import infer_loop
 from onnxcost.shapes.overrides import (
     _apply_overrides,
     _declarations,
@@ -229,6 +230,8 @@ def _propagate(
     for node in model.graph.node:
         op_type = node.op_type
         if op_type in SUBGRAPH_OPS:
+            if op_type == "Loop" and node.domain in DEFAULT_DOMAINS:
+                infer_loop(node, types, values, run.opset_imports, model.ir_version)
             continue
         for o in node.output:
             if o:

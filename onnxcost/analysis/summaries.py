@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import onnx
 
 from onnxcost.analysis.records import ModelInfo, NodeRecord, OpTypeSummary, TensorRecord, summed
-from onnxcost.load.tensors import SUBGRAPH_OPS, dtype_name
+from onnxcost.load.tensors import SUBGRAPH_OPS, dtype_name, is_tensor_type, type_text
 from onnxcost.shapes.infer import ShapeResult
 
 
@@ -38,6 +38,9 @@ def io_records(
     out = []
     for vi in values:
         if vi.name in skip:
+            continue
+        if not is_tensor_type(vi.type):  # a sequence or map: its type, no shape
+            out.append(TensorRecord(vi.name, type_text(vi.type), None))
             continue
         info = shapes.types.get(vi.name)
         elem = info.elem_type if info is not None else vi.type.tensor_type.elem_type

@@ -81,6 +81,29 @@ def dtype_name(elem_type: int) -> str:
     return {"float": "float32", "double": "float64"}.get(short, short)
 
 
+def type_text(t: onnx.TypeProto) -> str:
+    """A value's type as text: a tensor's dtype name (``float32``), else what holds what
+    (``seq(map(int64, float32))``: scikit-learn's ZipMap of class probabilities)."""
+    kind = t.WhichOneof("value")
+    if kind == "tensor_type":
+        return dtype_name(t.tensor_type.elem_type)
+    if kind == "sequence_type":
+        return f"seq({type_text(t.sequence_type.elem_type)})"
+    if kind == "map_type":
+        key = dtype_name(t.map_type.key_type)
+        return f"map({key}, {type_text(t.map_type.value_type)})"
+    if kind == "optional_type":
+        return f"optional({type_text(t.optional_type.elem_type)})"
+    if kind == "sparse_tensor_type":
+        return f"sparse({dtype_name(t.sparse_tensor_type.elem_type)})"
+    return "undefined"
+
+
+def is_tensor_type(t: onnx.TypeProto) -> bool:
+    """Whether a value is a tensor (not a sequence, map or optional: no bytes of its own)."""
+    return t.WhichOneof("value") in ("tensor_type", None)
+
+
 def tensor_bytes(numel: int, elem_type: int) -> int:
     """Bytes of ``numel`` packed elements, rounded up to a whole byte."""
     return (numel * _BITS.get(elem_type, 32) + 7) // 8

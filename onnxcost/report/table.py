@@ -76,7 +76,7 @@ def render_header(a: Analysis, console: Console) -> None:
             _lines(
                 console,
                 f"  {label} ",
-                [f"{plain(t.name)}: {plain(t.dtype)}[{units.shape(t.shape)}]"],
+                [f"{plain(t.name)}: {plain(t.dtype)}{_shape_text(t.dtype, t.shape)}"],
             )
     ops = sorted(
         (
@@ -99,6 +99,11 @@ def render_header(a: Analysis, console: Console) -> None:
 
 OPS_LINES = 4
 """The header's op list stops after this many lines with "… N more" (the summary lists all)."""
+
+
+def _shape_text(dtype: str, shape: Any) -> str:
+    """``[1x3]`` after a tensor's dtype; nothing after a sequence's or map's type."""
+    return "" if shape is None and dtype.endswith(")") else f"[{units.shape(shape)}]"
 
 
 def _by_text(item: tuple[object, int]) -> str:

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxcost.errors import ShapeError
 from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
-from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo
+from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo, is_tensor_type
 from onnxcost.load.wire import FOLD_MAX_ELEMENTS
 from onnxcost.shapes.checks import (
     _SHAPE_ERROR,
@@ -114,6 +114,8 @@ def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo]) -> None
     parsed: dict[bytes, TensorInfo] = {}
     for _scope, g in iter_graphs(model.graph):
         for vi in (*g.input, *g.output, *g.value_info):
+            if not is_tensor_type(vi.type):
+                continue  # a sequence or map: no tensor's shape or bytes
             key = vi.type.SerializeToString()
             info = parsed.get(key)
             if info is None:
@@ -589,7 +591,8 @@ def _per_node(
                         kind = -1
         kinds.append(kind)
     for vi in graph.output:
-        if vi.name not in types:  # written by a node nothing could infer: its type only
+        if vi.name not in types and is_tensor_type(vi.type):
+            # written by a node nothing could infer: its type only
             types[vi.name] = TensorInfo(vi.name, shape_of(vi.type)[0], None)
     return types, values, kinds
 

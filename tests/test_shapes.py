@@ -50,6 +50,21 @@ def test_unset_symbolic_dim_becomes_one_with_a_warning() -> None:
     assert a.inputs[0].shape == (1, 16)
 
 
+UNNAMED = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[?,16] x) => (float[?,4] y) <float[16,4] w = {1.0}> { y = MatMul (x, w) }"""
+"""skl2onnx's batch: a dim with neither a value nor a name."""
+
+
+def test_a_dim_with_no_name_is_set_by_its_input_and_axis() -> None:
+    # --dim x_0=8 sets it, as --input-shape x=8x16 does: 8 x 16 x 4 = 512 MACs
+    assert analyze_text(UNNAMED, dims={"x_0": 8}).totals.macs == 512
+    assert analyze_text(UNNAMED, input_shapes={"x": (8, 16)}).totals.macs == 512
+    a = analyze_text(UNNAMED)  # unset: 1 x 16 x 4 = 64, and the warning names both flags
+    assert a.totals.macs == 64
+    assert any("--input-shape x=..." in w and "--dim x_0=N" in w for w in a.warnings), a.warnings
+
+
 def test_dim_flag_sets_a_symbol() -> None:
     # batch 8: 8 x 4 x 16 = 512 MACs
     a = analyze_text(MLP, dims={"batch": 8})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 import onnx
 
@@ -36,6 +37,29 @@ def _set_dims(vi: onnx.ValueInfoProto, dims: Sequence[int]) -> None:
     shape.ClearField("dim")
     for d in dims:
         shape.dim.add().dim_value = d
+
+
+def unnamed_dims(graph: onnx.GraphProto, skip: Iterable[str] = ()) -> list[tuple[int, int, str]]:
+    """(index in ``graph.input``, axis, name) of each graph-input dim with neither a value nor
+    a name (skl2onnx's batch: ``FloatTensorType([None, 6])``), initializers and ``skip`` left
+    out. The name, ``<input>_<axis>`` (ASCII word characters; ``_`` appended until no input
+    dim has it), is what ``--dim`` and the formulas call it."""
+    left_out = {t.name for t in graph.initializer} | set(skip)
+    taken = {d.dim_param for vi in graph.input for d in vi.type.tensor_type.shape.dim}
+    out = []
+    for k, vi in enumerate(graph.input):
+        if vi.name in left_out or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_value") or d.HasField("dim_param"):
+                continue
+            stem = re.sub(r"\W", "_", vi.name, flags=re.ASCII)
+            name = f"{stem if stem[:1].isalpha() else 'input' + stem}_{axis}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            out.append((k, axis, name))
+    return out
 
 
 def stated_dims(
@@ -81,6 +105,10 @@ def _apply_overrides(
             _check_dim_value(v, f"--input-shape {name}=...")
     for sym, v in dims.items():
         _check_dim_value(v, f"--dim {sym}=...")
+    unnamed = {}
+    for k, axis, sym in unnamed_dims(graph):  # named, so that --dim can set them too
+        graph.input[k].type.tensor_type.shape.dim[axis].dim_param = sym
+        unnamed[sym] = f"{graph.input[k].name}[{axis}]"
     init_names = {t.name for t in graph.initializer}
     inputs = [vi for vi in graph.input if vi.name not in init_names]
     names = [vi.name for vi in inputs]
@@ -146,7 +174,12 @@ def _apply_overrides(
                 applied[sym] = d.dim_value
     for sym, users in defaulted.items():
         where = ", ".join(dict.fromkeys(users))
-        if sym.endswith("]"):
+        if sym in unnamed:
+            warnings.append(
+                f"dim {unnamed[sym]} of input '{where}' is unknown; using 1 (set it with "
+                f"--input-shape {where}=... or --dim {sym}=N)"
+            )
+        elif sym.endswith("]"):
             warnings.append(
                 f"dim {sym} of input '{where}' is unknown; using 1 (set it with --input-shape {where}=...)"
             )

@@ -13,8 +13,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from onnxcost.errors import OnnxcostError, ShapeError
+from onnxcost.load.graph import build
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.shapes.overrides import unnamed_dims
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.domain import substituted
 from onnxcost.symbolic.least import (
@@ -67,6 +69,7 @@ def symbolic_analysis(
 
     dims = dict(dims or {})
     source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
+    source, named = _named_dims(source, input_shapes or {})
     symbols = model_symbols(source.proto, input_shapes or {}, dims)
     given = checked_least(least or {}, symbols, dims)
     start, why = dict(given), dict[str, str]()
@@ -110,7 +113,28 @@ def symbolic_analysis(
         costs = _with_training(
             source, costs, base, input_shapes, dims, convention, allow_reshape, training
         )
-    return replace(base, symbolic=costs, warnings=(*base.warnings, *costs.warnings))
+    return replace(base, symbolic=costs, warnings=(*named, *base.warnings, *costs.warnings))
+
+
+def _named_dims(
+    source: PreparedModel, input_shapes: Mapping[str, Sequence[int]]
+) -> tuple[PreparedModel, tuple[str, ...]]:
+    """The model with each graph-input dim that has neither a value nor a name (skl2onnx's
+    batch) named as ``--dim`` names it (``shapes.overrides.unnamed_dims``), so that it is a
+    symbol of the formulas, and a warning for each; ``source`` itself where there is none."""
+    unnamed = unnamed_dims(source.proto.graph, input_shapes)
+    if not unnamed:
+        return source, ()
+    proto = source.working_copy()
+    warnings = []
+    for k, axis, name in unnamed:
+        vi = proto.graph.input[k]
+        vi.type.tensor_type.shape.dim[axis].dim_param = name
+        warnings.append(
+            f"dim {axis} of input {vi.name!r} has no name in the model: the formulas call it "
+            f"{name} (set it with --dim {name}=N)"
+        )
+    return replace(source, proto=proto, view=build(proto.graph)), tuple(warnings)
 
 
 def _walked_least(

@@ -199,7 +199,8 @@ def _cost_node(
         folded = weights.see(op_type, in_names, out_names, spec, types, domain == "")
         if not folded:
             context = None
-            if spec is not None and spec.param_elements:  # a packed weight: counted by its op
+            if spec is not None and (spec.param_elements or spec.attribute_params):
+                # a packed weight, or params held in attributes: counted by its op
                 context = partial(
                     OpContext,
                     node.proto,

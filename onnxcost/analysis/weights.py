@@ -44,7 +44,13 @@ import onnx
 
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
-from onnxcost.load.tensors import SUBGRAPH_OPS, TensorInfo, UnknownShapeError, dtype_name
+from onnxcost.load.tensors import (
+    SUBGRAPH_OPS,
+    TensorInfo,
+    UnknownShapeError,
+    dtype_name,
+    element_bits,
+)
 
 Role = Literal["param", "stat", "quant"]
 
@@ -165,10 +171,13 @@ class Weights:
         """Count the weights a consumer node reads (each stored weight once); returns the
         params it brings in. Without ``generated``, only stored weights count (a model output
         computed from constants: a ConstantOfShape or Range output there is no weight).
-        ``context``: the node's OpContext, needed where ``spec.param_elements`` names an input."""
-        if self.constant.isdisjoint(inputs):
-            return 0  # most nodes read activations only
+        ``context``: the node's OpContext, needed where ``spec.param_elements`` names an input
+        and where the op holds params in its attributes (``spec.attribute_params``)."""
         params = 0
+        if spec is not None and spec.attribute_params is not None and context is not None:
+            params = self._count_attributes(spec.attribute_params, context())
+        if self.constant.isdisjoint(inputs):
+            return params  # most nodes read activations only
         for i, name in enumerate(inputs):
             if not name or name not in self.constant:
                 continue
@@ -183,6 +192,24 @@ class Weights:
                 self._logical_count(name, spec.param_elements[i], context)
             params += self.totals["param"] - before
         return params
+
+    def _count_attributes(
+        self, attribute_params: Callable[[OpContext], tuple[int, int]], context: OpContext
+    ) -> int:
+        """The params a node holds in its attributes (an ai.onnx.ml model's coefficients,
+        support vectors, thresholds), stored with the node: counted once under its name."""
+        try:
+            elements, elem_type = attribute_params(context)
+        except (InvalidAttributeError, UnknownShapeError, IndexError, TypeError, ValueError):
+            return 0  # an attribute no runtime accepts: nothing counted
+        if elements <= 0:
+            return 0
+        nbytes = elements * element_bits(elem_type) // 8
+        before = self.totals["param"]
+        self._put(
+            f"{context.node.name} (attributes)", Counted("param", elements, elem_type, nbytes)
+        )
+        return self.totals["param"] - before
 
     def _count_roots(self, start: str, role: Role) -> bool:
         """Walk back from ``start`` through constant-only nodes and count the stored roots;

@@ -10,6 +10,7 @@ from onnxcost.costs import (  # noqa: F401  (imported for their registrations)
     data_movement,
     elementwise,
     matmul,
+    ml,
     normalization,
     pooling,
     quantized,

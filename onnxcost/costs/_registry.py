@@ -44,6 +44,9 @@ class Cost:
 
 
 Formula = Callable[[OpContext], Cost]
+AttributeParams = Callable[[OpContext], tuple[int, int]]
+"""The learned numbers an op holds in its attributes (ai.onnx.ml's coefficients, support
+vectors, split thresholds): (their count, their element type)."""
 Reads = Callable[[OpContext], tuple[int, ...]]
 """A traffic rule: the bytes a runtime reads of each input position (0 for an omitted one)."""
 
@@ -113,6 +116,9 @@ class OpSpec:
     """The traffic rule (``register_reads``): the bytes a runtime reads of each input, where
     that is less than the whole input (a Gather reads the rows it selects). None: each input
     is read whole."""
+    attribute_params: AttributeParams | None = None
+    """The params the node holds in its attributes, not in initializers (``AttributeParams``);
+    None: none."""
 
     @property
     def family(self) -> str:
@@ -222,10 +228,12 @@ def register(
     stat_inputs: Iterable[int] = (),
     param_elements: Mapping[int, Callable[[OpContext], int]] | None = None,
     quant_inputs: Iterable[int] = (),
+    attribute_params: AttributeParams | None = None,
 ) -> Callable[[Formula], Formula]:
     """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until].
 
-    ``quant_inputs`` (scales, zero points) are meta inputs counted as quantization params."""
+    ``quant_inputs`` (scales, zero points) are meta inputs counted as quantization params;
+    ``attribute_params`` counts the params a node holds in its attributes."""
 
     def deco(fn: Formula) -> Formula:
         for op in op_types:
@@ -242,6 +250,7 @@ def register(
                     stat_inputs=frozenset(stat_inputs),
                     param_elements=dict(param_elements or {}),
                     quant_inputs=frozenset(quant_inputs),
+                    attribute_params=attribute_params,
                 )
             )
         return fn

@@ -347,10 +347,15 @@ def _with_rules(
     types: Mapping[str, TensorInfo],
 ) -> _Inferred | None:
     """ONNX's result, completed by onnxcost's own rule (``shape_rules``) for the outputs
-    it left untyped: ops ONNX has no schema for, and outputs a schema does not type."""
+    it left untyped or with unknown dims: ops ONNX has no schema for, and outputs a schema
+    does not type (ai.onnx.ml's ArrayFeatureExtractor: [N, ?])."""
     if not has_rule(domain, node.op_type):
         return inferred
-    done = {index for index, _elem, shape in inferred or () if shape is not None}
+    done = {
+        index
+        for index, _elem, shape in inferred or ()
+        if shape is not None and all(type(d) is int for d in shape)
+    }
     if len(done) == sum(1 for o in node.output if o):
         return inferred
     ins = [types.get(name) if name else None for name in node.input]

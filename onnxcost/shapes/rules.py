@@ -12,6 +12,7 @@ it raises UnknownShapeError when an input shape it needs is not concrete.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -518,6 +519,94 @@ def _fused_conv(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
     return ((0, _elem(ins, 0, TensorProto.FLOAT), shape),)
 
 
+# --- ai.onnx.ml: what onnxruntime outputs, where ONNX's schema has no inference ----------------
+
+ML = "ai.onnx.ml"
+
+
+def _rows(ins: Inputs) -> int:
+    """The rows of an ai.onnx.ml input: [N, C] -> N; a 1-D [C] is one row."""
+    x = _shape(ins, 0)
+    return math.prod(x[:-1]) if len(x) > 1 else 1
+
+
+def _same_shape(elem: int | None) -> Rule:
+    """Y is X's shape, of type ``elem`` (X's where None)."""
+
+    def rule(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+        return ((0, elem or _elem(ins, 0, TensorProto.FLOAT), _shape(ins, 0)),)
+
+    return rule
+
+
+def _columns(name: str, default: int) -> Rule:
+    """Y [N, attribute ``name``] float: LinearRegressor's targets, a regressor's n_targets."""
+
+    def rule(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+        n = int(_attrs(node).get(name, default))
+        return ((0, TensorProto.FLOAT, (_rows(ins), n)),)
+
+    return rule
+
+
+def _array_feature_extractor(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y is X's shape with its last axis the k indices' (a 1-D X: [1, k])."""
+    x = _shape(ins, 0)
+    k = math.prod(_shape(ins, 1))
+    shape = (1, k) if len(x) == 1 else (*x[:-1], k)
+    return ((0, _elem(ins, 0, TensorProto.FLOAT), shape),)
+
+
+def _tree_classifier(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N] (int64, or string labels), Z [N, K] float, K the class labels."""
+    attrs = _attrs(node)
+    strings = attrs.get("classlabels_strings")
+    classes = len(strings) if strings else len(attrs.get("classlabels_int64s", ()))
+    rows = _rows(ins)
+    label = TensorProto.STRING if strings else TensorProto.INT64
+    return ((0, label, (rows,)), (1, TensorProto.FLOAT, (rows, classes)))
+
+
+def _svm_classifier(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N] (int64, or string labels), Z [N, E] float: with support vectors E = K(K-1)/2
+    pairs' votes (K where prob_a gives probabilities, 2 for 2 classes), without (a linear
+    SVM) K."""
+    attrs = _attrs(node)
+    strings = attrs.get("classlabels_strings")
+    classes = len(strings) if strings else len(attrs.get("classlabels_ints", ()))
+    kernel = bool(attrs.get("support_vectors")) and bool(attrs.get("vectors_per_class"))
+    scores = classes
+    if kernel and not attrs.get("prob_a") and classes > 2:
+        scores = classes * (classes - 1) // 2
+    rows = _rows(ins)
+    label = TensorProto.STRING if strings else TensorProto.INT64
+    return ((0, label, (rows,)), (1, TensorProto.FLOAT, (rows, scores)))
+
+
+def _linear_classifier(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N] (int64, or string labels), Z [N, K] float, K the class labels (2 for a binary
+    model's one coefficient row); without labels, the coefficient rows."""
+    attrs = _attrs(node)
+    strings = attrs.get("classlabels_strings")
+    classes = len(strings) if strings else len(attrs.get("classlabels_ints", ()))
+    if not classes:
+        classes = len(attrs.get("coefficients", ())) // _shape(ins, 0)[-1]
+    rows = _rows(ins)
+    label = TensorProto.STRING if strings else TensorProto.INT64
+    return ((0, label, (rows,)), (1, TensorProto.FLOAT, (rows, classes)))
+
+
+def _no_tensor(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """ZipMap: a sequence of maps, no tensor to type."""
+    return ()
+
+
+def _feature_vectorizer(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """Y [N, sum(inputdimensions)] float."""
+    width = sum(int(d) for d in _attrs(node).get("inputdimensions", ()))
+    return ((0, TensorProto.FLOAT, (_rows(ins), width)),)
+
+
 RULES: dict[tuple[str, str], Rule] = {
     ("", "Dropout"): _dropout,
     (MS, "QuantizeLinear"): _quantize,
@@ -572,6 +661,20 @@ RULES: dict[tuple[str, str], Rule] = {
     (MS, "FusedConv"): _fused_conv,
     (MS, "NhwcConv"): _fused_conv,
     (MS, "NhwcFusedConv"): _fused_conv,
+    (ML, "ArrayFeatureExtractor"): _array_feature_extractor,
+    (ML, "Scaler"): _same_shape(TensorProto.FLOAT),
+    (ML, "Normalizer"): _same_shape(TensorProto.FLOAT),
+    (ML, "Imputer"): _same_shape(None),
+    (ML, "Binarizer"): _same_shape(None),
+    (ML, "LinearRegressor"): _columns("targets", 1),
+    (ML, "SVMRegressor"): _columns("", 1),
+    (ML, "TreeEnsembleRegressor"): _columns("n_targets", 1),
+    (ML, "TreeEnsembleClassifier"): _tree_classifier,
+    (ML, "SVMClassifier"): _svm_classifier,
+    (ML, "LinearClassifier"): _linear_classifier,
+    (ML, "TreeEnsemble"): _columns("n_targets", 1),
+    (ML, "ZipMap"): _no_tensor,
+    (ML, "FeatureVectorizer"): _feature_vectorizer,
 }
 """(domain, op type) -> onnxcost's rule for its output types ('' is the ONNX domain)."""
 

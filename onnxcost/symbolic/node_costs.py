@@ -340,9 +340,12 @@ def node_costs(
                 classes.append(cls.id)
                 continue
         folded = False
-        if ins and not is_constant and not constant.isdisjoint(ins):
+        reads_constant = bool(ins) and not is_constant and not constant.isdisjoint(ins)
+        if reads_constant or (ins and node_domain not in DEFAULT_DOMAINS):
             spec = (specs.get((node_domain, op_type)) or w.spec(node_domain, op_type))[2]
-            folded, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
+            if reads_constant or (spec is not None and spec.attribute_params is not None):
+                # ai.onnx.ml's params are in its attributes: counted with no constant read
+                folded, params[i], param_bytes[i] = _weights(w, node, spec, ins, outs, types)
         ids = tuple(map(tensors.get, ins))  # "" (an omitted input) is -1
         if None in ids:
             k = ids.index(None)
@@ -457,7 +460,7 @@ def _weights(
     if not w.count_params:
         return folded, 0, 0
     if not folded:
-        packed = spec is not None and spec.param_elements
+        packed = spec is not None and (spec.param_elements or spec.attribute_params)
         context = _context(w, node, ins, outs) if packed else None
         params = weights.count(ins, spec, types, context)
     elif not w.graph_outputs.isdisjoint(outs):  # a weight the model outputs

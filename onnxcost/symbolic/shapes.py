@@ -58,7 +58,7 @@ _ELEMENTWISE = frozenset(
         "BitwiseXor", "BitwiseNot", "IsNaN", "IsInf", "Sign", "Round", "Sin", "Cos", "Softplus",
         "Softsign", "Mish", "PRelu", "ThresholdedRelu", "Celu", "LogSoftmax", "Hardmax", "Trilu",
         "LpNormalization", "QuantizeLinear", "DequantizeLinear", "ScatterElements", "Scatter",
-        "ScatterND",
+        "ScatterND", "Sum", "Mean",
     }
 )  # fmt: skip
 """Ops whose first output has the broadcast shape of their inputs (Softmax: of its one data

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from types import ModuleType
@@ -190,9 +190,17 @@ def load_error(error: BaseException, provider: str) -> OnnxcostError:
     )
 
 
-def run_error(error: BaseException, provider: str, what: str) -> OnnxcostError:
-    """Map an error raised while onnxruntime ran the model."""
+def run_error(
+    error: BaseException, provider: str, what: str, unset: Sequence[str] = ()
+) -> OnnxcostError:
+    """Map an error raised while onnxruntime ran the model. ``unset``: the symbolic dims no
+    flag set, which ran at 1 (a waveform of 1 sample is too short for a Conv): named in a
+    failure that does not say what else went wrong."""
     msg = clean_message(error)
+    if unset:
+        given = " ".join(f"--dim {d}=N" for d in unset[:3])
+        dims = f"dim {unset[0]} was" if len(unset) == 1 else f"dims {', '.join(unset)} were"
+        msg += f" (the {dims} unset and ran at 1: set them with {given})"
     if is_oom(error):
         return BenchError(
             f"out of memory while running {what} on {provider}: {msg}; try a smaller batch or input shape"

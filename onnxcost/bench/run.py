@@ -90,6 +90,7 @@ from onnxcost.bench.watchdog import QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
+from onnxcost.shapes.overrides import defaulted_dims
 
 PROFILE_WARMUP_MAX = 10
 """Profiled warm-up runs are capped: onnxruntime keeps at most about a million trace events."""
@@ -238,9 +239,11 @@ def _timed(
     what: str,
     progress: ProgressFn | None,
     watchdog: Watchdog,
+    unset: Sequence[str] = (),
 ) -> tuple[float, LoopResult, LoopResult]:
-    """First run, warm-up, timed loop; onnxruntime errors become onnxcost errors."""
-    with _run_errors(watchdog, provider, what):
+    """First run, warm-up, timed loop; onnxruntime errors become onnxcost errors (``unset``:
+    the dims that ran at 1, named in them)."""
+    with _run_errors(watchdog, provider, what, unset):
         t0 = time.perf_counter_ns()
         runner()
         first_ms = (time.perf_counter_ns() - t0) / 1e6
@@ -259,14 +262,16 @@ def _timed(
 
 
 @contextlib.contextmanager
-def _run_errors(watchdog: Watchdog, provider: str, what: str) -> Iterator[None]:
+def _run_errors(
+    watchdog: Watchdog, provider: str, what: str, unset: Sequence[str] = ()
+) -> Iterator[None]:
     """onnxruntime errors as onnxcost errors; a run the watchdog stopped as the time limit."""
     try:
         yield
     except ort_error_types() as e:
         if watchdog.fired:
             raise watchdog.error(what) from e
-        raise run_error(e, provider, what) from e
+        raise run_error(e, provider, what, unset) from e
 
 
 def _sweep(
@@ -619,6 +624,8 @@ def run_bench(
             traffic=o.traffic,
         )
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
+    graph = model.prepared.proto.graph if model.prepared and arrays is None else None
+    unset = [] if graph is None else defaulted_dims(graph, o.input_shapes or {}, o.dims or {})
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)
     if arrays is not None:
         specs = tuple(s.with_shape(tuple(arrays[s.name].shape)) for s in specs)
@@ -653,7 +660,7 @@ def run_bench(
         window = PeakWindow()
         window.start()
         first_ms, warm, timed = _timed(
-            watchdog.guard(runner), plan, config.provider, "the model", progress, watchdog
+            watchdog.guard(runner), plan, config.provider, "the model", progress, watchdog, unset
         )
         run_peak = window.peak_bytes()
         if gpu_memory is not None:

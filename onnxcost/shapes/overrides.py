@@ -62,6 +62,26 @@ def unnamed_dims(graph: onnx.GraphProto, skip: Iterable[str] = ()) -> list[tuple
     return out
 
 
+def defaulted_dims(
+    graph: onnx.GraphProto, input_shapes: Mapping[str, Sequence[int]], dims: Mapping[str, int]
+) -> list[str]:
+    """The graph-input dims that ``input_shapes`` and ``dims`` leave unset, which an analysis
+    takes as 1: each by the ``--dim`` name that sets it (``unnamed_dims`` names a dim that has
+    none), in order, once."""
+    every = stated_dims(graph, input_shapes, dims)
+    named = {(k, axis): name for k, axis, name in unnamed_dims(graph, input_shapes)}
+    init_names = {t.name for t in graph.initializer}
+    out: dict[str, None] = {}
+    for k, vi in enumerate(graph.input):
+        if vi.name in init_names or vi.name in input_shapes:
+            continue
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            name = d.dim_param or named.get((k, axis), "")
+            if name and name not in every:
+                out[name] = None
+    return list(out)
+
+
 def stated_dims(
     graph: onnx.GraphProto,
     input_shapes: Mapping[str, Sequence[int]],

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.parser
 import pytest
 from onnx import TensorProto, helper
 
@@ -170,6 +171,25 @@ def test_unknown_op_is_a_model_load_error(tmp_path: Path, fast: BenchOptions) ->
     with pytest.raises(ModelLoadError, match="no kernel for an op") as e:
         run_bench(str(path), fast)
     assert "\n" not in str(e.value)
+
+
+def test_a_run_that_fails_at_the_unset_dims_names_them(tmp_path: Path, fast: BenchOptions) -> None:
+    # a Keras Conv1D over (batch, time, 1) as tf2onnx writes it: time unset runs at 1 sample,
+    # shorter than the kernel of 3, and onnxruntime's Conv fails ("Invalid input shape")
+    model = onnx.parser.parse_model(
+        '<ir_version: 8, opset_import: ["" : 17]>'
+        "g (float[unk__1,1,unk__2] x) => (float[unk__1,4,?] y) <float[4,1,3] w = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}> {"
+        " y = Conv (x, w) }"
+    )
+    path = tmp_path / "conv1d.onnx"
+    onnx.save(model, path)
+    with pytest.raises(BenchError) as e:
+        run_bench(str(path), fast)
+    message = str(e.value)
+    assert "the dims unk__1, unk__2 were unset and ran at 1" in message, message
+    assert "--dim unk__1=N --dim unk__2=N" in message
+    assert "\n" not in message
+    assert run_bench(str(path), replace(fast, dims={"unk__2": 8})).runs == 5
 
 
 def test_too_new_ir_version_is_a_model_load_error(

@@ -18,7 +18,10 @@ exports: scripts/export_holdout_frameworks.py writes TensorFlow/Keras and scikit
 scripts/export_holdout_torch.py TorchScript, dynamo and optimum ones); it needs no torch.
 
 tests/data/exports/ holds two of them, written with ``--save`` (``bert``: its GatherElements;
-``neck``: its Resizes), so that the property test covers them where torch is absent.
+``neck``: its Resizes), and five of scripts/export_holdout_frameworks.py's (``keras_gru``:
+tf2onnx's Loops for a Keras GRU; ``sk_logistic``, ``sk_pca_svc``, ``sk_random_forest``,
+``sk_gradient_boosting``: skl2onnx's ai.onnx.ml ops), so that the property test covers them
+where torch, TensorFlow and scikit-learn are absent.
 
 Exit status 1 if any formula misses a concrete analysis.
 """

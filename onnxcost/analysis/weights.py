@@ -187,11 +187,22 @@ class Weights:
             before = self.totals["param"]
             if self._count_roots(name, role) and generated:
                 self._count_generated(name, role, types)
+            if role == "param" and spec is not None and i in spec.bias_inputs:
+                self._count_bias(name)
             if role == "param" and spec is not None and i in spec.param_elements:
                 assert context is not None, "an op with param_elements needs its context"
                 self._logical_count(name, spec.param_elements[i], context)
             params += self.totals["param"] - before
         return params
+
+    def _count_bias(self, name: str) -> None:
+        """A stored bias of one element (a Conv with one output channel): a param, which
+        ``_count_stored`` leaves out as a lone scalar."""
+        info = self.stored.get(name)
+        if info is None or name in self.counted or info.elem_type in NON_WEIGHT_TYPES:
+            return
+        if info.known_numel == 1:
+            self._put(name, Counted("param", 1, info.elem_type, info.known_nbytes))
 
     def _count_attributes(
         self, attribute_params: Callable[[OpContext], tuple[int, int]], context: OpContext

@@ -119,6 +119,9 @@ class OpSpec:
     attribute_params: AttributeParams | None = None
     """The params the node holds in its attributes, not in initializers (``AttributeParams``);
     None: none."""
+    bias_inputs: frozenset[int] = field(default_factory=frozenset)
+    """Positions of a bias (Conv's B, Gemm's C): a stored tensor of one element there is a
+    param (one output channel), not a lone scalar such as an epsilon."""
 
     @property
     def family(self) -> str:
@@ -229,11 +232,13 @@ def register(
     param_elements: Mapping[int, Callable[[OpContext], int]] | None = None,
     quant_inputs: Iterable[int] = (),
     attribute_params: AttributeParams | None = None,
+    bias_inputs: Iterable[int] = (),
 ) -> Callable[[Formula], Formula]:
     """Register ``fn`` as the cost formula of ``op_types`` in ``domain`` for opsets [since, until].
 
     ``quant_inputs`` (scales, zero points) are meta inputs counted as quantization params;
-    ``attribute_params`` counts the params a node holds in its attributes."""
+    ``attribute_params`` counts the params a node holds in its attributes; at ``bias_inputs``
+    a one-element weight is a param too."""
 
     def deco(fn: Formula) -> Formula:
         for op in op_types:
@@ -251,6 +256,7 @@ def register(
                     param_elements=dict(param_elements or {}),
                     quant_inputs=frozenset(quant_inputs),
                     attribute_params=attribute_params,
+                    bias_inputs=frozenset(bias_inputs),
                 )
             )
         return fn

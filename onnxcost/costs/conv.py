@@ -57,19 +57,19 @@ def _bias_flops(ctx: OpContext, b: int) -> int:
     return ctx.out_numel() if ctx.has_input(b) else 0
 
 
-@register("Conv")
+@register("Conv", bias_inputs=(2,))
 def conv(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x C_in/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias."""
     return Cost.contraction(conv_macs(ctx), _bias_flops(ctx, 2))
 
 
-@register("ConvTranspose")
+@register("ConvTranspose", bias_inputs=(2,))
 def conv_transpose(ctx: OpContext) -> Cost:
     """MACs = numel(X) x C_out/group x prod(k); FLOPs = 2 x MACs + numel(Y) if bias."""
     return Cost.contraction(conv_transpose_macs(ctx), _bias_flops(ctx, 2))
 
 
-@register("DeformConv")
+@register("DeformConv", bias_inputs=(3,))
 def deform_conv(ctx: OpContext) -> Cost:
     """MACs = numel(Y) x C_in/group x prod(k); FLOPs add 8 per sampled value (bilinear) + mask + bias.
 

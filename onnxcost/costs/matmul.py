@@ -27,7 +27,7 @@ def matmul(ctx: OpContext) -> Cost:
     return Cost.contraction(matmul_macs(ctx.shape(0), ctx.out_shape()))
 
 
-@register("Gemm")
+@register("Gemm", bias_inputs=(2,))
 def gemm(ctx: OpContext) -> Cost:
     """MACs = M x N x K; FLOPs = 2 x MACs + M x N per alpha != 1 and per bias add (beta != 1 adds M x N).
 

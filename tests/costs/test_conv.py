@@ -42,6 +42,23 @@ def test_conv_bias_is_flops_not_macs() -> None:
     assert (n.macs, n.flops, n.params) == (6_912, 2 * 6_912 + 256, 112)
 
 
+def test_the_bias_of_one_output_channel_is_a_param() -> None:
+    # Keras' last Conv2D(1, 3) of a decoder: W 1x3x3x3 = 27 params + its one-element bias
+    # = 28 (a lone scalar elsewhere, an epsilon, is no param; here it was not counted)
+    n = only_node(conv_model("1,3,8,8", "1,3,3,3", "1,1,8,8", "pads=[1,1,1,1]", bias="1"))
+    assert n.params == 28
+
+
+def test_gemm_bias_of_one_output_is_a_param() -> None:
+    # Dense(4 -> 1) as a Gemm: B 4x1 = 4 params + C [1] = 5
+    n = only_node(
+        '<ir_version: 8, opset_import: ["" : 17]>'
+        "g (float[2,4] a) => (float[2,1] y) <float[4,1] b = {1.0, 1.0, 1.0, 1.0}, float[1] c = {0.5}>"
+        " { y = Gemm (a, b, c) }"
+    )
+    assert n.params == 5
+
+
 @pytest.mark.parametrize(
     ("group", "w", "macs"),
     [

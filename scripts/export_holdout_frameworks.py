@@ -1,12 +1,18 @@
-"""Export small random-weight models from TensorFlow/Keras (tf2onnx) and scikit-learn
-(skl2onnx) for onnxcost's hold-out check, not a test.
+"""Export small random-weight models from TensorFlow/Keras (tf2onnx), scikit-learn
+(skl2onnx) and JAX/Flax (jax2onnx) for onnxcost's hold-out check, not a test.
 
-Needs its own environment, never the project's (tensorflow pins its own numpy and protobuf)::
+Needs environments of its own, never the project's (tensorflow pins its own numpy and
+protobuf)::
 
     python3 -m venv /work/tfenv
     /work/tfenv/bin/pip install 'tensorflow-cpu==2.21.*' 'tf2onnx==1.17.*' skl2onnx \\
-        scikit-learn onnx
-    /work/tfenv/bin/python scripts/export_holdout_frameworks.py --out /tmp/holdout_fw [NAME ...]
+        scikit-learn onnx onnxruntime
+    /work/tfenv/bin/python scripts/export_holdout_frameworks.py --out /tmp/holdout_fw \\
+        --framework keras --framework sklearn [NAME ...]
+    python3 -m venv /work/jaxenv
+    /work/jaxenv/bin/pip install jax jaxlib jax2onnx onnxruntime   # flax comes with jax2onnx
+    /work/jaxenv/bin/python scripts/export_holdout_frameworks.py --out /tmp/holdout_fw \\
+        --framework jax
 
 then, in the project's environment, ``python scripts/check_symbolic_holdout.py --dir
 /tmp/holdout_fw`` and ``onnxcost analyze|bench|compare`` on the files.
@@ -413,9 +419,101 @@ SKLEARN: dict[str, Callable[[], Export]] = {
 }
 
 
+# --- JAX / Flax (jax2onnx; its own environment: jax, flax, jax2onnx) ----------------------------
+
+
+def _jax(build: Callable[[], Any], shapes: list[tuple[int | str, ...]]) -> Callable[[], Export]:
+    """``build()`` (a Flax nnx module or a function) exported by ``jax2onnx.to_onnx`` with
+    inputs of ``shapes`` (a str: a symbolic dim of that name); the example has 2 for ``B`` and
+    7 for other names."""
+
+    def export() -> Export:
+        import jax
+        from jax2onnx import to_onnx
+
+        fn = build()
+        proto = to_onnx(fn, shapes)
+        rng = np.random.default_rng(SEED)
+        args = [
+            rng.standard_normal(
+                [2 if d == "B" else 7 if isinstance(d, str) else d for d in s]
+            ).astype(np.float32)
+            for s in shapes
+        ]
+        ref = np.asarray(jax.jit(fn)(*args))
+        return proto, {vi.name: a for vi, a in zip(proto.graph.input, args, strict=True)}, ref
+
+    return export
+
+
+def jax_mlp() -> Any:
+    """Linear(16 -> 32) + ReLU + Linear(32 -> 4) over (B, 16)."""
+    from flax import nnx
+
+    class MLP(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.l1 = nnx.Linear(16, 32, rngs=rngs)
+            self.l2 = nnx.Linear(32, 4, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.l2(nnx.relu(self.l1(x)))
+
+    return MLP(nnx.Rngs(SEED))
+
+
+def jax_cnn() -> Any:
+    """Conv(3 -> 8, 3x3, SAME) + ReLU + avg_pool 2x2 + Conv(8 -> 16, 3x3, stride 2) + mean over
+    space + Linear(16 -> 10), NHWC over (B, 16, 16, 3)."""
+    import jax.numpy as jnp
+    from flax import nnx
+
+    class CNN(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.c1 = nnx.Conv(3, 8, (3, 3), padding="SAME", rngs=rngs)
+            self.c2 = nnx.Conv(8, 16, (3, 3), strides=(2, 2), padding="VALID", rngs=rngs)
+            self.fc = nnx.Linear(16, 10, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            x = nnx.avg_pool(nnx.relu(self.c1(x)), window_shape=(2, 2), strides=(2, 2))
+            return self.fc(jnp.mean(nnx.relu(self.c2(x)), axis=(1, 2)))
+
+    return CNN(nnx.Rngs(SEED))
+
+
+def jax_block() -> Any:
+    """A pre-norm transformer block over (B, T, 32): LayerNorm, MultiHeadAttention (4 heads),
+    LayerNorm, MLP 32 -> 64 -> 32 with gelu; T symbolic too."""
+    from flax import nnx
+
+    class Block(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.n1 = nnx.LayerNorm(32, rngs=rngs)
+            self.attn = nnx.MultiHeadAttention(num_heads=4, in_features=32, decode=False, rngs=rngs)
+            self.n2 = nnx.LayerNorm(32, rngs=rngs)
+            self.up = nnx.Linear(32, 64, rngs=rngs)
+            self.down = nnx.Linear(64, 32, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            x = x + self.attn(self.n1(x))
+            return x + self.down(nnx.gelu(self.up(self.n2(x))))
+
+    return Block(nnx.Rngs(SEED))
+
+
+JAX: dict[str, Callable[[], Export]] = {
+    "jax_mlp": _jax(jax_mlp, [("B", 16)]),
+    "jax_cnn": _jax(jax_cnn, [("B", 16, 16, 3)]),
+    "jax_block": _jax(jax_block, [("B", "T", 32)]),
+}
+
+
 def _cases() -> dict[str, Callable[[], Export]]:
     cases = {name: _keras(*spec) for name, spec in KERAS.items()}
-    return {**cases, **SKLEARN}
+    return {**cases, **SKLEARN, **JAX}
+
+
+FRAMEWORKS = {"keras": "keras_", "sklearn": "sk_", "jax": "jax_"}
+"""Which cases each ``--framework`` takes, by their names' prefix."""
 
 
 def _agrees(proto: onnx.ModelProto, feeds: dict[str, np.ndarray], ref: Any) -> str:
@@ -441,12 +539,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"models (default: all): {', '.join(cases)}")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument(
+        "--framework",
+        choices=sorted(FRAMEWORKS),
+        action="append",
+        help="only this framework's models (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in cases]
     if unknown:
         parser.error(f"unknown model {', '.join(unknown)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.names or cases:
+    prefixes = tuple(FRAMEWORKS[f] for f in args.framework or FRAMEWORKS)
+    for name in args.names or [n for n in cases if n.startswith(prefixes)]:
         try:
             proto, feeds, ref = cases[name]()
         except Exception as e:  # the exporter's failure, one line

@@ -109,3 +109,49 @@ def test_a_symbolic_end_that_may_be_below_0_is_not_carried() -> None:
         for k, node in enumerate(want.nodes):
             for key, f in a.symbolic.nodes[k].items():
                 assert f is None or f.evaluate(point) == getattr(node, key), (point, key)
+
+
+def test_a_start_below_0_at_every_point_is_counted_from_the_end() -> None:
+    # T5's decoder keeps the last seq positions of its biases: x[:, -s:] over x [b, t], s read
+    # from y [b, s] (Shape, Gather, Neg). ONNX: start -s counted from the end, t - s, clamped
+    # at 0: min(s, t) rows. At b = 2, t = 7: s = 3 gives 3 rows (24 bytes), s = 9 gives 7 (56).
+    # At s = 0 the start, -0, is 0, no count from the end: all t rows. So the formulas hold
+    # from s = 1 and s = 0 is left out, with a warning (not each formula null). The walk did
+    # not carry Neg's value, nor a symbolic start below 0: the Slice and the Relu after it
+    # were sampled.
+    inits = [_ints("one", 1), _ints("big", 2**62), _ints("ax", 1)]
+    nodes = [
+        helper.make_node("Shape", ["y"], ["ys"]),
+        helper.make_node("Gather", ["ys", "one"], ["s"], axis=0),
+        helper.make_node("Neg", ["s"], ["st"]),
+        helper.make_node("Slice", ["x", "st", "big", "ax"], ["z"]),
+        helper.make_node("Relu", ["z"], ["r"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tail",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t"]),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "s"]),
+        ],
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, None)],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert not symbolic_shapes(model).uncarried
+    a = onnxcost.analyze(model, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1, a.warnings
+    written = a.symbolic.nodes[3]["bytes_written"]
+    assert written is not None, a.warnings
+    assert written.evaluate({"b": 2, "t": 7, "s": 3}) == 24
+    assert written.evaluate({"b": 2, "t": 7, "s": 9}) == 56
+    assert a.symbolic.zero_allowed == {"b": True, "t": True, "s": False}
+    assert any(w.startswith("s=0 is left out: node 'Slice_3' (Slice)") for w in a.warnings)
+    for t in range(6):
+        for s in range(6):
+            point = {"b": 2, "t": t, "s": s}
+            want = onnxcost.analyze(model, dims=point).nodes[3].bytes_written
+            assert want == 4 * 2 * (min(s, t) if s else t), point
+            if s:
+                assert written.evaluate(point) == want, (point, written)

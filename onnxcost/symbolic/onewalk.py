@@ -19,7 +19,8 @@ and symbolic inputs share one class. What this module adds is the proof and the 
      the other symbols (``_check_zero``): the formula there, or ``max(0, formula)`` where a
      count stops at 0 (``n - 1`` adds at n = 0), or the walk's own min and max where
      ``within``'s reading is not the model's at that 0 (``_Class.raw``); a symbol whose 0
-     breaks the model's shapes is reported, and the formulas hold from 1.
+     breaks the model's shapes, or where a class still costs otherwise (x[:, -s:] at s =
+     0), is reported, and the formulas hold from 1.
 2. Totals: the sum of the nodes' formulas, a class's times its size, with the ``max(0, ...)``
    ones as parts; params and param bytes do not depend on the symbols.
 
@@ -253,6 +254,7 @@ def one_walk_costs(
                 f"0, not down); the formulas hold for {sym} >= 1"
             )
             continue
+        before = [(dict(unit.misses), list(unit.clamped)) for unit in units]
         at_zero = _check_zero(
             sym,
             units,
@@ -266,15 +268,30 @@ def one_walk_costs(
             walked.memo,
             lost_units,
         )
-        zero_allowed[sym] = at_zero is not None
-        if at_zero is not None:
-            _recheck_raw(units, at_zeros.values())
-            at_zeros[sym] = at_zero
-        if not zero_allowed[sym]:
+        missed = next(
+            (j for j, unit in enumerate(units) if unit.misses.keys() - before[j][0].keys()), None
+        )
+        if at_zero is not None and missed is not None:
+            # One class costs otherwise at this 0 than at every point from 1 (x[:, -s:] is
+            # all of x at s = 0, where -0 is no count from the end): the formulas are kept,
+            # for sym >= 1, and its 0 left out, rather than each such class's formulas null.
+            for alike, (misses, clamped) in zip(units, before, strict=True):
+                alike.misses, alike.clamped = misses, clamped
+            at_zero = None
+            k = of_node.index(missed)
+            warnings.append(
+                f"{sym}=0 is left out: node {base.nodes[k].name!r} ({base.nodes[k].op_type}) "
+                f"costs otherwise there than its formula says; the formulas hold for {sym} >= 1"
+            )
+        elif at_zero is None:
             warnings.append(
                 f"{sym}=0 is not a valid point of this model (shapes break there); the "
                 f"formulas hold for {sym} >= 1"
             )
+        zero_allowed[sym] = at_zero is not None
+        _recheck_raw(units, at_zeros.values())  # the formulas made raw at this 0, at those before
+        if at_zero is not None:
+            at_zeros[sym] = at_zero
     node_formulas = [_formulas(unit, symbols) for unit in units]
     total_formulas: dict[str, Formula | None] = {
         key: _total(units, node_formulas, q) for q, key in enumerate(_SUMMED)

@@ -223,6 +223,9 @@ def _elementwise(
     if node.op_type in ("Cast", "Identity") and node.input[0] in out.values:
         out.values[node.output[0]] = out.values[node.input[0]]
         return
+    if node.op_type == "Neg" and node.input[0] in out.values:  # T5's x[:, :, -seq:]
+        out.values[node.output[0]] = tuple(as_dim(-SymDim.of(v)) for v in out.values[node.input[0]])
+        return
     if node.op_type in ("Equal", "Where") and all(n in out.values for n in node.input):
         found = _equal_or_where(node.op_type, [out.values[n] for n in node.input])
         if found is not None:
@@ -433,8 +436,9 @@ def _concat(
 
 
 def _clamp(v: Dim, dim: Dim) -> Dim:
-    """A Slice start or end ``v`` clamped to 0 .. dim (step 1); a symbolic one that may be
-    below 0 is not carried (ONNX counts it from the end: x[:, 2:s - 6] has 2 rows at s = 5)."""
+    """A Slice start or end ``v`` clamped to 0 .. dim (step 1), one below 0 counted from the
+    end; a symbolic one that may be below 0 at some points only is not carried (ONNX counts
+    it from the end there: x[:, 2:s - 6] has 2 rows at s = 5)."""
     if isinstance(v, int):
         if v >= _BIG:
             return dim
@@ -443,9 +447,16 @@ def _clamp(v: Dim, dim: Dim) -> Dim:
         if isinstance(dim, SymDim):
             return 0 if v == 0 else sym_min(v, dim)  # a table sliced to its first v rows
         return min(v, dim)
-    if not _at_least_0(v):  # ONNX would count it from the end
+    if _below_0(v):  # counted from the end at every point: x[:, -s:] from dim - s, at 0 least
+        return sym_max(0, SymDim.of(dim) + v)
+    if not _at_least_0(v):  # below 0 somewhere only: ONNX would count it from the end there
         raise _UncarriedError(f"a start or end, {v}, that may be below 0")
     return sym_min(v, dim)
+
+
+def _below_0(d: SymDim) -> bool:
+    """Whether ``d`` <= -1 wherever every symbol is at least 1 (``domain._sign``)."""
+    return _sign(d + 1, sorted(d.symbols), None) == -1
 
 
 def _at_least_0(d: SymDim) -> bool:
@@ -461,7 +472,7 @@ def _unclamped(v: Dim, dim: Dim) -> SymDim:
     int) counted from the end, one at or past ``_BIG`` the dim."""
     if isinstance(v, int) and v >= _BIG:
         return SymDim.of(dim)
-    if isinstance(v, int) and v < 0:
+    if (isinstance(v, int) and v < 0) or (isinstance(v, SymDim) and _below_0(v)):
         return SymDim.of(dim) + v
     return SymDim.of(v)
 

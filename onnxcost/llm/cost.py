@@ -570,9 +570,14 @@ def llm_report(
     step_dims = {**fixed, layout.seq: 1}
     step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
-    # The positions are checked above (--prompt + --generate): not the formulas' warning.
+    # The positions are checked above (--prompt + --generate): not the formulas' warning; nor
+    # that the formulas hold from batch 1 (no step runs an empty batch).
     limited = () if costs.limit is None else (costs.limit.warning(),)
-    warnings += [w for w in costs.warnings if w not in limited]
+    warnings += [
+        w
+        for w in costs.warnings
+        if w not in limited and not w.startswith(f"{layout.batch}=0 is not a valid point")
+    ]
     decode = dict(costs.totals)
     steps = range(prompt, prompt + generate - 1)  # past = N .. N + M - 2
 

@@ -572,12 +572,8 @@ def llm_report(
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
     # The positions are checked above (--prompt + --generate): not the formulas' warning; nor
     # that the formulas hold from batch 1 (no step runs an empty batch).
-    limited = () if costs.limit is None else (costs.limit.warning(),)
-    warnings += [
-        w
-        for w in costs.warnings
-        if w not in limited and not w.startswith(f"{layout.batch}=0 is not a valid point")
-    ]
+    unread = (f"{layout.batch}=0 is not a", *([costs.limit.warning()] if costs.limit else []))
+    warnings += [w for w in costs.warnings if not w.startswith(unread)]
     decode = dict(costs.totals)
     steps = range(prompt, prompt + generate - 1)  # past = N .. N + M - 2
 

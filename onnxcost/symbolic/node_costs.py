@@ -85,10 +85,11 @@ class NodeCosts:
     shapes: SymbolicShapes | None = None
     memo: WalkMemo | None = None
     """The walk's memo, for a next walk of the same settings (``node_costs(memo=...)``)."""
-    types: Mapping[str, TensorInfo] | None = None
-    """Every carried tensor as a TensorInfo (a ``_SymTensor`` where a dim is symbolic), and
-    the ``Weights`` the walk saw (counted only with ``count_params``): the training pass's
-    inputs (``symbolic.training_walk``)."""
+    types: _Types | None = None
+    """Every carried tensor as a TensorInfo (a ``_SymTensor`` where a dim is symbolic; its
+    bytes by ``_Types.nbytes``), and the ``Weights`` the walk saw (counted only with
+    ``count_params``): the training pass's and the peak's inputs (``symbolic.training_walk``,
+    ``symbolic.peak``)."""
     weights: Weights | None = None
 
 
@@ -215,6 +216,8 @@ class _Types(Mapping[str, TensorInfo]):
     def __init__(self, w: _Walk) -> None:
         self.w = w
         self.infos: dict[int, TensorInfo] = {}
+        self.sizes: dict[int, Dim] = {}
+        """Tensor (index in ``_Walk.table``) -> its bytes, -1 where not concrete."""
 
     def __getitem__(self, name: str) -> TensorInfo:
         found = self.get(name)
@@ -227,13 +230,32 @@ class _Types(Mapping[str, TensorInfo]):
         tid = self.w.tensors.get(name, -1) if name else -1
         if tid < 0:
             return default
+        info = self._info(tid)
+        if isinstance(info, _SymTensor):
+            return _SymTensor(name, info.elem_type, info.sym_shape)
+        return info.renamed(name)
+
+    def _info(self, tid: int) -> TensorInfo:
         info = self.infos.get(tid)
         if info is None:
             elem, shape, _value = self.w.table[tid]
             info = self.infos[tid] = _tensor("", elem, shape)
-        if isinstance(info, _SymTensor):
-            return _SymTensor(name, info.elem_type, info.sym_shape)
-        return info.renamed(name)
+        return info
+
+    def nbytes(self, name: str) -> Dim | None:
+        """The bytes of tensor ``name`` as its TensorInfo has them (``nbytes`` of a
+        ``_SymTensor``, else ``known_nbytes``: -1 where not concrete), once per interned
+        type (the peak's liveness asks it of every tensor); None where the walk has none."""
+        tid = self.w.tensors.get(name, -1) if name else -1
+        if tid < 0:
+            return None
+        found = self.sizes.get(tid)
+        if found is None:
+            info = self._info(tid)
+            found = self.sizes[tid] = (
+                _whole(self.w, tid) if isinstance(info, _SymTensor) else info.known_nbytes
+            )
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.w.tensors)

@@ -301,7 +301,7 @@ def one_walk_costs(
     if not lost and walked.types is not None and walked.weights is not None:
         peak = peak_formula(
             source,
-            walked.types,
+            walked.types.nbytes,
             walked.weights.constant,
             symbols,
             limit,

@@ -20,16 +20,14 @@ random points and at each symbol's 0.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from onnxcost.symbolic.contrib import _SymTensor
 from onnxcost.symbolic.domain import _rising
 from onnxcost.symbolic.maximum import MAX_PEAK_TERMS, Maximum
 from onnxcost.symdim import Dim, SymDim, _Monomial, as_dim
 
 if TYPE_CHECKING:
-    from onnxcost.load.tensors import TensorInfo
     from onnxcost.prepare import PreparedModel
     from onnxcost.symbolic.limits import PositionLimit
 
@@ -39,7 +37,7 @@ KEY = "peak_activation_bytes"
 
 def peak_formula(
     source: PreparedModel,
-    types: Mapping[str, TensorInfo],
+    nbytes: Callable[[str], Dim | None],
     weights: Collection[str],
     symbols: tuple[str, ...],
     limit: PositionLimit | None,
@@ -48,15 +46,17 @@ def peak_formula(
     at_one: int,
     sizes_missed: bool = False,
 ) -> Dim | str:
-    """The peak as a Dim in ``symbols``, or why there is none (for a warning). ``types``: the walk's
-    tensors; ``weights``: the tensors computed from constants only; ``probe``: a point past
-    1 (``Maximum``'s); ``zeros``: the symbols whose 0 the model allows; ``at_one``: the peak
-    of the analysis reported (every symbol = 1); ``sizes_missed``: a node's walked bytes
-    written missed a concrete analysis (at 1, or at a symbol's 0: its warning says which),
-    so the walk's sizes, and their peak, are not the model's there."""
+    """The peak as a Dim in ``symbols``, or why there is none (for a warning). ``nbytes``: each
+    tensor's bytes as the walk sized it (``node_costs._Types.nbytes``: None where it has no
+    such tensor, < 0 where its size is not concrete); ``weights``: the tensors computed from
+    constants only; ``probe``: a point past 1 (``Maximum``'s); ``zeros``: the symbols whose
+    0 the model allows; ``at_one``: the peak of the analysis reported (every symbol = 1);
+    ``sizes_missed``: a node's walked bytes written missed a concrete analysis (at 1, or at
+    a symbol's 0: its warning says which), so the walk's sizes, and their peak, are not the
+    model's there."""
     if sizes_missed:  # the walk's sizes are not the model's somewhere: nor is their peak
         return "a node's walked bytes written miss a concrete analysis (see its warning)"
-    steps = _candidates(source, types, weights)
+    steps = _candidates(source, nbytes, weights)
     maximum = Maximum(symbols, limit, probe, zeros)
     peak: Dim = maximum(steps) if steps else 0  # type: ignore[arg-type]
     if not maximum.decided:
@@ -75,7 +75,7 @@ def peak_formula(
 
 
 def _candidates(
-    source: PreparedModel, types: Mapping[str, TensorInfo], weights: Collection[str]
+    source: PreparedModel, nbytes: Callable[[str], Dim | None], weights: Collection[str]
 ) -> list[Dim]:
     """The live bytes at each step that can be the peak, as ``liveness.peak_activation``
     counts them (its loop, over Dims): a step that adds a tensor, where the next step frees
@@ -89,7 +89,7 @@ def _candidates(
     # Each size as (monomial index, coefficient) pairs; live bytes as one coefficient a
     # monomial, changed in place: a step's SymDim is made only where it is a candidate.
     index: dict[_Monomial, int] = {}
-    sizes: dict[tuple[int, tuple[Dim, ...]], list[tuple[int, int]]] = {}
+    sizes: dict[SymDim, list[tuple[int, int]]] = {}
     added: dict[int, list[tuple[int, int]]] = {}
     freed: dict[int, list[tuple[int, int]]] = {}
     graph_inputs = (-1, tuple(vi.name for vi in graph.input))
@@ -98,7 +98,7 @@ def _candidates(
         for tensor in written:
             if not tensor or tensor in weights:
                 continue
-            terms = _bytes(types.get(tensor), sizes, index)
+            terms = _bytes(nbytes(tensor), sizes, index)
             if terms:  # else unknown size, or empty
                 end = n - 1 if tensor in outputs else max(last_use.get(tensor, start), start)
                 added.setdefault(start, []).extend(terms)
@@ -155,22 +155,22 @@ def _nonnegative(monomial: _Monomial) -> bool:
 
 
 def _bytes(
-    info: TensorInfo | None,
-    sizes: dict[tuple[int, tuple[Dim, ...]], list[tuple[int, int]]],
+    nbytes: Dim | None,
+    sizes: dict[SymDim, list[tuple[int, int]]],
     index: dict[_Monomial, int],
 ) -> list[tuple[int, int]]:
     """A tensor's bytes as (monomial index, coefficient) pairs ([] where its size is unknown
-    or 0), once per (type, shape): a decoder's layers repeat a few."""
-    if info is None:
+    or 0), once per size: a decoder's layers repeat a few."""
+    if nbytes is None:
         return []
-    if not isinstance(info, _SymTensor):
-        nbytes = info.known_nbytes
+    if type(nbytes) is int:
         return [(index.setdefault((), len(index)), nbytes)] if nbytes > 0 else []
-    key = (info.elem_type, tuple(info.sym_shape))
-    found = sizes.get(key)
+    assert isinstance(nbytes, SymDim)
+    found = sizes.get(nbytes)
     if found is None:
-        terms = SymDim.of(info.nbytes).terms
-        found = sizes[key] = [(index.setdefault(m, len(index)), c) for m, c in terms.items()]
+        found = sizes[nbytes] = [
+            (index.setdefault(m, len(index)), c) for m, c in nbytes.terms.items()
+        ]
     return found
 
 

@@ -31,6 +31,9 @@ class _SymTensor(TensorInfo):
         super().__init__(name, elem_type, None)
         self.sym_shape = shape
 
+    def renamed(self, name: str) -> _SymTensor:
+        return _SymTensor(name, self.elem_type, self.sym_shape)
+
     @property
     def concrete_shape(self) -> tuple[int, ...]:
         return self.sym_shape  # type: ignore[return-value]

@@ -150,6 +150,9 @@ class WalkMemo:
     KV cache)."""
     whole: dict[int, Dim] = field(default_factory=dict)
     """Tensor (index in ``table``) -> its bytes."""
+    infos: dict[int, TensorInfo] = field(default_factory=dict)
+    """Tensor (index in ``table``) -> its TensorInfo (``_tensor``), its name left empty: a
+    formula or rule is given it renamed."""
     attrs: dict[bytes, dict[str, object]] = field(default_factory=dict)
     """A node's attributes (``_attribute_key``) -> their values, as the shape rules read them."""
 
@@ -176,16 +179,26 @@ class _Walk:
     specs: dict[tuple[str, str], tuple[str, int, OpSpec | None]] = field(init=False)
     memo: dict[tuple[object, ...], _Class] = field(init=False)
     whole: dict[int, Dim] = field(init=False)
+    infos: dict[int, TensorInfo] = field(init=False)
 
     def __post_init__(self) -> None:
         m = self.shared
-        self.table, self.ids, self.specs, self.memo, self.whole = (
+        self.table, self.ids, self.specs, self.memo, self.whole, self.infos = (
             m.table,
             m.ids,
             m.specs,
             m.memo,
             m.whole,
+            m.infos,
         )
+
+    def info(self, tid: int, name: str) -> TensorInfo:
+        """Tensor ``tid`` of ``table`` as a TensorInfo named ``name``."""
+        found = self.infos.get(tid)
+        if found is None:
+            elem, shape, _value = self.table[tid]
+            found = self.infos[tid] = _tensor("", elem, shape)
+        return found.renamed(name)
 
     def intern(self, t: _Tensor) -> int:
         found = self.ids.get(t)
@@ -215,7 +228,6 @@ class _Types(Mapping[str, TensorInfo]):
 
     def __init__(self, w: _Walk) -> None:
         self.w = w
-        self.infos: dict[int, TensorInfo] = {}
         self.sizes: dict[int, Dim] = {}
         """Tensor (index in ``_Walk.table``) -> its bytes, -1 where not concrete."""
 
@@ -228,19 +240,7 @@ class _Types(Mapping[str, TensorInfo]):
     def get(self, name: str, default: TensorInfo | None = None) -> TensorInfo | None:  # type: ignore[override]
         """The tensor's TensorInfo (one per interned type, renamed), or ``default``."""
         tid = self.w.tensors.get(name, -1) if name else -1
-        if tid < 0:
-            return default
-        info = self._info(tid)
-        if isinstance(info, _SymTensor):
-            return _SymTensor(name, info.elem_type, info.sym_shape)
-        return info.renamed(name)
-
-    def _info(self, tid: int) -> TensorInfo:
-        info = self.infos.get(tid)
-        if info is None:
-            elem, shape, _value = self.w.table[tid]
-            info = self.infos[tid] = _tensor("", elem, shape)
-        return info
+        return default if tid < 0 else self.w.info(tid, name)
 
     def nbytes(self, name: str) -> Dim | None:
         """The bytes of tensor ``name`` as its TensorInfo has them (``nbytes`` of a
@@ -251,7 +251,7 @@ class _Types(Mapping[str, TensorInfo]):
             return None
         found = self.sizes.get(tid)
         if found is None:
-            info = self._info(tid)
+            info = self.w.info(tid, "")
             found = self.sizes[tid] = (
                 _whole(self.w, tid) if isinstance(info, _SymTensor) else info.known_nbytes
             )
@@ -392,12 +392,13 @@ def node_costs(
         )
         cls = known.get(key)
         if cls is None:
-            domain, _opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
+            domain, opset, spec = specs.get((node_domain, op_type)) or w.spec(node_domain, op_type)
             new = _new_class(
                 w,
                 node,
                 op_type,
                 domain,
+                opset,
                 spec,
                 ins,
                 outs,
@@ -511,11 +512,7 @@ def _infos(w: _Walk, names: Sequence[str]) -> tuple[TensorInfo | None, ...]:
     out: list[TensorInfo | None] = []
     for n in names:
         tid = w.tensors.get(n, -1) if n else -1
-        if tid < 0:
-            out.append(None)
-        else:
-            elem, shape, _value = w.table[tid]
-            out.append(_tensor(n, elem, shape))
+        out.append(None if tid < 0 else w.info(tid, n))
     return tuple(out)
 
 
@@ -524,6 +521,7 @@ def _new_class(
     node: onnx.NodeProto,
     op_type: str,
     domain: str,
+    opset: int,
     spec: OpSpec | None,
     ins: Sequence[str],
     outs: Sequence[str],
@@ -534,9 +532,10 @@ def _new_class(
     """Carry the node's shapes and run its formula and traffic rule: what its class gets."""
     if op_type in SUBGRAPH_OPS and domain == "":
         return "control flow: its bodies are not walked symbolically"
-    shapes = w.shapes
+    shapes, table = w.shapes, w.table
     attrs = w.shared.attrs.get(attribute_key) if attribute_key else _NO_ATTRS
-    in_elems = [w.table[w.tensors[n]][0] if n else 0 for n in ins]
+    in_tids = [w.tensors[n] for n in ins]  # -1 for "" (omitted)
+    in_elems = [table[tid][0] if tid >= 0 else 0 for tid in in_tids]
     try:
         if attrs is None:
             attrs = w.shared.attrs[attribute_key] = _attrs(node)
@@ -545,26 +544,36 @@ def _new_class(
         return f"its shape is not carried ({e})"
     except (IndexError, KeyError, ValueError, TypeError, AssertionError, ArithmeticError) as e:
         return f"its shape is not carried (unexpected input, {type(e).__name__})"
-    out_elems = typed or output_elem_types(node, op_type, domain, in_elems, w.opsets.get(domain, 1))
-    tids = tuple(
-        w.intern((out_elems[k], shapes.shapes[o], shapes.known(o)))
-        if o and o in shapes.shapes
-        else -1
-        for k, o in enumerate(outs)
-    )
-    outputs = tuple((tid, *w.table[tid][1:]) if tid >= 0 else (-1, (), None) for tid in tids)
-    missing = [k for k, (o, tid) in enumerate(zip(outs, tids, strict=True)) if o and tid < 0]
-    inputs = _infos(w, ins)
-    outputs_info = tuple(
-        None if tid < 0 else _tensor(o, w.table[tid][0], w.table[tid][1])
-        for o, tid in zip(outs, tids, strict=True)
-    )
-    if missing:  # an output the shape rule leaves without a shape: no bytes written
-        k = missing[0]
+    out_elems = typed or output_elem_types(node, op_type, domain, in_elems, opset)
+    tids: list[int] = []
+    outputs: list[_Tensor] = []
+    outputs_info: list[TensorInfo | None] = []
+    missing = -1  # the first output the shape rule leaves without a shape
+    for k, o in enumerate(outs):
+        shape = shapes.shapes.get(o) if o else None
+        if shape is None:
+            tids.append(-1)
+            outputs.append((-1, (), None))
+            outputs_info.append(None)
+            if o and missing < 0:
+                missing = k
+            continue
+        tid = w.intern((out_elems[k], shape, shapes.known(o)))
+        tids.append(tid)
+        outputs.append((tid, *table[tid][1:]))
+        outputs_info.append(w.info(tid, o))
+    if missing >= 0:  # no bytes written
         return _Class(
-            index, outputs, None, None, None, None, f"output {k} has no carried shape", False
+            index,
+            tuple(outputs),
+            None,
+            None,
+            None,
+            None,
+            f"output {missing} has no carried shape",
+            False,
         )
-    opset = w.spec(node.domain, op_type)[1]
+    context = OpContext(node, opset, _infos(w, ins), tuple(outputs_info))
     macs: Dim | None = None
     flops: Dim | None = None
     reason = ""
@@ -572,7 +581,7 @@ def _new_class(
         macs = flops = 0  # unsupported (counted as 0) or no arithmetic
     else:
         try:
-            cost = spec.formula(OpContext(node, opset, inputs, outputs_info))
+            cost = spec.formula(context)
             macs = as_dim(SymDim.of(cost.macs))
             if w.flops_of == "torch":
                 flops = as_dim(SymDim.of(cost.macs) * 2)
@@ -582,15 +591,14 @@ def _new_class(
                 flops = as_dim(SymDim.of(cost.flops))
         except Exception as e:  # any formula may need a concrete dim somewhere
             reason = f"its formula needs concrete dims ({type(e).__name__}: {e})"
-    in_tids = [w.tensors[n] for n in ins]
-    reads = _reads(w, spec, node, opset, inputs, outputs_info, in_tids)
+    reads = _reads(w, spec, context, in_tids)
     if isinstance(reads, str):
-        return _Class(index, outputs, macs, flops, None, None, reason or reads, False)
-    writes = tuple(_whole(w, tid) for tid in tids)
+        return _Class(index, tuple(outputs), macs, flops, None, None, reason or reads, False)
+    writes = [_whole(w, tid) for tid in tids]
     before = {o for o in outs if o and o not in w.kv}
     read, written = _traffic(w, op_type, domain, ins, reads, outs, writes, folded)
     joins = bool(before) and before <= w.kv
-    return _Class(index, outputs, macs, flops, read, written, reason, joins)
+    return _Class(index, tuple(outputs), macs, flops, read, written, reason, joins)
 
 
 def _whole(w: _Walk, tid: int) -> Dim:
@@ -606,27 +614,20 @@ def _whole(w: _Walk, tid: int) -> Dim:
 
 
 def _reads(
-    w: _Walk,
-    spec: OpSpec | None,
-    node: onnx.NodeProto,
-    opset: int,
-    inputs: tuple[TensorInfo | None, ...],
-    outputs: tuple[TensorInfo | None, ...],
-    tids: Sequence[int],
+    w: _Walk, spec: OpSpec | None, context: OpContext, tids: Sequence[int]
 ) -> tuple[Dim, ...] | str:
-    """Bytes read of each input, as ``analysis.walk._reads``: none for an op that reads
-    shapes only, the op's traffic rule with ``traffic="runtime"``, else each input whole;
-    or why they are unknown."""
+    """Bytes read of each input (``tids``), as ``analysis.walk._reads``: none for an op that
+    reads shapes only, the op's traffic rule with ``traffic="runtime"``, else each input
+    whole; or why they are unknown."""
     if spec is not None and not spec.reads_data:
-        return (0,) * len(inputs)
+        return (0,) * len(tids)
     whole = tuple(_whole(w, tid) for tid in tids)
     if spec is None or spec.reads is None or not w.runtime:
         return whole
-    symbolic = any(isinstance(t, _SymTensor) for t in (*inputs, *outputs))
     try:
-        found = spec.reads(OpContext(node, opset, inputs, outputs))
+        found = spec.reads(context)
     except Exception as e:
-        if symbolic:
+        if any(isinstance(t, _SymTensor) for t in (*context.inputs, *context.outputs)):
             return f"its traffic rule needs concrete dims ({type(e).__name__}: {e})"
         return whole  # as a concrete analysis: a rule that cannot size them reads whole
     if len(found) != len(whole):

@@ -155,7 +155,11 @@ class SymDim:
     @property
     def is_polynomial(self) -> bool:
         """Whether every atom is a symbol (no floor, min or max)."""
-        return all(isinstance(a, str) for mono in self.terms for a, _e in mono)
+        for mono in self.terms:  # loops, not all() over a generator: half the time
+            for a, _e in mono:
+                if type(a) is not str:
+                    return False
+        return True
 
     def evaluate(self, values: Mapping[str, int]) -> int:
         """The dim at ``values`` (every symbol bound to an int); KeyError names a missing one."""

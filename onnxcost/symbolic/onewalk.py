@@ -292,7 +292,12 @@ def one_walk_costs(
         _recheck_raw(units, at_zeros.values())  # the formulas made raw at this 0, at those before
         if at_zero is not None:
             at_zeros[sym] = at_zero
-    node_formulas = [_formulas(unit, symbols) for unit in units]
+    made: dict[Dim, Formula | None] = {}  # the classes share a few dims: each made once
+    for alike in units:
+        for d in alike.dims:
+            if d is not None and d not in made:
+                made[d] = formula_of(d, symbols)
+    node_formulas = [_formulas(unit, made) for unit in units]
     total_formulas: dict[str, Formula | None] = {
         key: _total(units, node_formulas, q) for q, key in enumerate(_SUMMED)
     }
@@ -438,13 +443,18 @@ class _ZeroWalk:
     others: tuple[str, ...]
     limit: PositionLimit | None
     columns: tuple[Sequence[Dim | None], ...]
+    at_zero: dict[Dim, Dim] = field(default_factory=dict)
+    """Each dim of the classes at ``sym`` = 0 (``_at_zero``), once: they share a few."""
 
     def verdict(self, dim: Dim | None, j: int, q: int) -> str | None:
         """None where ``dim`` (class j's key q) with the symbol at 0 is the walk's there,
         ``"clamped"`` where the walk's is 0 and it is <= 0 (the formula is then max(0,
         ...)), else why it misses."""
         want = self.columns[q][j]
-        got = _at_zero(dim, self.sym, self.others, self.limit)
+        assert dim is not None
+        got = self.at_zero.get(dim)
+        if got is None:
+            got = self.at_zero[dim] = _at_zero(dim, self.sym, self.others, self.limit)
         if type(want) is not int:
             want = None if want is None else within(want, self.others, self.limit)
             if want is None or formula_of(want, self.others) is None:
@@ -561,11 +571,12 @@ def _costs(record: NodeRecord) -> tuple[int, int, int, int]:
     return record.macs, record.flops, record.bytes_read, record.bytes_written
 
 
-def _formulas(unit: _Class, symbols: tuple[str, ...]) -> dict[str, Formula | None]:
+def _formulas(unit: _Class, made: Mapping[Dim, Formula | None]) -> dict[str, Formula | None]:
+    """The class's formulas, from ``made`` (``formula_of`` of each of its dims)."""
     out: dict[str, Formula | None] = {}
     for q, key in enumerate(NODE_KEYS):
         dim = unit.dims[q]
-        f = None if dim is None or q in unit.misses else formula_of(dim, symbols)
+        f = None if dim is None or q in unit.misses else made[dim]
         if f is not None and unit.clamped[q]:
             f = replace(f, clamped=True)
         out[key] = f
@@ -579,7 +590,9 @@ def _total(
     or an expression with floors, mins or maxes); the clamped ones are parts
     (``Formula.parts``). None where a class has no formula."""
     key = NODE_KEYS[q]
-    polynomial: SymDim | int = 0
+    nodes: dict[Dim, int] = {}
+    """Each dim of the classes not clamped -> how many nodes have it (a few dims, many
+    classes: each added once)."""
     parts: dict[Formula, int] = {}
     symbols: tuple[str, ...] = ()
     for unit, made in zip(units, formulas, strict=True):
@@ -592,7 +605,10 @@ def _total(
         else:
             dim = unit.dims[q]
             assert dim is not None
-            polynomial = polynomial + unit.size * dim
+            nodes[dim] = nodes.get(dim, 0) + unit.size
+    polynomial: SymDim | int = 0
+    for dim, size in nodes.items():
+        polynomial = polynomial + size * dim
     total = formula_of(polynomial, symbols)
     if total is None:
         return None

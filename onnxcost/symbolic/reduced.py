@@ -160,16 +160,20 @@ def reduced_model(
     view = prepared.view
     sizes: list[int] = []
     first: list[int] = []
-    renamed: dict[str, str] = {}
-    """A merged node's output -> the same output of its class's first node."""
     for k, c in enumerate(of_node):
         if c == len(sizes):
             sizes.append(0)
             first.append(k)
-        else:
-            kept = view.outputs[first[c]]
-            renamed.update((o, r) for o, r in zip(view.outputs[k], kept, strict=True) if o)
         sizes[c] += 1
+
+    def renamed(name: str) -> str | None:
+        """A merged node's output -> the same output of its class's first node (None where
+        ``name`` is no merged node's output)."""
+        k = view.writer.get(name)
+        if k is None or first[of_node[k]] == k:
+            return None
+        return view.outputs[first[of_node[k]]][view.outputs[k].index(name)]
+
     whole = prepared.proto.graph
     proto = onnx.ModelProto(
         ir_version=prepared.proto.ir_version, opset_import=prepared.proto.opset_import
@@ -181,15 +185,16 @@ def reduced_model(
     for k in first:
         node = graph.node.add()
         node.CopyFrom(view.order[k])
-        for i, name in enumerate(node.input):
-            if name in renamed:
-                node.input[i] = renamed[name]
+        for i, name in enumerate(view.inputs[k]):
+            other = renamed(name)
+            if other is not None:
+                node.input[i] = other
         read.update(node.input)
-    outputs = [o for o in whole.output if o.name not in renamed]
+    outputs = [o for o in whole.output if renamed(o.name) is None]
     read.update(o.name for o in outputs)
     graph.initializer.extend(t for t in whole.initializer if t.name in read)
     graph.output.extend(outputs)
-    graph.value_info.extend(vi for vi in whole.value_info if vi.name not in renamed)
+    graph.value_info.extend(vi for vi in whole.value_info if renamed(vi.name) is None)
     try:
         built = build(graph, name_unnamed=False)
     except OnnxcostError:

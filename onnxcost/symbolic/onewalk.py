@@ -180,6 +180,7 @@ def one_walk_costs(
     classes: dict[int, _Class] = {}
     renumbered: dict[int, int] = {}
     of_node: list[int] = []
+    decided: dict[Dim, Dim] = {}  # within() of each distinct dim: the classes share a few
     for k, c in enumerate(walked.classes):
         # a node not carried is a class of its own (the reduced model keeps it as it is)
         unit = renumbered.setdefault(-1 - k if k in lost else c, len(renumbered))
@@ -187,7 +188,8 @@ def one_walk_costs(
         if unit not in classes:
             found = [None if k in lost else col[k] for col in columns]
             classes[unit] = _Class(
-                [None if d is None else within(d, symbols, limit) for d in found], found
+                [None if d is None else _decided(d, decided, symbols, limit) for d in found],
+                found,
             )
             for q, d in enumerate(classes[unit].dims):
                 if isinstance(d, SymDim) and not d.symbols <= named:
@@ -539,6 +541,16 @@ def _recheck_raw(units: Sequence[_Class], checked: Iterable[_ZeroWalk]) -> None:
                 elif verdict is not None:
                     unit.misses[q] = verdict
         unit.unread.clear()
+
+
+def _decided(
+    dim: Dim, decided: dict[Dim, Dim], symbols: tuple[str, ...], limit: PositionLimit | None
+) -> Dim:
+    """``within(dim, symbols, limit)``, made once for each dim (``decided``)."""
+    found = decided.get(dim)
+    if found is None:
+        found = decided[dim] = within(dim, symbols, limit)
+    return found
 
 
 def _at_zero(dim: Dim | None, sym: str, others: Sequence[str], limit: PositionLimit | None) -> Dim:

@@ -168,6 +168,23 @@ def test_matmul_and_conv_by_hand() -> None:
     assert found.params[1] == 8 * 3 * 3 * 3  # 216
 
 
+def test_a_node_with_more_inputs_than_the_cached_bits_reads_them_all() -> None:
+    """The traffic rule is asked with one bit per input (``node_costs._bits``, 64 of them
+    kept): a Concat of 70 inputs reads every one."""
+    names = [f"x{k}" for k in range(70)]
+    inputs = ", ".join(f"float[b, 1] {n}" for n in names)
+    found = node_costs(
+        _proto(
+            f"""<ir_version: 8, opset_import: ["" : 17]>
+            g ({inputs}) => (float[b, 70] y) {{ y = Concat<axis = 1>({", ".join(names)}) }}"""
+        )
+    )
+    b = SymDim.of("b")
+    # 70 inputs of b floats each: 70 x 4·b = 280·b bytes read; y is b x 70 floats, 280·b.
+    assert found.bytes_read[0] == 280 * b
+    assert found.bytes_written[0] == 280 * b
+
+
 _KV = """<ir_version: 8, opset_import: ["" : 17]>
 g (float[b, 4, past, 8] past_key, float[b, 4, s, 8] k, int64[b, s] ids,
    int64[b, "past + s"] attention_mask)

@@ -649,28 +649,42 @@ def _traffic(
     bytes of the inputs and outputs it counts, by role; called with one bit per input and per
     output in place of their bytes, its sums say which it counts (and it adds the outputs to
     the KV cache where it would), and the Dims are summed over those."""
-    read_bits = tuple(1 << k for k in range(len(ins)))
-    write_bits = tuple(1 << k for k in range(len(outs)))
     read_mask, write_mask, *_roles = node_traffic(
         op_type,
         domain == "",
         ins,
-        read_bits,
+        _bits(len(ins)),
         outs,
-        write_bits,
+        _bits(len(outs)),
         folded,
         w.runtime,
         w.weights.constant,
         w.kv,
     )
-    read = _total([b for k, b in enumerate(reads) if read_mask >> k & 1])
-    written = _total([b for k, b in enumerate(writes) if write_mask >> k & 1])
-    return read, written
+    return _counted(reads, read_mask), _counted(writes, write_mask)
+
+
+_BITS = tuple(1 << k for k in range(64))
+
+
+def _bits(n: int) -> tuple[int, ...]:
+    """One bit per input or output (``_traffic``): 1, 2, 4, ..."""
+    return _BITS[:n] if n <= len(_BITS) else tuple(1 << k for k in range(n))
+
+
+def _counted(dims: Sequence[Dim], mask: int) -> Dim:
+    """The sum of the ``dims`` whose bit is set in ``mask`` (all of them, the usual case)."""
+    if mask == (1 << len(dims)) - 1:
+        return _total(dims)
+    return _total([b for k, b in enumerate(dims) if mask >> k & 1])
 
 
 def _total(dims: Sequence[Dim]) -> Dim:
     """The sum of ``dims``: the ints added as ints, one SymDim made for the rest."""
-    if all(type(d) is int for d in dims):
+    for d in dims:
+        if type(d) is not int:
+            break
+    else:
         return sum(dims)
     symbolic = [d for d in dims if isinstance(d, SymDim)]
     constant = sum(d for d in dims if isinstance(d, int))

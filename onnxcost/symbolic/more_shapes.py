@@ -1,7 +1,7 @@
 """More of the symbolic walk's shape rules (``symbolic.shapes`` dispatches to them): ArgMax
 and ArgMin, Einsum, Resize (and Upsample) with constant sizes or scales, TopK, Tile,
-DepthToSpace and SpaceToDepth, OneHot, GatherElements, and the quantized matrix products
-(MatMulInteger, QLinearMatMul). Each gives what ONNX's shape inference gives, over
+DepthToSpace and SpaceToDepth, OneHot, GatherElements, the quantized matrix products
+(MatMulInteger, QLinearMatMul), and LSTM, GRU and RNN. Each gives what ONNX's shape inference gives, over
 SymDims; a value it needs (K, repeats, sizes, depth) must be a known integer tensor, else
 the node is not carried. NonZero is not carried (its shape depends on the data).
 """
@@ -274,6 +274,29 @@ def _gather_elements(
     out.shapes[node.output[0]] = indices
 
 
+def _recurrent(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """LSTM, GRU and RNN: from X [T, B, I] ([B, T, I] with ``layout`` 1) and R [D, G H, H],
+    Y [T, D, B, H] ([B, T, D, H]), Y_h and LSTM's Y_c [D, B, H] ([B, D, H]), as ONNX's
+    inference gives them (D from R, H from ``hidden_size`` or R)."""
+    x, r = shapes[0], shapes[2] if len(shapes) > 2 else None
+    if x is None or r is None or len(x) != 3 or len(r) != 3:
+        raise _UncarriedError("an input X or R that is not 3-D")
+    layout = attrs.get("layout", 0)
+    seq, batch = (x[1], x[0]) if layout else (x[0], x[1])
+    directions, hidden = r[0], attrs.get("hidden_size", r[2])
+    assert isinstance(hidden, int | SymDim)
+    y = (batch, seq, directions, hidden) if layout else (seq, directions, batch, hidden)
+    state = (batch, directions, hidden) if layout else (directions, batch, hidden)
+    for name, shape in zip(node.output, (y, state, state), strict=False):
+        if name:
+            out.shapes[name] = shape
+
+
 MORE_RULES = {
     "ArgMax": _arg_reduce,
     "ArgMin": _arg_reduce,
@@ -288,6 +311,9 @@ MORE_RULES = {
     "MatMulInteger": _quantized_matmul,
     "QLinearMatMul": _quantized_matmul,
     "GatherElements": _gather_elements,
+    "LSTM": _recurrent,
+    "GRU": _recurrent,
+    "RNN": _recurrent,
 }
 """Op type (ONNX's domain) -> its rule, as ``symbolic.shapes._RULES``."""
 

@@ -613,6 +613,9 @@ def _squeeze(
             raise _UncarriedError("Squeeze without axes of a symbolic shape")
         axes = [i for i, d in enumerate(x) if d == 1]
     drop = {_axis(a, len(x)) for a in axes}
+    for a in drop:  # ONNX refuses to squeeze a dim but 1 (an LSTM's last step at seq = 0)
+        if 0 <= a < len(x) and isinstance(x[a], int) and x[a] != 1:
+            raise _UncarriedError(f"a squeezed axis {a} of size {x[a]}, not 1")
     out.shapes[node.output[0]] = tuple(d for i, d in enumerate(x) if i not in drop)
     _keep_value(out, node)
 

@@ -315,7 +315,13 @@ def test_out_of_order_subgraph_reader_keeps_liveness() -> None:
     )
     a = onnxcost.analyze(m)
     assert [n.name for n in a.nodes if n.graph == ""] == ["concat", "if"]
-    # x [2] f32 = 8 B, c bool = 1 B, a = y = [4] f32 = 16 B.
-    # At Concat: x + c + a = 25 B. At the If: c + a + y = 33 B (a is read by the branches,
-    # so it lives until the If; were that missed, the If step would hold c + y = 17 B only).
-    assert a.totals.peak_activation_bytes == 33
+    # x [2] f32 = 8 B, c bool = 1 B, a = t = y = [4] f32 = 16 B. The If's counted branch runs
+    # in its place (the larger; both cost 4 FLOPs: then_branch): the If reads c, then_relu
+    # reads a and writes t, the If writes y from t.
+    # At Concat: x + c + a = 25 B; at the If: c + a = 17 B; at then_relu: a + t = 32 B (a is
+    # read by the branch, so it lives until then_relu; were that missed, a would die at the
+    # Concat that writes it, then_relu hold t = 16 B and the peak be first at the If's end);
+    # at the If's end: t + y = 32 B.
+    assert a.totals.peak_activation_bytes == 32
+    assert a.peak_activation.node == "then_relu"
+    assert sorted(t.tensor for t in a.peak_activation.live) == ["a", "t"]

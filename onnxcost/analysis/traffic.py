@@ -85,6 +85,15 @@ constructor is a Python call."""
 NOTHING: NodeTraffic = (0, 0, 0, 0, 0)
 
 
+def sum_traffic(parts: Iterable[NodeTraffic]) -> NodeTraffic:
+    """The traffic of several nodes together (a body's, which its control-flow node moves)."""
+    read = written = weights = kv_read = kv_written = 0
+    for r, wr, rw, kr, kw in parts:
+        read, written, weights = read + r, written + wr, weights + rw
+        kv_read, kv_written = kv_read + kr, kv_written + kw
+    return read, written, weights, kv_read, kv_written
+
+
 def node_traffic(
     op_type: str,
     default_domain: bool,
@@ -140,4 +149,5 @@ __all__ = [
     "check_traffic",
     "kv_cache_names",
     "node_traffic",
+    "sum_traffic",
 ]

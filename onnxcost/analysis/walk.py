@@ -16,9 +16,8 @@ import onnx
 
 from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.analysis.collector import collector_paused
-from onnxcost.analysis.control_flow import control_flow_cost
+from onnxcost.analysis.control_flow import bodies_peak, control_flow_cost
 from onnxcost.analysis.diagnosis import _op_label, status_warnings, why_unknown
-from onnxcost.analysis.liveness import peak_activation
 from onnxcost.analysis.records import (
     Convention,
     NodeRecord,
@@ -35,6 +34,7 @@ from onnxcost.analysis.traffic import (
     check_traffic,
     kv_cache_names,
     node_traffic,
+    sum_traffic,
 )
 from onnxcost.analysis.training import TrainingOptions, TrainingResult, train
 from onnxcost.analysis.weights import Weights, dequantising_scales
@@ -52,6 +52,7 @@ from onnxcost.load.tensors import (
     normalize_domain,
 )
 from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.shapes.bodies import BodyKey
 from onnxcost.shapes.infer import ShapeResult, infer
 
 _NO_COST = Cost()
@@ -93,6 +94,13 @@ class _Walk:
     traffic: Traffic = "runtime"
     kv: set[str] = field(default_factory=set)
     """The KV-cache tensors so far (``traffic.node_traffic``)."""
+    body_traffic: dict[BodyKey, NodeTraffic] = field(default_factory=dict)
+    """Each body walked: the bytes its nodes move (a control-flow node's own, as its cost)."""
+    taken: dict[str, tuple[BodyKey, ...]] = field(default_factory=dict)
+    """Control-flow node's name -> the bodies its cost is (``control_flow_cost``)."""
+    body_constant: dict[BodyKey, set[str]] = field(default_factory=dict)
+    """Each body's own constant-derived tensors (weights: no activations), which ``weights``
+    forgets after it."""
 
     def flops(self, cost: Cost) -> int:
         if self.convention == "torch":
@@ -101,9 +109,11 @@ class _Walk:
             return cost.macs
         return cost.flops
 
-    def body(self, graph: onnx.GraphProto, scope: str, multiplier: int, counted: bool) -> Cost:
+    def body(
+        self, graph: onnx.GraphProto, key: BodyKey, scope: str, multiplier: int, counted: bool
+    ) -> Cost:
         """Walk a body graph (``control_flow`` calls back here): ``_walk_subgraph``."""
-        return _walk_subgraph(self, graph, scope, multiplier, counted)
+        return _walk_subgraph(self, graph, key, scope, multiplier, counted)
 
 
 @dataclass(slots=True)
@@ -295,7 +305,7 @@ def _costs(
     status: Status
     control_flow = op_type in SUBGRAPH_OPS and domain == ""
     if control_flow:
-        cost, status, note = control_flow_cost(w, proto, scope, counted)
+        cost, status, note, w.taken[node.name] = control_flow_cost(w, proto, scope, counted)
     elif spec is None:
         status = "unsupported"
     elif spec.zero:
@@ -413,6 +423,14 @@ def _record(
     w.records.append(None)
     w.counted.append(False)
     rec, cost = _cost_node(w, node, scope, multiplier, counted, kind)
+    bodies = w.taken.get(node.name, ())
+    if bodies and rec.domain == "":  # it moves what its counted bodies' nodes move
+        moved = sum_traffic(w.body_traffic.get(key, NOTHING) for key in bodies)
+        # a loop in a loop: its body's records count its own iterations, not the outer's
+        rec.bytes_read, rec.bytes_written = moved[0] * multiplier, moved[1] * multiplier
+        rec.bytes_read_weights = moved[2] * multiplier
+        rec.bytes_read_kv_cache = moved[3] * multiplier
+        rec.bytes_written_kv_cache = moved[4] * multiplier
     w.records[slot] = rec
     # A control-flow node's cost is its body's, whose nodes are counted themselves.
     w.counted[slot] = counted and rec.domain != ""
@@ -422,18 +440,52 @@ def _record(
 def _walk_subgraph(
     w: _Walk,
     graph: onnx.GraphProto,
+    key: BodyKey,
     scope: str,
     multiplier: int,
     counted: bool,
 ) -> Cost:
-    """Cost of a body graph; its nodes are recorded, counted in the totals with ``counted``."""
-    w.weights.add_initializers(graph.initializer)
+    """Cost of a body graph; its nodes are recorded, counted in the totals with ``counted``.
+    Its tensors are read in the body's own shapes (``ShapeResult.bodies``), where known."""
+    # The body's own tensors are its own: a sibling branch may name other tensors alike (the
+    # branch with the cache of optimum's merged T5 decoder writes its encoder keys with a
+    # Constant, the other computes them), so what the walk learns of them (constant, KV
+    # cache) is forgotten after it.
+    local = {t.name for t in graph.initializer}
+    local.update(o for node in graph.node for o in node.output if o)
+    weights = w.weights
+    local_constant = local - weights.constant
+    local_kv = local - w.kv
+    weights.add_initializers(graph.initializer)
+    outer = w.shapes
+    inner = outer.bodies.get(key)
+    if inner is not None:
+        w.shapes = replace(outer, types=inner.types, values=inner.values)
     total = Cost()
-    for node in graph.node:
-        row = _Node(
-            node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
-        )
-        total = total + _record(w, row, scope, multiplier, counted)[1]
+    moved: list[NodeTraffic] = []
+    try:
+        for node in graph.node:
+            row = _Node(
+                node, node.name, node.op_type, node.domain, tuple(node.input), tuple(node.output)
+            )
+            rec, cost = _record(w, row, scope, multiplier, counted)
+            total = total + cost
+            moved.append(
+                (
+                    rec.bytes_read,
+                    rec.bytes_written,
+                    rec.bytes_read_weights,
+                    rec.bytes_read_kv_cache,
+                    rec.bytes_written_kv_cache,
+                )
+            )
+    finally:
+        w.shapes = outer
+        local_constant &= weights.constant
+        w.body_constant[key] = local_constant
+        weights.forget(local_constant)
+        w.kv -= local_kv
+    w.body_traffic[key] = sum_traffic(moved)
     return total
 
 
@@ -578,25 +630,26 @@ def _analysis(
             f"see `onnxcost ops`"
         )
     if not lean:
-        walk.warnings += status_warnings(walk.unknown, walk.errors, walk.records, walk.shapes.types)
+        unknown, flagged = walk.unknown, walk.records
+        if walk.taken:  # control flow: the nodes the totals count (not an If's other branch)
+            flagged = [r for r, c in zip(walk.records, walk.counted, strict=True) if c]
+            unknown = sum(1 for r in flagged if r is not None and r.status == "unknown_shape")
+        walk.warnings += status_warnings(unknown, walk.errors, flagged, walk.shapes.types)
     params_by_dtype = weights.params_by_dtype()
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)
     totals = Cost(total_macs, total_flops)
-    peak = (
-        NO_PEAK
-        if lean
-        else peak_activation(
-            view.names,
-            view.inputs,
-            view.outputs,
+    peak = NO_PEAK
+    if not lean:
+        peak = bodies_peak(
+            view,
             [vi.name for vi in proto.graph.input],
             [vi.name for vi in proto.graph.output],
-            shapes.types,
+            walk.shapes,
             weights.constant,
-            view.last_use,
+            walk.taken,
+            walk.body_constant,
         )
-    )
     trained = None
     if training is not None:
         trained = _train(walk, view, proto, shapes.kinds, main, records, totals, training)

@@ -105,6 +105,14 @@ class Weights:
         self.stored[name] = info
         self.constant.add(name)
 
+    def forget(self, names: Iterable[str]) -> None:
+        """No longer know ``names`` as constant-derived or stored (a body's own tensors, once
+        it is walked); what they counted stays counted."""
+        for name in names:
+            self.constant.discard(name)
+            self.stored.pop(name, None)
+            self.producers.pop(name, None)
+
     def add_initializers(self, initializers: Iterable[onnx.TensorProto]) -> None:
         for t in initializers:
             self.add_stored(t.name, TensorInfo(t.name, t.data_type, tuple(t.dims)))

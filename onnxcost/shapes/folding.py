@@ -317,6 +317,22 @@ class KnownValues:
         self._values[name] = value
 
 
+class ScopedValues(KnownValues):
+    """The known values inside a body (If branch, Loop or Scan body): its own constants and
+    folded values, then those of the scope around it, which it may read. Values folded in the
+    body stay in it: two branches may name different tensors alike."""
+
+    __slots__ = ("_outer",)
+
+    def __init__(self, sources: dict[str, _ValueSource], outer: KnownValues) -> None:
+        super().__init__(sources)
+        self._outer = outer
+
+    def get(self, name: str) -> np.ndarray | None:
+        value = super().get(name)
+        return self._outer.get(name) if value is None else value
+
+
 def _attribute_key(node: onnx.NodeProto) -> bytes:
     """A node's attributes as bytes: equal for nodes that differ only in name and tensors."""
     attrs = node.attribute
@@ -392,6 +408,12 @@ every layer a node kind of its own (GPT-2 saved with its weights: 154 kinds, not
 def _known_values(graph: onnx.GraphProto, constants: bool = True) -> KnownValues:
     """Where the value of each initializer and (with ``constants``) Constant output can be
     read, if it is needed. Without, the caller registers Constants as it meets them."""
+    return KnownValues(_value_sources(graph, constants))
+
+
+def _value_sources(graph: onnx.GraphProto, constants: bool = True) -> dict[str, _ValueSource]:
+    """``_known_values``' sources: initializers (and Constants) of ``graph`` by name, its
+    subgraphs left out."""
     sources: dict[str, _ValueSource] = {}
     for t in graph.initializer:
         readable = t.data_location != TensorProto.EXTERNAL and t.data_type in _VALUE_DTYPES
@@ -402,7 +424,7 @@ def _known_values(graph: onnx.GraphProto, constants: bool = True) -> KnownValues
         for node in graph.node:
             if node.op_type == "Constant" and node.output:
                 sources[node.output[0]] = node
-    return KnownValues(sources)
+    return sources
 
 
 _FOLDS_WITH_TYPES = frozenset({"Shape", "Size"})

@@ -8,25 +8,33 @@ itself (a folded ``Where``, ``Range`` or ``Equal`` on shapes). Two routes, same 
   inferred by ONNX's per-node inference, once per distinct (op, attributes, input types,
   input values), so the repeated layers of a model cost a lookup each (``_per_node``);
 - a model with If/Loop/Scan bodies goes through ONNX's whole-graph inference with data
-  propagation, then the same per-node pass wherever a shape is still unknown.
+  propagation (``whole``), then the same per-node pass over the main graph wherever a shape
+  is still unknown, and over each body's nodes in the body's own scope (``bodies``), the
+  types and values around it visible there.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from onnxcost.errors import ShapeError
-from onnxcost.load.graph import DEFAULT_DOMAINS, GraphView, iter_graphs
-from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
+from onnxcost.load.graph import DEFAULT_DOMAINS, MAX_NESTING, GraphView
 from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo, is_tensor_type
-from onnxcost.load.wire import FOLD_MAX_ELEMENTS
+from onnxcost.shapes.bodies import (
+    BodyKey,
+    Scope,
+    body_graphs,
+    flat_types,
+    type_body_inputs,
+    type_if_outputs,
+)
 from onnxcost.shapes.checks import (
     _SHAPE_ERROR,
     _STATIC_CHECKED,
@@ -37,27 +45,31 @@ from onnxcost.shapes.checks import (
 )
 from onnxcost.shapes.folding import (
     KnownValues,
+    ScopedValues,
     _attribute_key,
     _fold_node,
     _fold_values,
     _known_values,
+    _value_sources,
 )
 from onnxcost.shapes.loops import infer_loop
 from onnxcost.shapes.overrides import (
     _apply_overrides,
     _declarations,
-    _declared,
+    _declared_in,
     _use_declared,
     shape_of,
 )
 from onnxcost.shapes.rules import has_rule, rule_outputs
+from onnxcost.shapes.whole import (
+    _clear_inferred,
+    _collect_types,
+    _constant_info,
+    _detach_large_initializers,
+    _infer,
+    _unknown_outputs,
+)
 from onnxcost.units import shape_text
-
-_STRIP_BYTES = 4096
-"""Embedded initializers above this size are detached before inference (only dims matter)."""
-
-_FOLDABLE_TYPES = frozenset({TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL})
-"""Integer tensors that may carry shapes; their data is kept for folding whatever its size."""
 
 
 @dataclass
@@ -65,8 +77,10 @@ class ShapeResult:
     model: onnx.ModelProto
     """The model inferred: a copy with value_info (whole-graph route), or the model itself
     (per-node route). Its nodes are the input model's, in the same order."""
-    types: dict[str, TensorInfo]
-    """Every tensor of the model and its subgraphs: name -> element type and shape."""
+    types: MutableMapping[str, TensorInfo]
+    """Every tensor of the main graph: name -> element type and shape; then each body's
+    (``bodies``), where no graph around it names the tensor (a name two bodies share takes
+    one's: read a body's tensors from its ``Scope``)."""
     values: KnownValues
     """Small tensors whose values are known (shape sub-graphs, int constants)."""
     warnings: list[str] = field(default_factory=list)
@@ -74,103 +88,9 @@ class ShapeResult:
     """Per node of the view's order, on the per-node route: a number shared by the nodes
     with the same op, attributes, and input and output types, which therefore cost the
     same; -1 where no such sharing is known. Empty on the whole-graph route."""
-
-
-def _detach_large_initializers(graph: onnx.GraphProto) -> None:
-    """Drop embedded weight bytes (inference needs dims only) so inference copies less.
-
-    Integer and bool tensors small enough to fold keep their data: they may be shapes.
-    """
-    for t in graph.initializer:
-        if t.data_location == TensorProto.EXTERNAL or t.ByteSize() <= _STRIP_BYTES:
-            continue
-        if t.data_type in _FOLDABLE_TYPES and math.prod(t.dims) <= FOLD_MAX_ELEMENTS:
-            continue
-        for f in (
-            "raw_data",
-            "float_data",
-            "int32_data",
-            "int64_data",
-            "double_data",
-            "uint64_data",
-        ):
-            t.ClearField(f)
-        t.data_location = TensorProto.EXTERNAL
-        del t.external_data[:]
-        e = t.external_data.add()
-        e.key, e.value = "location", VIRTUAL_LOCATION_PREFIX + "detached"
-
-
-def _clear_inferred(graph: onnx.GraphProto) -> None:
-    for _scope, g in iter_graphs(graph):
-        g.ClearField("value_info")
-    for vi in graph.output:
-        if vi.type.HasField("tensor_type"):
-            vi.type.tensor_type.ClearField("shape")
-
-
-def _collect_types(model: onnx.ModelProto, types: dict[str, TensorInfo]) -> None:
-    # Many tensors share a type (every layer's [1, 128, 4096] fp16): parse each type once.
-    parsed: dict[bytes, TensorInfo] = {}
-    for _scope, g in iter_graphs(model.graph):
-        for vi in (*g.input, *g.output, *g.value_info):
-            if not is_tensor_type(vi.type):
-                continue  # a sequence or map: no tensor's shape or bytes
-            key = vi.type.SerializeToString()
-            info = parsed.get(key)
-            if info is None:
-                info = parsed[key] = TensorInfo("", *shape_of(vi.type))
-            name = vi.name
-            old = types.get(name)
-            if old is None or (
-                info.shape is not None and (old.shape is None or not old.is_concrete)
-            ):
-                types[name] = info.renamed(name)
-        for t in g.initializer:
-            types[t.name] = TensorInfo(t.name, t.data_type, tuple(t.dims))
-        for node in g.node:
-            # Inference types Constant outputs; read the attribute only where it did not.
-            if node.op_type == "Constant" and node.output:
-                old = types.get(node.output[0])
-                if old is None or not old.is_concrete:
-                    constant = _constant_info(node)
-                    if constant is not None:
-                        types[node.output[0]] = constant
-
-
-def _constant_info(node: onnx.NodeProto) -> TensorInfo | None:
-    for a in node.attribute:
-        if a.name == "value":
-            return TensorInfo(node.output[0], a.t.data_type, tuple(a.t.dims))
-        if a.name in ("value_float", "value_int"):
-            elem = TensorProto.FLOAT if a.name == "value_float" else TensorProto.INT64
-            return TensorInfo(node.output[0], elem, ())
-        if a.name in ("value_floats", "value_ints"):
-            elem = TensorProto.FLOAT if a.name == "value_floats" else TensorProto.INT64
-            n = len(a.floats) if a.name == "value_floats" else len(a.ints)
-            return TensorInfo(node.output[0], elem, (n,))
-    return None
-
-
-def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
-        )
-    except Exception as e:  # inference is best effort: unresolved nodes become unknown_shape
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        warnings.append(
-            f"ONNX shape inference stopped early ({first}); some nodes may be unknown_shape"
-        )
-        return model
-
-
-def _unknown_outputs(graph: onnx.GraphProto, types: Mapping[str, TensorInfo]) -> bool:
-    for node in graph.node:
-        for o in node.output:
-            if o and (o not in types or not types[o].is_concrete):
-                return True
-    return False
+    bodies: dict[BodyKey, Scope | None] = field(default_factory=dict)
+    """The shapes inside each body, by ``BodyKey`` (None where two bodies have one key: a
+    model whose node names repeat, not prepared); empty on the per-node route."""
 
 
 def _type_proto(info: TensorInfo) -> onnx.TypeProto:
@@ -184,7 +104,7 @@ _Inferred = tuple[tuple[int, int, Shape | None], ...]
 @dataclass
 class _Propagation:
     model: onnx.ModelProto
-    types: dict[str, TensorInfo]
+    types: MutableMapping[str, TensorInfo]
     values: KnownValues
     opsets: dict[str, int]
     memo: dict[tuple[object, ...], _Inferred | None] = field(default_factory=dict)
@@ -193,6 +113,10 @@ class _Propagation:
     opset_imports: list[onnx.OperatorSetIdProto] = field(default_factory=list)
     failures: list[_NodeFailure] = field(default_factory=list)
     """Nodes whose input shapes, all concrete, contradict each other (ONNX's inference raised)."""
+    declared: Mapping[BodyKey, Mapping[str, tuple[int, Shape | None]]] = field(default_factory=dict)
+    """The shapes each body declares (``_declared_in``), read before inference."""
+    symbols: Mapping[str, int] = field(default_factory=dict)
+    """Each symbolic dim's value, for the shapes a body declares in them."""
 
     def __post_init__(self) -> None:
         self.opset_imports = list(self.model.opset_import)
@@ -211,16 +135,21 @@ def _schema(op_type: str, opset: int, domain: str) -> onnx.defs.OpSchema | None:
 
 def _propagate(
     model: onnx.ModelProto,
-    types: dict[str, TensorInfo],
+    types: MutableMapping[str, TensorInfo],
     values: KnownValues,
     failures: list[_NodeFailure],
-) -> None:
+    declared: Mapping[BodyKey, Mapping[str, tuple[int, Shape | None]]] | None = None,
+    symbols: Mapping[str, int] | None = None,
+) -> dict[BodyKey, Scope | None]:
     """One forward pass over the main graph: fold shape values, and re-run ONNX's own
-    per-node inference, fed those values, wherever a node's outputs are still unknown.
+    per-node inference, fed those values, wherever a node's outputs are still unknown; the
+    same inside each body (If, Loop, Scan), where a node holding one is met, with the types
+    and values of the scope around it (``_propagate_bodies``). Returns each body's shapes.
 
     A pass in topological order resolves chains that whole-graph inference cannot (each
-    GPT-2 layer's mask slice depends on the previous layer's shapes). Nodes whose inference
-    fails on concrete shapes are added to ``failures``.
+    GPT-2 layer's mask slice depends on the previous layer's shapes). Main-graph nodes whose
+    inference fails on concrete shapes are added to ``failures`` (a body's are not: a branch
+    that does not run may not fit the shapes where it does not).
     """
     run = _Propagation(
         model,
@@ -228,12 +157,29 @@ def _propagate(
         values,
         {(o.domain or ""): o.version for o in model.opset_import},
         failures=failures,
+        declared=declared or {},
+        symbols=symbols or {},
     )
-    for node in model.graph.node:
+    bodies: dict[BodyKey, Scope | None] = {}
+    _propagate_nodes(model.graph.node, run, bodies, 0)
+    return bodies
+
+
+def _propagate_nodes(
+    nodes: Sequence[onnx.NodeProto],
+    run: _Propagation,
+    bodies: dict[BodyKey, Scope | None],
+    depth: int,
+) -> None:
+    """``_propagate`` over the nodes of one graph (``depth``: how deep it nests)."""
+    types = run.types
+    for node in nodes:
         op_type = node.op_type
         if op_type in SUBGRAPH_OPS:
-            if op_type == "Loop" and node.domain in DEFAULT_DOMAINS:
-                infer_loop(node, types, values, run.opset_imports, model.ir_version)
+            if node.domain in DEFAULT_DOMAINS and depth < MAX_NESTING:
+                if op_type == "Loop":
+                    infer_loop(node, types, run.values, run.opset_imports, run.model.ir_version)
+                _propagate_bodies(node, run, bodies, depth + 1)
             continue
         for o in node.output:
             if o:
@@ -241,7 +187,41 @@ def _propagate(
                 if info is None or info.known_numel < 0:
                     _infer_node(node, run)
                     break
-        _fold_node(node, types, values, run.opsets.get(""))
+        _fold_node(node, types, run.values, run.opsets.get(""))
+
+
+def _propagate_bodies(
+    node: onnx.NodeProto, run: _Propagation, bodies: dict[BodyKey, Scope | None], depth: int
+) -> None:
+    """Infer and fold inside each body of ``node`` (If, Loop, Scan), each over the types and
+    values of ``run``, its scope; then type an If's outputs from its branches."""
+    scopes: dict[str, tuple[onnx.GraphProto, Scope]] = {}
+    for a in node.attribute:
+        if a.type != onnx.AttributeProto.GRAPH:
+            continue
+        body = a.g
+        key = (node.name, a.name)
+        own: dict[str, TensorInfo] = {}
+        # Not ONNX's inference of the body: where two branches name tensors alike, it mixes
+        # them up (optimum's merged T5 decoder: a ConstantOfShape of [4] typed [1, 1, 32],
+        # the other branch's). Each node is inferred here, in the body's own scope.
+        _collect_types(body, own, inferred=False)
+        outer = run.types
+        for name in [n for n, info in own.items() if not info.is_concrete]:
+            found = outer.get(name)
+            if found is not None and found.is_concrete:  # a Loop's body (``infer_loop``)
+                del own[name]
+        type_body_inputs(node, body, own, outer)
+        types = outer.new_child(own) if isinstance(outer, ChainMap) else ChainMap(own, outer)
+        _use_declared(types, run.declared.get(key, {}), run.symbols)
+        values = ScopedValues(_value_sources(body), run.values)
+        inner = replace(run, types=types, values=values, failures=[])
+        _propagate_nodes(body.node, inner, bodies, depth)
+        scope = Scope(types, values)
+        bodies[key] = None if key in bodies else scope  # None: two bodies, one key
+        scopes[a.name] = (body, scope)
+    if node.op_type == "If":
+        type_if_outputs(node, scopes, run.types, run.values)
 
 
 def _inference_failures(
@@ -367,7 +347,7 @@ def _with_rules(
 
 
 def _apply_inferred(
-    outs: Sequence[str], inferred: _Inferred | None, types: dict[str, TensorInfo]
+    outs: Sequence[str], inferred: _Inferred | None, types: MutableMapping[str, TensorInfo]
 ) -> None:
     """Type ``outs`` from an inference result, never replacing a concrete type."""
     if inferred is None:
@@ -706,8 +686,10 @@ def _infer_all(
     """``infer``'s two routes; also the nodes whose concrete input shapes disagree."""
     warnings: list[str] = []
     failures: list[_NodeFailure] = []
+    per_node = view is not None and not view.outer_reads and not model.functions
     symbols = _apply_overrides(model.graph, input_shapes, dims, warnings, allow_reshape)
-    if view is not None and not view.outer_reads and not model.functions:
+    if per_node:
+        assert view is not None
         types, values, kinds = _per_node(model, view, _declarations(model.graph), symbols, failures)
         checked = [k for k, op_type in enumerate(view.op_types) if op_type in _STATIC_CHECKED]
         nodes = (
@@ -715,20 +697,26 @@ def _infer_all(
         )
         failures += _static_failures(nodes, types)
         return ShapeResult(model, types, values, warnings, tuple(kinds)), failures
-    declared = _declared(model.graph)
+    declared = _declared_in(model.graph)
+    declared_bodies = {key: _declared_in(g) for key, g in body_graphs(model.graph)}
     _detach_large_initializers(model.graph)
     _clear_inferred(model.graph)
     inferred = _infer(model, warnings)
     values = _known_values(inferred.graph)
     types = {}
-    _collect_types(inferred, types)
-    if _unknown_outputs(inferred.graph, types):
+    _collect_types(inferred.graph, types)
+    bodies: dict[BodyKey, Scope | None] = {}
+    if _unknown_outputs(inferred.graph, types) or any(
+        n.op_type in SUBGRAPH_OPS for n in inferred.graph.node
+    ):
         _inference_failures(inferred, types, values, failures)
         _use_declared(types, declared, symbols)
-        _propagate(inferred, types, values, failures)
+        bodies = _propagate(inferred, types, values, failures, declared_bodies, symbols)
+        flat_types(types, bodies)
     main = ((n, n.op_type, n.domain, n.input) for n in inferred.graph.node)
     failures += _static_failures(main, types)
-    return ShapeResult(inferred, types, values, warnings), failures
+    result = ShapeResult(inferred, types, values, warnings, bodies=bodies)
+    return result, failures
 
 
 def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:

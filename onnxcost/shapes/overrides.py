@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 
 import onnx
 
 from onnxcost.errors import ShapeError
-from onnxcost.load.graph import iter_graphs
 from onnxcost.load.tensors import Shape, TensorInfo
 from onnxcost.shapes.derived import _derived_names, derived_value
 from onnxcost.shapes.flags import _check_dim_value
@@ -246,16 +245,9 @@ def _fmt_dims(shape: onnx.TensorShapeProto) -> str:
     )
 
 
-def _declared(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
-    """Shapes the model itself declares (value_info, outputs), before inference replaces them."""
-    out: dict[str, tuple[int, Shape | None]] = {}
-    for _scope, g in iter_graphs(graph):
-        out.update(_declared_in(g))
-    return out
-
-
 def _declared_in(graph: onnx.GraphProto) -> dict[str, tuple[int, Shape | None]]:
-    """What ``_declared`` gives for one graph, its subgraphs left out."""
+    """Shapes one graph declares (value_info, outputs), before inference replaces them; its
+    subgraphs left out."""
     return {name: shape_of(vi.type) for name, vi in _declarations(graph).items()}
 
 
@@ -267,7 +259,7 @@ def _declarations(graph: onnx.GraphProto) -> dict[str, onnx.ValueInfoProto]:
 
 
 def _use_declared(
-    types: dict[str, TensorInfo],
+    types: MutableMapping[str, TensorInfo],
     declared: Mapping[str, tuple[int, Shape | None]],
     symbols: Mapping[str, int],
 ) -> None:

@@ -20,7 +20,9 @@ transformers pin differs from the main venv's), given as ``--optimum-python``::
         [--optimum-python /work/optenv/bin/python] [NAME ...]
 
 tests/data/exports/tiny_*_kv_*.onnx were written with ``--out tests/data/exports
---drop-metadata tiny_gpt2_kv tiny_llama_kv``.
+--drop-metadata tiny_gpt2_kv tiny_llama_kv``; tests/data/exports/optimum_tiny_*.onnx (T5's
+decoders, GPT-2's merged decoder and the two it joins) with ``--out DIR --optimum-python
+/work/optenv/bin/python tiny_t5 tiny_gpt2_merged``, then copied from DIR (the encoder left).
 
 The script then runs itself under that python with ``--optimum-only``: each model is saved
 with ``save_pretrained`` and exported with ``optimum-cli export onnx`` (offline), into
@@ -502,7 +504,16 @@ OPTIMUM = {
     "llama": "text-generation-with-past",
     "qwen2": "text-generation-with-past",
     "t5": "text2text-generation-with-past",
+    "gpt2_merged": "merged",
+    "tiny_t5": "text2text-generation-with-past",
+    "tiny_gpt2_merged": "merged",
 }
+"""Each model's optimum-cli task; 'merged': a decoder-only merged decoder, which optimum-cli no
+longer writes (it exports one model.onnx with the cache), made as optimum 1.x made it for
+every decoder: the decoder without the cache and the one with it exported by optimum's own
+exporter (``optimum.exporters.onnx.export``, its config with ``use_past_in_inputs`` false,
+then true) and joined by its ``optimum.onnx.merge_decoders`` into ``decoder_model_merged.onnx``
+(one If on ``use_cache_branch``)."""
 
 
 def _optimum_model(name: str) -> Any:
@@ -517,7 +528,7 @@ def _optimum_model(name: str) -> Any:
         "bos_token_id": 0,
         "eos_token_id": 0,
     }
-    if name == "gpt2":
+    if name in ("gpt2", "gpt2_merged"):
         config = tr.GPT2Config(
             n_layer=2,
             n_embd=32,
@@ -528,6 +539,29 @@ def _optimum_model(name: str) -> Any:
             eos_token_id=0,
         )
         return tr.GPT2LMHeadModel(config)
+    if name == "tiny_gpt2_merged":  # small enough for tests/data/exports, as tiny_gpt2_kv
+        config = tr.GPT2Config(
+            n_layer=1,
+            n_embd=16,
+            n_head=2,
+            n_positions=32,
+            vocab_size=32,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+        return tr.GPT2LMHeadModel(config)
+    if name == "tiny_t5":
+        config = tr.T5Config(
+            d_model=16,
+            d_kv=8,
+            d_ff=32,
+            num_layers=1,
+            num_heads=2,
+            vocab_size=32,
+            relative_attention_num_buckets=8,
+            decoder_start_token_id=0,
+        )
+        return tr.T5ForConditionalGeneration(config)
     if name == "llama":
         config = tr.LlamaConfig(**small, num_attention_heads=4, num_key_value_heads=2)
         return tr.LlamaForCausalLM(config)
@@ -561,12 +595,19 @@ def _optimum_only(out: Path, names: list[str]) -> int:
         except Exception as e:
             print(f"optimum_{name}: save_pretrained failed ({type(e).__name__}: {e})")
             continue
-        command = [str(cli), "export", "onnx", "--model", str(saved), "--task", OPTIMUM[name]]
-        done = subprocess.run([*command, str(target)], capture_output=True, text=True, check=False)
-        files = sorted(p.name for p in target.glob("*.onnx")) if target.is_dir() else []
-        if done.returncode != 0 or not files:
+        if OPTIMUM[name] == "merged":
+            failed = _merged_decoder(saved, target)
+        else:
+            command = [str(cli), "export", "onnx", "--model", str(saved), "--task", OPTIMUM[name]]
+            done = subprocess.run(
+                [*command, str(target)], capture_output=True, text=True, check=False
+            )
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            print(f"optimum_{name}: optimum-cli failed ({done.returncode}): {tail[0][:200]}")
+            failed = f"optimum-cli failed ({done.returncode}): {tail[0][:200]}"
+            failed = "" if done.returncode == 0 else failed
+        files = sorted(p.name for p in target.glob("*.onnx")) if target.is_dir() else []
+        if failed or not files:
+            print(f"optimum_{name}: {failed or 'no file written'}")
             continue
         copies = []  # beside the others, for check_symbolic_holdout.py --dir
         for file in files:
@@ -578,6 +619,38 @@ def _optimum_only(out: Path, names: list[str]) -> int:
             copies.append(copy.name)
         print(f"optimum_{name}: {', '.join(copies)} ({OPTIMUM[name]})")
     return 0
+
+
+def _merged_decoder(saved: Path, target: Path) -> str:
+    """Write ``decoder_model.onnx``, ``decoder_with_past_model.onnx`` and their merge
+    ``decoder_model_merged.onnx`` of the causal LM saved in ``saved`` (``OPTIMUM``'s 'merged');
+    the failure in one line, or ''."""
+    import transformers as tr
+    from optimum.exporters.onnx import export
+    from optimum.exporters.tasks import TasksManager
+    from optimum.onnx import merge_decoders
+
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        model = tr.AutoModelForCausalLM.from_pretrained(saved).eval()
+        make = TasksManager.get_exporter_config_constructor(
+            "onnx", model, task="text-generation-with-past"
+        )
+        for stem, past in (("decoder_model", False), ("decoder_with_past_model", True)):
+            config = make(model.config, use_past=True, use_past_in_inputs=past)
+            export(model, config, target / f"{stem}.onnx", opset=OPSET_OPTIMUM)
+        merge_decoders(
+            target / "decoder_model.onnx",
+            target / "decoder_with_past_model.onnx",
+            save_path=target / "decoder_model_merged.onnx",
+        )
+    except Exception as e:  # the exporter's failure, not onnxcost's
+        return f"the merged export failed ({type(e).__name__}: {str(e)[:160]})"
+    return ""
+
+
+OPSET_OPTIMUM = 18
+"""The opset of the merged decoders' exports: optimum-cli's for these models."""
 
 
 def main() -> int:

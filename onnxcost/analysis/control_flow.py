@@ -3,9 +3,10 @@ walk (``walk.py``) records too. This module knows the walk only as ``Walk``: wha
 writes of the walk's state, and the walker it calls back for a body.
 
 An If's totals are its branch that runs where its condition is known at the shapes
-(``shapes.bodies.if_condition``), else the larger; the other branch is listed, not counted.
-A control-flow node moves the bytes of the bodies it counts, and the peak of live
-activations runs them in its place (``inlined_steps``, ``bodies_peak``)."""
+(``shapes.bodies.if_condition``: folded, or an input whose value the point gives, optimum's
+``use_cache_branch``), else the larger; the other branch is listed, not counted. A
+control-flow node moves the bytes of the bodies it counts, and the peak of live activations
+runs them in its place (``inlined_steps``, ``bodies_peak``)."""
 
 from __future__ import annotations
 
@@ -130,7 +131,10 @@ def control_flow_cost(
 def _known_branch(w: Walk, node: onnx.NodeProto, cond: bool) -> str:
     """The note of an If whose condition is known: which branch the totals count, and why."""
     runs, other = ("then_branch", "else_branch") if cond else ("else_branch", "then_branch")
-    why = f"its condition {node.input[0]!r} is {str(cond).lower()} at these shapes"
+    name = node.input[0]
+    why = w.shapes.assumed.get(name)
+    if why is None:
+        why = f"its condition {name!r} is {str(cond).lower()} at these shapes"
     return f"{why}: the totals count {runs}; {other} is listed, not counted"
 
 

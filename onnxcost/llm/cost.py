@@ -37,6 +37,7 @@ import onnx
 from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.analysis.traffic import PAST, PRESENT, Traffic
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
+from onnxcost.load.kv import first_step
 from onnxcost.load.model import ModelSource
 from onnxcost.load.positions import position_limit
 from onnxcost.load.tensors import tensor_bytes
@@ -571,8 +572,9 @@ def llm_report(
     step_base = at({layout.seq: 1, layout.batch: 1, layout.past: 1})
     costs = symbolic_costs(source, step_base, dims=step_dims, convention=convention)
     # The positions are checked above (--prompt + --generate): not the formulas' warning; nor
-    # that the formulas hold from batch 1 (no step runs an empty batch).
-    unread = (f"{layout.batch}=0 is not a", *([costs.limit.warning()] if costs.limit else []))
+    # that they hold from batch 1, and a merged decoder's from cache 1 (every step has both).
+    limits = [costs.limit.warning()] if costs.limit else []
+    unread = (f"{layout.batch}=0 is not a", first_step(layout.past), *limits)
     warnings += [w for w in costs.warnings if not w.startswith(unread)]
     decode = dict(costs.totals)
     steps = range(prompt, prompt + generate - 1)  # past = N .. N + M - 2

@@ -1,6 +1,6 @@
 """Shapes inside the bodies of If, Loop and Scan: each body's own scope over the one around
-it (``Scope``), and the types an If's outputs and a loop's body inputs take from them.
-``infer._propagate`` walks the bodies."""
+it (``Scope``), the types an If's outputs and a loop's body inputs take from them, and the
+value of optimum's ``use_cache_branch`` at a point. ``infer._propagate`` walks the bodies."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import ChainMap
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -32,7 +33,7 @@ class Scope:
 
 
 def if_condition(node: onnx.NodeProto, values: KnownValues) -> bool | None:
-    """The value of an If's condition where it is known (folded from the shapes)."""
+    """The value of an If's condition where it is known (folded, or an input ``assumed``)."""
     name = node.input[0] if node.input else ""
     value = values.get(name) if name else None
     if value is None or value.size != 1:
@@ -153,3 +154,22 @@ def flat_types(
             if old is None or (name in added and info.is_concrete and not old.is_concrete):
                 types[name] = info
                 added.add(name)
+
+
+def cache_branch_value(
+    graph: onnx.GraphProto, branch: tuple[str, str], symbols: Mapping[str, int], values: KnownValues
+) -> dict[str, str]:
+    """Give optimum's ``use_cache_branch`` its value at this point, the cache length above 0
+    (``load.kv.cache_branch_symbol``); returns why, by input (``ShapeResult.assumed``)."""
+    flag, past = branch
+    length = symbols.get(past)
+    vi = next((vi for vi in graph.input if vi.name == flag), None)
+    if length is None or vi is None:
+        return {}
+    shape = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+    values[flag] = np.full(shape, length > 0, dtype=np.bool_)
+    return {
+        flag: f"{flag} is {str(length > 0).lower()} at {past} = {length} (optimum's merged "
+        f"decoder runs its branch without the cache at the first step, {past} = 0, and the "
+        f"one with it from {past} = 1)"
+    }

@@ -26,11 +26,13 @@ from onnx import helper, numpy_helper
 
 from onnxcost.errors import ShapeError
 from onnxcost.load.graph import DEFAULT_DOMAINS, MAX_NESTING, GraphView
+from onnxcost.load.kv import cache_branch_symbol
 from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo, is_tensor_type
 from onnxcost.shapes.bodies import (
     BodyKey,
     Scope,
     body_graphs,
+    cache_branch_value,
     flat_types,
     type_body_inputs,
     type_if_outputs,
@@ -91,6 +93,9 @@ class ShapeResult:
     bodies: dict[BodyKey, Scope | None] = field(default_factory=dict)
     """The shapes inside each body, by ``BodyKey`` (None where two bodies have one key: a
     model whose node names repeat, not prepared); empty on the per-node route."""
+    assumed: dict[str, str] = field(default_factory=dict)
+    """Graph input -> why its value (in ``values``) is known: optimum's ``use_cache_branch``,
+    taken from the cache length (``load.kv.cache_branch_symbol``)."""
 
 
 def _type_proto(info: TensorInfo) -> onnx.TypeProto:
@@ -687,6 +692,7 @@ def _infer_all(
     warnings: list[str] = []
     failures: list[_NodeFailure] = []
     per_node = view is not None and not view.outer_reads and not model.functions
+    branch = None if per_node else cache_branch_symbol(model.graph)
     symbols = _apply_overrides(model.graph, input_shapes, dims, warnings, allow_reshape)
     if per_node:
         assert view is not None
@@ -703,6 +709,7 @@ def _infer_all(
     _clear_inferred(model.graph)
     inferred = _infer(model, warnings)
     values = _known_values(inferred.graph)
+    assumed = {} if branch is None else cache_branch_value(inferred.graph, branch, symbols, values)
     types = {}
     _collect_types(inferred.graph, types)
     bodies: dict[BodyKey, Scope | None] = {}
@@ -715,7 +722,7 @@ def _infer_all(
         flat_types(types, bodies)
     main = ((n, n.op_type, n.domain, n.input) for n in inferred.graph.node)
     failures += _static_failures(main, types)
-    result = ShapeResult(inferred, types, values, warnings, bodies=bodies)
+    result = ShapeResult(inferred, types, values, warnings, bodies=bodies, assumed=assumed)
     return result, failures
 
 

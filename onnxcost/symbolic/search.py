@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from onnxcost.errors import ShapeError
+from onnxcost.load.kv import CACHE_BRANCH, cache_branch_symbol, first_step
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
 from onnxcost.symbolic.dims import model_symbols, with_derived
@@ -168,6 +169,10 @@ def _search(
     source = _light(prepare(model))
     symbols = model_symbols(source.proto, input_shapes, dims)
     offsets = offsets or {}
+    merged = cache_branch_symbol(source.proto.graph)
+    branched = merged[1] if merged is not None and merged[1] in symbols else None
+    if branched is not None:  # another branch at its 0: sampled from 1, as from a least value
+        offsets = {**offsets, branched: offsets.get(branched, 0)}
 
     def run_on(
         prepared: PreparedModel, values: dict[str, int], *, whole_graph: bool = False
@@ -217,6 +222,12 @@ def _search(
     )
     _verify(sampler, (1,) * len(symbols), fitted, misses, f" at {at_ones}")
     zero_allowed, zeros, warnings = _verify_at_zeros(sampler, start, fitted, misses)
+    if branched is not None:
+        warnings.append(
+            f"{first_step(branched)}, which runs its branch without the cache there "
+            f"({CACHE_BRANCH} false): the formulas are those of the branch with the cache, for "
+            f"{branched} >= 1 (analyze --dim {branched}=0 for the first step)"
+        )
     totals, per_unit = _formulas(sampler, fitted, misses, zeros)
     reasons = misses.reasons
     if wanted is not None:

@@ -2,7 +2,7 @@
 
 ONNX has no schema for onnxruntime's com.microsoft ops (the quantizer's QLinearAdd, QGemm,
 QAttention, ...), and some schemas type only part of the outputs (Dropout's mask before
-opset 10). Shape inference (``onnxcost.shapes.infer``, which may not import the cost formulas) asks a rule here only for what ONNX's own
+opset 10) or give a type without a shape (LessOrEqual and GreaterOrEqual at opsets 12 to 15). Shape inference (``onnxcost.shapes.infer``, which may not import the cost formulas) asks a rule here only for what ONNX's own
 inference left out; every rule is tested against the shapes onnxruntime outputs.
 
 A rule takes the node, its opset and the types of its inputs (None where omitted or
@@ -298,6 +298,13 @@ def _elementwise(*outputs: int) -> Rule:
         return tuple((i, elem, x) for i in outputs)
 
     return rule
+
+
+def _compare_or_equal(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
+    """C is the broadcast of A and B, bool. ONNX 1.23 types LessOrEqual and GreaterOrEqual
+    at opsets 12 to 15 (functions of Less, Greater and Equal) without a shape: a mask built
+    with them, transformers' at opset 14, left ~85 nodes of a decoder unknown_shape."""
+    return ((0, TensorProto.BOOL, broadcast_shape(_shape(ins, 0), _shape(ins, 1))),)
 
 
 def _bias_dropout(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
@@ -609,6 +616,8 @@ def _feature_vectorizer(node: onnx.NodeProto, opset: int, ins: Inputs) -> Typed:
 
 RULES: dict[tuple[str, str], Rule] = {
     ("", "Dropout"): _dropout,
+    ("", "LessOrEqual"): _compare_or_equal,
+    ("", "GreaterOrEqual"): _compare_or_equal,
     (MS, "QuantizeLinear"): _quantize,
     (MS, "DequantizeLinear"): _dequantize,
     (MS, "QLinearConv"): _qlinear_conv,

@@ -263,3 +263,21 @@ def test_symbolic_gives_the_formulas_of_the_branch_with_the_cache() -> None:
         )
         == 3392
     )
+
+
+@pytest.mark.parametrize(("past", "flag"), [(0, False), (3, True)])
+def test_bench_feeds_the_branch_the_analysis_counts(past: int, flag: bool) -> None:
+    from onnxcost.bench.inputs import input_specs, make_inputs
+    from onnxcost.bench.session import prepare_model
+    from onnxcost.load.kv import cache_branch_symbol
+
+    # optimum runs the branch without the cache at the first step (past 0) and the one with
+    # it after; the analysis counts that branch. The bench fed use_cache_branch at random
+    # (forced true for one element): at past 0 it timed the branch with the cache.
+    dims = {**ENC, "batch_size": 1, "decoder_sequence_length": 1}
+    a = onnxcost.analyze(T5, dims={**dims, "past_decoder_sequence_length": past})
+    branch = cache_branch_symbol(onnx.load(str(T5), load_external_data=False).graph)
+    assert branch == ("use_cache_branch", "past_decoder_sequence_length")
+    specs = input_specs(a.inputs, prepare_model(str(T5)).inputs, a.nodes, branch)
+    for seed in range(4):
+        assert make_inputs(specs, seed)["use_cache_branch"].tolist() == [flag]

@@ -32,7 +32,8 @@ def probe(spec: dict[str, Any]) -> dict[str, Any]:
     data = Path(path).read_bytes() if folder is not None else None
     model = OrtModel(path, path, data, folder, (), (), False)
     specs = [
-        InputSpec(d["name"], d["dtype"], tuple(d["shape"]), d.get("high")) for d in spec["inputs"]
+        InputSpec(d["name"], d["dtype"], tuple(d["shape"]), d.get("high"), d.get("fill"))
+        for d in spec["inputs"]
     ]
     batch = int(spec["batch"])
     try:

@@ -58,14 +58,19 @@ class InputSpec:
     high: int | None = field(default=None, metadata=NOT_IN_JSON)
     """Exclusive upper bound of integer values (a vocabulary size), when a lookup bounds them
     (not in ``onnxcost.bench/1``'s ``inputs``; ``as_dict``, what a probe is given, has it)."""
+    fill: bool | None = field(default=None, metadata=NOT_IN_JSON)
+    """The one value of a bool input whose value the analysis reads (optimum's
+    ``use_cache_branch``: the If branch the bench runs is the one the analysis counts)."""
 
     def with_shape(self, shape: tuple[int, ...]) -> InputSpec:
-        return InputSpec(self.name, self.dtype, shape, self.high)
+        return InputSpec(self.name, self.dtype, shape, self.high, self.fill)
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
         if self.high is not None:
             out["high"] = self.high
+        if self.fill is not None:
+            out["fill"] = self.fill
         return out
 
 
@@ -121,17 +126,39 @@ def concrete_shape(record: TensorRecord) -> tuple[int, ...]:
 
 
 def input_specs(
-    resolved: Sequence[TensorRecord], declared: Sequence[TensorRecord], nodes: Sequence[NodeRecord]
+    resolved: Sequence[TensorRecord],
+    declared: Sequence[TensorRecord],
+    nodes: Sequence[NodeRecord],
+    cache_branch: tuple[str, str] | None = None,
 ) -> tuple[InputSpec, ...]:
-    """One spec per declared input, with the analyzer's resolved shape and any index bound."""
+    """One spec per declared input, with the analyzer's resolved shape and any index bound.
+    ``cache_branch``: optimum's merged decoder's flag and cache length
+    (``load.kv.cache_branch_symbol``): the flag is fed true exactly where the cache length
+    is above 0, as optimum runs it and the analysis counts it (random, the first step at
+    past 0 ran the branch with the cache)."""
     by_name = {r.name: r for r in resolved}
     names = [d.name for d in declared]
     bounds = index_bounds(nodes, names)
-    specs = []
-    for decl in declared:
-        rec = by_name.get(decl.name, decl)
-        specs.append(InputSpec(decl.name, decl.dtype, concrete_shape(rec), bounds.get(decl.name)))
-    return tuple(specs)
+    shapes = {decl.name: concrete_shape(by_name.get(decl.name, decl)) for decl in declared}
+    fill = None
+    if cache_branch is not None:
+        past = cache_branch[1]
+        fill = any(
+            shapes[d.name][k] > 0
+            for d in declared
+            for k, p in enumerate(d.shape or ())
+            if p == past
+        )
+    return tuple(
+        InputSpec(
+            d.name,
+            d.dtype,
+            shapes[d.name],
+            bounds.get(d.name),
+            fill if cache_branch is not None and d.name == cache_branch[0] else None,
+        )
+        for d in declared
+    )
 
 
 def random_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
@@ -147,6 +174,8 @@ def random_array(spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
         if arr.size and not arr.any() and high > 1:
             arr.reshape(-1)[0] = 1
         return arr
+    if spec.dtype == "bool" and spec.fill is not None:
+        return np.full(shape, spec.fill)
     if spec.dtype == "bool":
         arr = np.asarray(rng.random(shape) < 0.5)
         if arr.size and not arr.any():

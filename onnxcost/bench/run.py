@@ -88,6 +88,7 @@ from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_m
 from onnxcost.bench.timing import NOISY_CV, LoopResult, run_loop
 from onnxcost.bench.watchdog import QUIET, VERBOSE, Watchdog, check_timeout
 from onnxcost.errors import ModelLoadError, UsageError
+from onnxcost.load.kv import cache_branch_symbol
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel
 from onnxcost.shapes.overrides import defaulted_dims
@@ -626,7 +627,8 @@ def run_bench(
     warnings.extend(f"analysis: {w}" for w in analysis.warnings)
     graph = model.prepared.proto.graph if model.prepared and arrays is None else None
     unset = [] if graph is None else defaulted_dims(graph, o.input_shapes or {}, o.dims or {})
-    specs = input_specs(analysis.inputs, model.inputs, analysis.nodes)
+    branch = None if graph is None else cache_branch_symbol(graph)  # optimum's merged decoder
+    specs = input_specs(analysis.inputs, model.inputs, analysis.nodes, branch)
     if arrays is not None:
         specs = tuple(s.with_shape(tuple(arrays[s.name].shape)) for s in specs)
     axis = batch_axis(model.inputs, o.batch_dim)

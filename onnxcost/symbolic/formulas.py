@@ -29,7 +29,7 @@ from onnxcost.symbolic.least import (
 )
 from onnxcost.symbolic.onewalk import PartialWalk, _unset, formula_of, one_walk_costs
 from onnxcost.symbolic.peak import KEY as PEAK
-from onnxcost.symbolic.poly import Formula, sum_over
+from onnxcost.symbolic.poly import Formula, polynomial, sum_over
 from onnxcost.symbolic.reduced import _light, _ReducedMissError
 from onnxcost.symbolic.result import (
     NODE_KEYS,
@@ -519,7 +519,7 @@ def _unshifted_formula(f: Formula | None, back: Mapping[str, Dim]) -> Formula | 
     if f.expression is not None:
         inner: SymDim | int = f.expression
     else:
-        inner = _polynomial(f)
+        inner = polynomial(f)
     made = formula_of(as_dim(substituted(SymDim.of(inner), back)), f.symbols)
     assert made is not None  # the same symbols
     return replace(
@@ -551,23 +551,11 @@ def _sum_of(symbols: tuple[str, ...], formulas: Sequence[Formula | None]) -> For
         elif f.expression is not None:
             total = total + f.expression
         else:
-            total = total + _polynomial(f)
+            total = total + polynomial(f)
     found = formula_of(total, symbols)
     if found is None:
         return None
     return replace(found, parts=tuple((m, f) for f, m in parts.items()))
-
-
-def _polynomial(f: Formula) -> SymDim | int:
-    """A plain polynomial Formula (integer coefficients) as a SymDim."""
-    total: SymDim | int = 0
-    for exps, c in f.terms:
-        term: SymDim | int = c
-        for sym, e in zip(f.symbols, exps, strict=True):
-            for _ in range(e):
-                term = term * SymDim.of(sym)
-        total = total + term
-    return total
 
 
 __all__ = [

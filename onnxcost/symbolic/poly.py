@@ -262,6 +262,18 @@ class NoClosedFormError(OnnxcostError):
     over more than ``SUM_BY_POINT`` points: the caller sums otherwise (``llm`` step by step)."""
 
 
+def polynomial(f: Formula) -> SymDim | int:
+    """A plain polynomial Formula (integer coefficients) as a SymDim."""
+    total: SymDim | int = 0
+    for exps, c in f.terms:
+        term: SymDim | int = c
+        for sym, e in zip(f.symbols, exps, strict=True):
+            for _ in range(e):
+                term = term * SymDim.of(sym)
+        total = total + term
+    return total
+
+
 def sum_over(f: Formula, values: Mapping[str, int], symbol: str, first: int, last: int) -> int:
     """The sum of ``f`` at ``symbol`` = first, first + 1, ..., last (the other symbols at
     ``values``), exactly and in closed form: a billion decode steps cost as much as four.

@@ -45,7 +45,7 @@ from onnxcost.symbolic.domain import _sign, within
 from onnxcost.symbolic.limits import PositionLimit
 from onnxcost.symbolic.maximum import MAX_PEAK_TERMS, Maximum
 from onnxcost.symbolic.onewalk import _check_point, _unset, formula_of
-from onnxcost.symbolic.poly import Formula
+from onnxcost.symbolic.poly import Formula, polynomial
 from onnxcost.symbolic.training import TRAINING_KEYS, training_vector
 from onnxcost.symdim import Dim, SymDim, _MinMax, as_dim
 
@@ -200,16 +200,8 @@ def _summed(forward: Formula, backward: Dim, symbols: tuple[str, ...]) -> Formul
     floor, min or max): one expression; None where the forward has clamped parts."""
     if forward.parts:
         return None
-    total = forward.expression
-    if total is None:
-        total = SymDim.of(0)
-        for exps, c in forward.terms:
-            term = SymDim.of(c)
-            for name, e in zip(symbols, exps, strict=True):
-                for _ in range(e):
-                    term = term * SymDim.of(name)
-            total = total + term
-    return formula_of(as_dim(total + backward), symbols)
+    total = polynomial(forward) if forward.expression is None else forward.expression
+    return formula_of(as_dim(SymDim.of(total) + backward), symbols)
 
 
 def _concrete(

@@ -302,3 +302,50 @@ def test_resnet18_with_batchnorm_read_through_identity() -> None:
     assert (
         a.totals.peak_activation_bytes == onnxcost.analyze("resnet18").totals.peak_activation_bytes
     )
+
+
+@pytest.mark.parametrize("bias_first", [True, False])
+def test_the_bias_of_a_one_unit_dense_layer_is_a_param(bias_first: bool) -> None:
+    # torch's Linear(4, 1) on a sequence, and Keras' Dense(1) through tf2onnx: MatMul by W
+    # [4, 1] then Add of b [1] (torch writes the bias first, tf2onnx second). torch's
+    # sum(p.numel()): 4 + 1 = 5, where the one-element b was left out as a lone scalar (4).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 1])
+    add = ["b", "p"] if bias_first else ["p", "b"]
+    model = _model(
+        [helper.make_node("MatMul", ["x", "w"], ["p"]), helper.make_node("Add", add, ["y"])],
+        [_floats("w", [4, 1]), _floats("b", [1])],
+        inputs=(x,),
+        outputs=(y,),
+    )
+    a = onnxcost.analyze(model)
+    assert a.totals.params == 5
+    assert [n.params for n in a.nodes] == [4, 1]
+    assert a.totals.param_bytes == 5 * 4
+
+
+@pytest.mark.parametrize(
+    ("w_dims", "b_input", "params"),
+    [
+        # two output units: a scalar added to their product is no bias (an epsilon): W 8
+        ([4, 2], "b", 8),
+        # the one-element tensor is the product's other operand of the MatMul, not an Add
+        # of it: W 4 only (x @ W + x@W is no bias either: the Add reads no constant)
+        ([4, 1], "p", 4),
+    ],
+)
+def test_a_lone_scalar_after_a_matmul_is_no_param(
+    w_dims: list[int], b_input: str, params: int
+) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, w_dims[1]])
+    model = _model(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["p"]),
+            helper.make_node("Add", ["p", b_input], ["y"]),
+        ],
+        [_floats("w", w_dims), _floats("b", [1])],
+        inputs=(x,),
+        outputs=(y,),
+    )
+    assert onnxcost.analyze(model).totals.params == params

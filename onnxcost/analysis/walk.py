@@ -219,6 +219,10 @@ def _cost_node(
                     _types_of(types, out_names),
                 )
             params = weights.count(in_names, spec, types, context)
+            if domain == "" and op_type == "MatMul":
+                weights.see_matmul(in_names, out_names, types)
+            elif domain == "" and op_type == "Add":
+                params += weights.count_unit_bias(in_names)
         elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
             outs = [o if o in w.graph_outputs else "" for o in out_names]
             params = weights.count(outs, None, types, None, generated=False)

@@ -100,6 +100,9 @@ class Weights:
     scales: frozenset[str] = frozenset()
     """Tensors that scale a dequantised product (``dequantising_scales``): what they read of
     the stored weights counts as quantization params, whatever node reads them."""
+    one_unit: set[str] = field(default_factory=set)
+    """Outputs of a MatMul by a constant of one column: a dense layer with one output unit
+    (``see_matmul``), whose bias, added next, is a stored tensor of one element."""
 
     def add_stored(self, name: str, info: TensorInfo) -> None:
         self.stored[name] = info
@@ -202,6 +205,28 @@ class Weights:
                 self._logical_count(name, spec.param_elements[i], context)
             params += self.totals["param"] - before
         return params
+
+    def see_matmul(
+        self, inputs: Sequence[str], outputs: Sequence[str], types: Mapping[str, TensorInfo]
+    ) -> None:
+        """Note a MatMul by a constant of one column (a Keras ``Dense(1)``, a torch
+        ``Linear(d, 1)`` on a sequence): the Add after it reads its bias."""
+        if len(inputs) == 2 and len(outputs) == 1 and inputs[1] in self.constant:
+            b = types.get(inputs[1])
+            if b is not None and b.shape is not None and len(b.shape) >= 2 and b.shape[-1] == 1:
+                self.one_unit.add(outputs[0])
+
+    def count_unit_bias(self, inputs: Sequence[str]) -> int:
+        """The params of an Add of a one-element stored tensor to a one-unit product
+        (``see_matmul``): that tensor is the layer's bias, 1 param, where any other lone
+        scalar (an epsilon) is none. Exporters write the bias on either side."""
+        if len(inputs) != 2 or self.one_unit.isdisjoint(inputs):
+            return 0
+        before = self.totals["param"]
+        for name in inputs:
+            if name not in self.one_unit:
+                self._count_bias(name)
+        return self.totals["param"] - before
 
     def _count_bias(self, name: str) -> None:
         """A stored bias of one element (a Conv with one output channel): a param, which

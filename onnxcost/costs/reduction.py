@@ -111,8 +111,10 @@ def _rows_along(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _rows_coerced(shape: tuple[int, ...], axis: int) -> int:
-    """Rows of a softmax on the input coerced to 2-D (opset < 13): prod(shape[:axis])."""
-    return math.prod(shape[: _axis(axis, len(shape))])
+    """Rows of a softmax on the input coerced to 2-D (opset < 13): prod(shape[:axis]), 0
+    where the rows are empty (prod(shape[axis:]) = 0), as ``_rows_along`` counts them: rows
+    of no element cost nothing, where 5 numel - 2 rows would be negative."""
+    return numel_over(shape, range(_axis(axis, len(shape)), len(shape)))
 
 
 @register("Softmax", until=12)

@@ -144,6 +144,29 @@ def test_softmax_family(node_of: NodeOf, op: str, opset: int, attrs: str, flops:
     )
 
 
+@pytest.mark.parametrize(
+    ("op", "opset", "shape", "flops"),
+    [
+        # An axis of length 0 under rows that are not: rows of no element cost nothing.
+        # Coerced to 2-D (opset < 13) at axis 1, [2, 0, 4] is 2 rows of 0 elements: 5 x 0 -
+        # 2 x 2 gave -4 FLOPs.
+        ("Softmax", 11, [2, 0, 4], 0),
+        ("LogSoftmax", 11, [2, 0, 4], 0),  # not -2
+        ("Hardmax", 11, [2, 0, 4], 0),  # not -2
+        ("Softmax", 11, [2, 3, 1], 26),  # 2 rows of 3 x 1 elements: 5 x 6 - 2 x 2 = 26
+        # Along one axis (opset 13), 6 rows of 0 elements are no rows: 0, not -12.
+        ("Softmax", 13, [2, 3, 0], 0),
+        ("Softmax", 13, [0, 3, 4], 0),  # no rows: 0 either way
+        ("Softmax", 13, [2, 3, 1], 18),  # rows of one element: 5 x 6 - 2 x 6 = 18
+    ],
+)
+def test_softmax_family_over_an_empty_axis(
+    node_of: NodeOf, op: str, opset: int, shape: list[int], flops: int
+) -> None:
+    text = model("(float[a,b,c] x) => (float y)", f"y = {op}(x)", opset)
+    assert node_of(text, input_shapes={"x": shape}).flops == flops
+
+
 # Input 2x3x4: N 2, C 3, d 4; target 2x4 = 8 picks.
 @pytest.mark.parametrize(
     ("reduction", "weighted", "flops"),

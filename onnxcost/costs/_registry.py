@@ -120,8 +120,9 @@ class OpSpec:
     """The params the node holds in its attributes, not in initializers (``AttributeParams``);
     None: none."""
     bias_inputs: frozenset[int] = field(default_factory=frozenset)
-    """Positions of a bias (Conv's B, Gemm's C): a stored tensor of one element there is a
-    param (one output channel), not a lone scalar such as an epsilon."""
+    """Positions of a learned per-channel tensor (Conv's bias B, Gemm's C, PRelu's slope): a
+    stored tensor of one element there is a param (one channel, or one shared slope), not a
+    lone scalar such as an epsilon."""
 
     @property
     def family(self) -> str:

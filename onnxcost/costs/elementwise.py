@@ -97,9 +97,16 @@ def one_per_element(ctx: OpContext) -> Cost:
     return per_element(ctx, 1)
 
 
-@register("LeakyRelu", "PRelu")
+@register("LeakyRelu")
 def leaky_relu(ctx: OpContext) -> Cost:
-    """FLOPs = 2 x numel(Y): compare, multiply by the slope (alpha or the broadcast slope tensor)."""
+    """FLOPs = 2 x numel(Y): compare, multiply by the slope alpha."""
+    return per_element(ctx, 2)
+
+
+@register("PRelu", bias_inputs=(1,))
+def prelu(ctx: OpContext) -> Cost:
+    """FLOPs = 2 x numel(Y): compare, multiply by the broadcast slope tensor (a learned one
+    of one element, torch's ``PReLU()``, is a param)."""
     return per_element(ctx, 2)
 
 

@@ -122,6 +122,15 @@ def test_prelu_slope_is_a_param(node_of: NodeOf) -> None:
     assert rec.params == 3  # slope [3,1,1]
 
 
+def test_prelu_one_shared_slope_is_a_param(node_of: NodeOf) -> None:
+    # torch's PReLU() learns one slope for every channel; the TorchScript exporter writes it
+    # [1, 1, 1]: torch's sum(p.numel()) counts it, 1 param (it was left out as a lone scalar)
+    text = model(
+        "(float[2,3,4,4] x) => (float y) <float[1,1,1] slope = {0.25}>", "y = PRelu(x, slope)"
+    )
+    assert node_of(text).params == 1
+
+
 @pytest.mark.parametrize(
     ("op", "n", "flops"),
     [

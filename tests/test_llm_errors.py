@@ -84,3 +84,67 @@ def test_token_tables_and_models_without_positions_give_no_limit() -> None:
     # ResNet has no Gather; the encoder's and decoders' wte is read by input_ids, not positions.
     assert position_limit(prepare(MODELS / "resnet20_torch_dynamo.onnx").proto) is None
     assert position_limit(prepare(MODELS / "encoder_torch_dynamo.onnx").proto) is None
+
+
+def _fixed_window(window: int) -> onnx.ModelProto:
+    """A decoder whose exporter fixed a length, as the TorchScript exporter fixes Gemma2's
+    sliding window (its mask sliced to 64, added to one over past + seq): the present key
+    [batch, 1, past + seq, 4] sliced to its first ``window`` positions and added to itself,
+    which broadcasts only while past + seq <= ``window``."""
+    from onnx import TensorProto, helper
+
+    def box(name: str, past: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", 1, past, 4])
+
+    ints = [("starts", 0), ("ends", window), ("axes", 2)]
+    nodes = [
+        *(helper.make_node("Constant", [], [n], value_ints=[v]) for n, v in ints),
+        helper.make_node("Constant", [], ["sum_axes"], value_ints=[1, 2]),
+        helper.make_node("Gather", ["table", "input_ids"], ["h"]),
+        helper.make_node("Unsqueeze", ["h", "one"], ["h4"]),
+        helper.make_node("Concat", ["past_key_values.0.key", "h4"], ["present.0.key"], axis=2),
+        helper.make_node("Concat", ["past_key_values.0.value", "h4"], ["present.0.value"], axis=2),
+        helper.make_node("Slice", ["present.0.key", "starts", "ends", "axes"], ["window"]),
+        helper.make_node("Add", ["window", "present.0.key"], ["masked"]),
+        helper.make_node("ReduceSum", ["masked", "sum_axes"], ["pooled"], keepdims=0),
+        helper.make_node("Unsqueeze", ["pooled", "one"], ["pooled3"]),
+        helper.make_node("Add", ["h", "pooled3"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fixed_window",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+            box("past_key_values.0.key", "past_seq"),
+            box("past_key_values.0.value", "past_seq"),
+        ],
+        [
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", 4]),
+            box("present.0.key", "total_seq"),
+            box("present.0.value", "total_seq"),
+        ],
+        [
+            helper.make_tensor("table", TensorProto.FLOAT, [10, 4], [0.5] * 40),
+            helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_length_the_exporter_fixed_names_the_prompt_not_dims(tmp_path: Path) -> None:
+    path = tmp_path / "window.onnx"
+    onnx.save(_fixed_window(64), str(path))
+    # past + seq <= 64 runs: a prompt of 60 and 2 tokens (the last step at past 60: 61)
+    r = runner.invoke(app, ["llm", str(path), "--prompt", "60", "--generate", "2"])
+    assert r.exit_code == 0, r.output
+    # past + seq = 70 at the prefill: the message named flags the user never gave ("the
+    # shapes from --dim batch=1, --dim seq=70, --dim past_seq=0 ... fix the flags")
+    out = _one_line_error(["llm", str(path), "--prompt", "70", "--generate", "2"])
+    assert "does not run at batch 1, seq 70, past 0 (--prompt 70 --generate 2)" in out
+    assert "(Add): Incompatible dimensions (inputs 1x1x64x4, 1x1x70x4)" in out
+    assert "pass a shorter --prompt or --generate" in out
+    assert "--dim" not in out
+    assert "fix the flags" not in out
+    # 60 + 8: the last decode step is at past 60 + 8 - 2 = 66, 67 positions
+    out = _one_line_error(["llm", str(path), "--prompt", "60", "--generate", "8"])
+    assert "does not run at batch 1, seq 1, past 66 (--prompt 60 --generate 8)" in out

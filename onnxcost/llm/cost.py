@@ -37,6 +37,7 @@ import onnx
 from onnxcost.analysis.records import Const, Group, Layout, When, to_jsonable
 from onnxcost.analysis.traffic import PAST, PRESENT, Traffic
 from onnxcost.errors import OnnxcostError, ShapeError, UsageError
+from onnxcost.llm.reach import beyond_reach
 from onnxcost.load.kv import first_step
 from onnxcost.load.model import ModelSource
 from onnxcost.load.positions import position_limit
@@ -539,7 +540,7 @@ def llm_report(
             f"(they are {prompt} + {generate} = {prompt + generate})"
         )
     fixed = dict(dims or {})
-    roles = {layout.batch, layout.seq, layout.past}
+    roles = {layout.batch: "batch", layout.seq: "seq", layout.past: "past"}
     free = [s for s in model_symbols(proto, {}, fixed) if s not in roles]
     if free:
         raise UsageError(
@@ -550,9 +551,12 @@ def llm_report(
 
     def at(values: Mapping[str, int], training: bool = False) -> Analysis:
         point = with_derived(proto, {}, {**fixed, **values})
-        return analyze(
-            source, dims=point, convention=convention, traffic=traffic, training=training
-        )
+        try:
+            return analyze(
+                source, dims=point, convention=convention, traffic=traffic, training=training
+            )
+        except ShapeError as e:  # a length the exporter fixed, met by --prompt or --generate
+            raise beyond_reach(e, point, roles, (prompt, generate), fixed) from e
 
     # With training, the prefill's analysis is the training step's (its forward figures are
     # the same): sequences of N tokens, past 0.
@@ -583,11 +587,7 @@ def llm_report(
         values = {layout.batch: batch, layout.past: past}
         found = _at(decode, values)
         if found is None:  # no exact formula: the concrete analysis of that step
-            found = _phase(
-                analyze(
-                    source, dims={**step_dims, **values}, convention=convention, traffic=traffic
-                )
-            )
+            found = _phase(at({**values, layout.seq: 1}))
         return found
 
     exact = all(decode.get(k) is not None for k in _KEYS)

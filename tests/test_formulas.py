@@ -108,8 +108,8 @@ def test_kv_attention_formula_by_hand() -> None:
 
 def test_a_dim_named_like_a_difference_is_one_name() -> None:
     # 'batch-size' parses as batch minus size, but neither batch nor size is an input's dim
-    # of its own: it is one dim's name, not a derived dim, and no symbol of a formula (a
-    # Python name). Only 'past + seq', whose names are dims of their own, is derived.
+    # of its own: it is one dim's name, not a derived dim; no Python name, so the formulas
+    # call it batch_size. Only 'past + seq', whose names are dims of their own, is derived.
     model = parse("""
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[bs,4] x, float[seq,4] s, float[past,4] p, float[total,4] m)
@@ -124,13 +124,89 @@ def test_a_dim_named_like_a_difference_is_one_name() -> None:
                 d.dim_param = named[d.dim_param]
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
-    assert a.symbolic.symbols == ("seq", "past")
-    assert any("'batch-size'" in w and "using 1" in w for w in a.warnings), a.warnings
-    # Relu on [1, 4]: 4 elements, 16 bytes read; Concat [past + seq, 4] reads 16 * (past + seq)
+    assert a.symbolic.symbols == ("batch_size", "seq", "past")
+    assert any("'batch-size'" in w and "call it batch_size" in w for w in a.warnings), a.warnings
+    # Relu on [batch-size, 4]: 16 bytes read a row; Concat [past + seq, 4] 16 * (past + seq)
     assert a.symbolic.nodes[0]["bytes_read"] is not None
-    assert a.symbolic.nodes[0]["bytes_read"].python() == "16"
+    assert a.symbolic.nodes[0]["bytes_read"].python() == "16*batch_size"
     assert a.symbolic.nodes[1]["bytes_read"] is not None
-    assert a.symbolic.nodes[1]["bytes_read"].evaluate({"seq": 3, "past": 5}) == 16 * 8
+    at = {"batch_size": 2, "seq": 3, "past": 5}
+    assert a.symbolic.nodes[1]["bytes_read"].evaluate(at) == 16 * 8
+
+
+PADDLE_MLP = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,16] x) => (float[N,4] y) <float[16,4] w = {1.0}> {
+  y = MatMul (x, w)
+}"""
+
+
+def _paddle_named(text: str) -> Any:
+    """``text`` with its dims N and T named as paddle2onnx names them (``DynamicDimension.0``
+    and ``.1``: no Python names), which the text format cannot write."""
+    model = parse(text)
+    named = {"N": "DynamicDimension.0", "T": "DynamicDimension.1"}
+    for vi in [*model.graph.input, *model.graph.output]:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in named:
+                d.dim_param = named[d.dim_param]
+    return model
+
+
+def test_a_dim_that_is_no_python_name_is_a_symbol_of_the_formulas() -> None:
+    # paddle2onnx names every dynamic dim DynamicDimension.N: they were taken as 1 and
+    # --symbolic said "the model has no free symbolic dim; every cost is a constant".
+    # MatMul [N, 16] x [16, 4]: 16 * 4 = 64 MACs a row.
+    model = _paddle_named(PADDLE_MLP)
+    a = onnxcost.analyze(model, symbolic=True)
+    assert a.symbols == ("DynamicDimension_0",)
+    assert a.formulas["macs"].python() == "64*DynamicDimension_0"
+    assert any(
+        "dim 'DynamicDimension.0' of input 'x' is no Python name: the formulas call it "
+        "DynamicDimension_0 (set it with --dim DynamicDimension.0=N)" in w
+        for w in a.warnings
+    ), a.warnings
+    assert a.at(DynamicDimension_0=3).macs == 192  # 64 * 3
+    # the JSON's strings evaluate as docs/symbolic.md says, with the symbols bound
+    assert eval(a.formulas["macs"].python(), {}, {"DynamicDimension_0": 3}) == 192
+    # a concrete analysis takes the dim by either name: 64 * 3
+    assert onnxcost.analyze(model, dims={"DynamicDimension.0": 3}).totals.macs == 192
+    assert onnxcost.analyze(model, dims={"DynamicDimension_0": 3}).totals.macs == 192
+    # set, it is no symbol (and not renamed)
+    fixed = onnxcost.analyze(model, symbolic=True, dims={"DynamicDimension.0": 3})
+    assert fixed.symbols == ()
+    assert fixed.totals.macs == 192
+
+
+def test_cli_symbolic_on_a_paddle_named_dim(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_paddle_named(PADDLE_MLP).SerializeToString())
+    r = CliRunner().invoke(app, ["analyze", str(path), "--symbolic", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["symbols"] == ["DynamicDimension_0"]
+    assert out["formulas"]["macs"] == "64*DynamicDimension_0"
+    # its least value by either name: N >= 2, 64 * 2 = 128 MACs at it
+    for name in ("DynamicDimension.0", "DynamicDimension_0"):
+        r = CliRunner().invoke(
+            app, ["analyze", str(path), "--symbolic", "--dim", f"{name}>=2", "-f", "json"]
+        )
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["totals"]["macs"] == 128
+
+
+def test_paddle_lstm_export_macs_by_hand() -> None:
+    # paddle.nn.LSTM(4, 8) through paddle2onnx 2.1 at opset 11 (scripts/export_holdout_paddle.py),
+    # over (DynamicDimension.0, DynamicDimension.1, 4): 4 gates * H * (I + H) = 4 * 8 * (4 + 8)
+    # = 384 MACs a step and row; params W 4*8*4 = 128 + R 4*8*8 = 256 + B 2*4*8 = 64 = 448
+    # (Paddle's sum(p.numel()): weight_ih 128 + weight_hh 256 + bias_ih 32 + bias_hh 32)
+    a = onnxcost.analyze(
+        Path(__file__).parent / "data/exports/paddle_lstm_op11.onnx", symbolic=True
+    )
+    assert a.symbols == ("DynamicDimension_0", "DynamicDimension_1")
+    assert a.formulas["macs"].python() == "384*DynamicDimension_0*DynamicDimension_1"
+    assert a.formulas["params"].python() == "448"
+    assert a.at(DynamicDimension_0=2, DynamicDimension_1=7).macs == 384 * 2 * 7
 
 
 def _small_gpt2(tmp_path: Path) -> Path:

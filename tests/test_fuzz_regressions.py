@@ -659,13 +659,13 @@ def test_symbolic_with_a_dim_param_that_is_not_utf8() -> None:
     """A CLI run's finding (seed 117, once ``--symbolic`` was among the fuzzed flags): the
     symbols were read from protobuf as they came, bytes for one that is not UTF-8, and
     ``bytes.isidentifier`` does not exist. Symbols are text, the byte escaped: here the
-    input's dim, the bytes 'b' 0xE1 'tch', is the text 'b\\xe1tch': no identifier, so no
-    symbol, and it stays at 1."""
+    input's dim, the bytes 'b' 0xE1 'tch', is the text 'b\\xe1tch': no identifier, so the
+    formulas call it b_xe1tch (``shapes.derived.python_names``)."""
     path = FOUND / "dim_param_not_utf8.onnx"
     r = CliRunner().invoke(app, ["analyze", str(path), "--symbolic", "--format", "json"])
     assert r.exit_code == 0, r.output
     assert isinstance(r.exception, SystemExit | type(None))
-    assert json.loads(r.stdout)["symbols"] == []
+    assert json.loads(r.stdout)["symbols"] == ["b_xe1tch"]
 
 
 def test_llm_on_an_input_whose_name_is_not_utf8() -> None:

@@ -8,6 +8,7 @@ a dim its value from its symbols' values, set or defaulted, as the symbolic walk
 from __future__ import annotations
 
 import ast
+import keyword
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -33,6 +34,59 @@ def _derived_names(param: str, standalone: set[str], owner: str = "") -> list[st
     return names
 
 
+def python_names(graph: onnx.GraphProto) -> dict[str, tuple[str, str]]:
+    """{dim_param: (a Python name for it, the first input that has it)} for each graph-input
+    dim_param that is neither a Python name nor a derived dim (paddle2onnx's
+    ``DynamicDimension.0``; ``batch-size`` where no input has ``batch`` and ``size``): a
+    formula's text is Python, its symbols names, so the symbolic pass renames such a dim
+    (``symbolic.formulas``), and ``--dim`` takes either name. The name is the text with each
+    character that is no ASCII word character as ``_`` (``DynamicDimension_0``; ``dim_``
+    before a leading digit, ``_`` appended until no input dim and no keyword has it). Text
+    longer than ``MAX_DERIVED_CHARS`` stays as it is: a name is taken as 1 (a formula in it
+    would not read), arithmetic refused by the symbolic pass."""
+    params = _graph_dim_params(graph)
+    standalone = {p for _owner, p in params if p.isidentifier()}
+    taken = {p for _owner, p in params}
+    out: dict[str, tuple[str, str]] = {}
+    for owner, param in params:
+        if param in out or param.isidentifier() or len(param) > MAX_DERIVED_CHARS:
+            continue
+        if _derived_names(param, standalone, owner) is not None:
+            continue
+        name = re.sub(r"\W", "_", param, flags=re.ASCII)
+        name = name if name[:1].isalpha() or name[:1] == "_" else f"dim_{name}"
+        while name in taken or keyword.iskeyword(name):
+            name += "_"
+        taken.add(name)
+        out[param] = (name, owner)
+    return out
+
+
+def by_param(graph: onnx.GraphProto, dims: Mapping[str, int]) -> dict[str, int]:
+    """``dims`` with each key that is the Python name of a dim (``python_names``:
+    ``DynamicDimension_0``), and no dim's own, as that dim's own (``DynamicDimension.0``)."""
+    own = {p for _o, p in _graph_dim_params(graph)}
+    if all(k in own for k in dims):
+        return dict(dims)
+    named = {name: param for param, (name, _owner) in python_names(graph).items()}
+    return {(named[k] if k not in own and k in named else k): v for k, v in dims.items()}
+
+
+def _graph_dim_params(
+    graph: onnx.GraphProto, skip: Mapping[str, object] | None = None
+) -> list[tuple[str, str]]:
+    """(input, dim_param) of every symbolic dim of the graph inputs, as text, initializers and
+    the inputs in ``skip`` left out."""
+    left_out = {t.name for t in graph.initializer} | set(skip or ())
+    return [
+        (vi.name, d.dim_param)
+        for vi in graph.input
+        if vi.name not in left_out
+        for d in vi.type.tensor_type.shape.dim
+        if d.HasField("dim_param") and d.dim_param
+    ]
+
+
 def _dim_params(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> list[str]:
     return [param for _input, param in _input_dim_params(proto, input_shapes)]
 
@@ -42,14 +96,7 @@ def _input_dim_params(
 ) -> list[tuple[str, str]]:
     """(input, dim_param) of every symbolic dim of the graph inputs not fixed by
     ``input_shapes``, as text."""
-    inits = {t.name for t in proto.graph.initializer}
-    return [
-        (vi.name, d.dim_param)
-        for vi in proto.graph.input
-        if vi.name not in inits and vi.name not in input_shapes
-        for d in vi.type.tensor_type.shape.dim
-        if d.HasField("dim_param") and d.dim_param
-    ]
+    return _graph_dim_params(proto.graph, input_shapes)
 
 
 _OPS: dict[type[ast.operator], Callable[[int, int], int]] = {

@@ -9,7 +9,7 @@ import onnx
 
 from onnxcost.errors import ShapeError
 from onnxcost.load.tensors import Shape, TensorInfo
-from onnxcost.shapes.derived import _derived_names, derived_value
+from onnxcost.shapes.derived import _derived_names, by_param, derived_value
 from onnxcost.shapes.flags import _check_dim_value
 
 
@@ -91,7 +91,9 @@ def stated_dims(
     no other entry gives it another: then ``--input-shape input_ids=2x16`` and ``--dim batch=2
     --dim seq=16`` say the same, for every input in those symbols and every shape declared in
     them. An entry that names no input or has the wrong rank adds nothing (``_apply_overrides``
-    refuses it); ShapeError for an entry's dim that is no dim (``_check_dim_value``)."""
+    refuses it); ShapeError for an entry's dim that is no dim (``_check_dim_value``). A
+    ``dims`` key may be a dim's Python name (``derived.by_param``)."""
+    dims = by_param(graph, dims)
     for name, shape in input_shapes.items():
         for v in shape:
             _check_dim_value(v, f"--input-shape {name}=...")
@@ -118,7 +120,9 @@ def _apply_overrides(
 
     An ``input_shapes`` entry must keep the input's rank, and (unless ``allow_reshape``) every
     dim the model fixes (a dim_value > 0); symbolic and unknown dims take any value. The
-    symbols an entry sets are set as ``--dim`` would set them (``stated_dims``)."""
+    symbols an entry sets are set as ``--dim`` would set them (``stated_dims``); a symbol
+    that is no Python name, by its Python name too (``derived.by_param``)."""
+    dims = by_param(graph, dims)
     for name, shape in input_shapes.items():
         for v in shape:
             _check_dim_value(v, f"--input-shape {name}=...")

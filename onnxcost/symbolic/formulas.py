@@ -16,7 +16,8 @@ from onnxcost.errors import OnnxcostError, ShapeError
 from onnxcost.load.graph import build
 from onnxcost.load.model import ModelSource
 from onnxcost.prepare import PreparedModel, prepare
-from onnxcost.shapes.overrides import unnamed_dims
+from onnxcost.shapes.derived import python_names
+from onnxcost.shapes.overrides import stated_dims, unnamed_dims
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.domain import substituted
 from onnxcost.symbolic.least import (
@@ -69,9 +70,9 @@ def symbolic_analysis(
 
     dims = dict(dims or {})
     source = _light(prepare(model))  # loaded, indexed (and a built-in model built) once
-    source, named = _named_dims(source, input_shapes or {})
+    source, names, named = _named_dims(source, input_shapes or {}, dims)
     symbols = model_symbols(source.proto, input_shapes or {}, dims)
-    given = checked_least(least or {}, symbols, dims)
+    given = checked_least({names.get(s, s): v for s, v in (least or {}).items()}, symbols, dims)
     start, why = dict(given), dict[str, str]()
     for find in (True, False):  # again only where the walk finds least values above 1
         point = {**dims, **{s: start.get(s, 1) for s in symbols}}
@@ -117,14 +118,24 @@ def symbolic_analysis(
 
 
 def _named_dims(
-    source: PreparedModel, input_shapes: Mapping[str, Sequence[int]]
-) -> tuple[PreparedModel, tuple[str, ...]]:
-    """The model with each graph-input dim that has neither a value nor a name (skl2onnx's
-    batch) named as ``--dim`` names it (``shapes.overrides.unnamed_dims``), so that it is a
-    symbol of the formulas, and a warning for each; ``source`` itself where there is none."""
+    source: PreparedModel, input_shapes: Mapping[str, Sequence[int]], dims: Mapping[str, int]
+) -> tuple[PreparedModel, dict[str, str], tuple[str, ...]]:
+    """The model with each free graph-input dim named as a symbol of the formulas, a warning
+    for each, and {the model's dim_param: the formulas' name}; ``source`` itself where every
+    one has a Python name. A dim with neither a value nor a name (skl2onnx's batch) is named
+    as ``--dim`` names it (``shapes.overrides.unnamed_dims``); a name that is no Python name
+    (paddle2onnx's ``DynamicDimension.0``) is renamed one (``dims.python_names``:
+    ``DynamicDimension_0``) in the declared shapes of the inputs, outputs and value_info,
+    where it was taken as 1 with every cost a constant in it."""
     unnamed = unnamed_dims(source.proto.graph, input_shapes)
-    if not unnamed:
-        return source, ()
+    every = stated_dims(source.proto.graph, input_shapes, dims)
+    renamed = {
+        p: named
+        for p, named in python_names(source.proto.graph).items()
+        if p not in every and named[1] not in input_shapes
+    }
+    if not unnamed and not renamed:
+        return source, {}, ()
     proto = source.working_copy()
     warnings = []
     for k, axis, name in unnamed:
@@ -134,7 +145,18 @@ def _named_dims(
             f"dim {axis} of input {vi.name!r} has no name in the model: the formulas call it "
             f"{name} (set it with --dim {name}=N)"
         )
-    return replace(source, proto=proto, view=build(proto.graph)), tuple(warnings)
+    g = proto.graph
+    for vi in (*g.input, *g.output, *g.value_info):
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in renamed:
+                d.dim_param = renamed[d.dim_param][0]
+    for param, (name, owner) in renamed.items():
+        warnings.append(
+            f"dim {param!r} of input {owner!r} is no Python name: the formulas call it {name} "
+            f"(set it with --dim {param}=N)"
+        )
+    names = {param: name for param, (name, _owner) in renamed.items()}
+    return replace(source, proto=proto, view=build(proto.graph)), names, tuple(warnings)
 
 
 def _walked_least(

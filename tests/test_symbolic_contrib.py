@@ -287,3 +287,34 @@ def test_nonzero_and_mvn_are_not_carried_and_resize_by_stored_scales_is() -> Non
         ("MeanVarianceNormalization", "no symbolic rule for this op"),
     ]
     assert found.shapes["r"] == (_B, 3, 2 * _S, 2 * _S)
+
+
+def test_repeat_interleave_by_a_constant_is_walked() -> None:
+    # torch's x.repeat_interleave(k, dim) as the TorchScript exporter writes it (Mixtral's and
+    # Qwen2-MoE's top-2 experts, transformers' batched_mm): a Tile whose repeats are a OneHot
+    # of constants, here OneHot([2], 4, [1, 2]) = [[1, 1, 2, 1]]. The walk knew the OneHot's
+    # shape, not its value: the Tile was not carried and every formula after it sampled.
+    proto = onnx.parser.parse_model(
+        _HEAD
+        + """g (float[b, s, 4] x) => (float[b, s, 2, 3] y)
+            <int64[1] hot = {2}, int64 depth = {4}, int64[2] off_on = {1, 2},
+             int64[1] flat = {-1}, int64[1] axis = {2}, float[4, 3] w = {1, 2, 3, 4, 5, 6, 7,
+             8, 9, 10, 11, 12}> {
+            h = Unsqueeze(x, axis)
+            ones = OneHot(hot, depth, off_on)
+            reps = Reshape(ones, flat)
+            t = Tile(h, reps)
+            y = MatMul(t, w)
+        }"""
+    )
+    found = symbolic_shapes(proto)
+    assert found.uncarried == []
+    assert found.values["reps"] == (1, 1, 2, 1)
+    assert found.shapes["t"] == (_B, _S, 2, 4)
+    a = onnxcost.analyze(proto, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1  # the one walk, not the sampler
+    # y [b, s, 2, 3] from t [b, s, 2, 4] and w [4, 3]: 2 x 4 x 3 = 24 MACs a (b, s)
+    assert a.at(b=3, s=5).macs == 24 * 3 * 5
+    concrete = onnxcost.analyze(proto, dims={"b": 3, "s": 5}).totals
+    assert concrete.macs == 360

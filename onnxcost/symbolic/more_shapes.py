@@ -243,13 +243,25 @@ def _one_hot(
     attrs: Mapping[str, object],
 ) -> None:
     """OneHot: the indices' shape with the depth inserted at ``axis`` (default -1, of the
-    output's rank)."""
+    output's rank); its value too, where the indices, the depth and the integer (off, on)
+    values are known and the depth is last (torch's repeat_interleave by a constant, as the
+    TorchScript exporter writes it: a Tile's repeats, [1, k, 1] = OneHot([1], 3, [1, k]))."""
     indices = shapes[0]
     assert indices is not None
     (depth,) = _value(out, node.input[1])
     rank = len(indices) + 1
     axis = _axis(int(attrs.get("axis", -1)), rank)  # type: ignore[call-overload]
     out.shapes[node.output[0]] = (*indices[:axis], depth, *indices[axis:])
+    found = out.values.get(node.input[0])
+    off_on = out.values.get(node.input[2]) if len(node.input) > 2 else None
+    if found is None or off_on is None or axis != rank - 1 or len(off_on) != 2:
+        return
+    ints = [v for v in (*found, *off_on, depth) if isinstance(v, int)]
+    if len(ints) != len(found) + 3 or len(found) * ints[-1] > 64:
+        return
+    *indices_value, off, on, n = ints
+    hot = [i + n if i < 0 else i for i in indices_value]  # -depth .. depth - 1: from the end
+    out.values[node.output[0]] = tuple(on if j == i else off for i in hot for j in range(n))
 
 
 def _quantized_matmul(

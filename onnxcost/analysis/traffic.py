@@ -7,6 +7,8 @@ Two conventions (``Traffic``):
     (``costs._registry.register_reads``): Gather, GatherElements, GatherND and Slice (and
     GatherBlockQuantized, EmbedLayerNormalization) read the elements they select, plus their
     indices. Shape and Size read no data. A node writes its outputs whole.
+  * An Identity of the main graph that writes no graph output moves nothing
+    (``OpSpec.moves_data``): onnxruntime takes it out at load.
   * A node computed only from constants (``Weights.see``: a weight's Transpose, Cast or
     DequantizeLinear, a Constant, a buffer's Slice by constant bounds, a ConstantOfShape of a
     constant shape) is evaluated once at load, as onnxruntime's constant folding does: it

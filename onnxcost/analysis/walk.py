@@ -250,6 +250,12 @@ def _cost_node(
         )
     else:  # the usual node: activations in, activations out
         moved = costed.plain
+    if (
+        not (spec is None or spec.moves_data or scope)
+        and w.traffic == "runtime"
+        and w.graph_outputs.isdisjoint(out_names)  # onnxruntime keeps one that writes one
+    ):
+        moved = NOTHING  # an Identity of the main graph: taken out at load
     record = NodeRecord(
         node.name,
         op_type,

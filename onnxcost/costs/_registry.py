@@ -104,6 +104,10 @@ class OpSpec:
     constants there count as quantization params, apart from params."""
     reads_data: bool = True
     """False for ops that read only their inputs' shapes (Shape, Size): no input bytes."""
+    moves_data: bool = True
+    """False for ops a runtime takes out at load (Identity: onnxruntime's IdentityElimination,
+    at its lowest enabled optimisation level): no bytes read or written under
+    ``traffic="runtime"``."""
     backward: Backward | None = None
     """The backward rule (``register_backward``), beside the forward formula; None: a
     ``zero`` op routes the gradient for free, any other op has no rule yet."""
@@ -273,9 +277,11 @@ def register_zero(
     since: int = 1,
     until: int = OPSET_MAX,
     reads_data: bool = True,
+    moves_data: bool = True,
 ) -> None:
     """Declare ops that do no arithmetic: status ``zero``, bytes still counted (input bytes
-    not, with ``reads_data=False``: the op reads only its inputs' shapes)."""
+    not, with ``reads_data=False``: the op reads only its inputs' shapes; none, with
+    ``moves_data=False`` under ``traffic="runtime"``: a runtime takes the op out at load)."""
     for op in op_types:
         REGISTRY.add(
             OpSpec(
@@ -289,6 +295,7 @@ def register_zero(
                 module=sys._getframe(1).f_globals.get("__name__", ""),
                 meta_inputs=frozenset(meta_inputs),
                 reads_data=reads_data,
+                moves_data=moves_data,
             )
         )
 

@@ -29,13 +29,12 @@ from onnxcost.costs._registry import (
 
 register_zero("Reshape", "Squeeze", "Unsqueeze", "Split", "Expand", "Tile", meta_inputs=(1,))
 register_zero("Slice", "Pad", meta_inputs=AFTER_FIRST)
+register_zero("Transpose", "Flatten", "Concat", "DepthToSpace", "SpaceToDepth")
+# An Identity moves nothing at runtime (analysis.walk: except one that writes a graph output,
+# which onnxruntime keeps, or sits in a body). NB: onnxruntime also takes out one of those
+# where the tensor it copies has no other reader; that copy is still counted.
 register_zero(
-    "Transpose",
-    "Flatten",
-    "Concat",
-    "Identity",
-    "DepthToSpace",
-    "SpaceToDepth",
+    "Identity", reason="no arithmetic: onnxruntime takes it out at load", moves_data=False
 )
 register_zero("Gather", "GatherElements", "GatherND", "Scatter", meta_inputs=(1,))
 

@@ -389,6 +389,7 @@ def node_costs(
             folded or is_constant,
             ids,
             kv_in,
+            bool(outs) and not graph_outputs.isdisjoint(outs),
         )
         cls = known.get(key)
         if cls is None:
@@ -597,6 +598,8 @@ def _new_class(
     writes = [_whole(w, tid) for tid in tids]
     before = {o for o in outs if o and o not in w.kv}
     read, written = _traffic(w, op_type, domain, ins, reads, outs, writes, folded)
+    if not (spec is None or spec.moves_data) and w.runtime and w.graph_outputs.isdisjoint(outs):
+        read = written = 0  # as analysis.walk._cost_node: taken out at load
     joins = bool(before) and before <= w.kv
     return _Class(index, tuple(outputs), macs, flops, read, written, reason, joins)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import onnx
 import pytest
-from onnxcost_testing import formula_cost
+from onnxcost_testing import formula_cost, parse
 
 import onnxcost
 from onnxcost.analysis.records import NodeRecord
@@ -193,3 +194,53 @@ def test_declared_zero(op: str) -> None:
     spec = REGISTRY.lookup("", op, 21)
     assert spec is not None
     assert spec.zero
+
+
+IDENTITY_BETWEEN = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,3,4] x) => (float[N,3,4] y, float[N,3,4] z) {
+  r = Relu (x)
+  i = Identity (r)
+  y = Relu (i)
+  z = Identity (y)
+}"""
+
+
+def test_an_identity_moves_nothing_at_runtime_unless_it_writes_a_graph_output() -> None:
+    # paddle2onnx passes results through Identity nodes (82 in mobilenet_v2), which
+    # onnxruntime takes out at load (test below): they were counted as copies, a third of
+    # the bytes read (137.40 MiB where the built-in mobilenet_v2 reads 89.98 MiB).
+    # At N = 2, each tensor is 2*3*4 floats = 96 B. runtime: Relu 96 + 96, the first Identity
+    # 0; the second writes graph output z, which onnxruntime keeps: 96 read, 96 written.
+    a = onnxcost.analyze(parse(IDENTITY_BETWEEN), dims={"N": 2})
+    moved = {n.name: (n.bytes_read, n.bytes_written) for n in a.nodes}
+    assert moved == {
+        "Relu_0": (96, 96),
+        "Identity_1": (0, 0),
+        "Relu_2": (96, 96),
+        "Identity_3": (96, 96),
+    }
+    assert (a.totals.bytes_read, a.totals.bytes_written) == (96 * 3, 96 * 3)
+    # every input and output whole: the first Identity too, 4 * 96 each
+    whole = onnxcost.analyze(parse(IDENTITY_BETWEEN), dims={"N": 2}, traffic="all-inputs")
+    assert (whole.totals.bytes_read, whole.totals.bytes_written) == (96 * 4, 96 * 4)
+    # the formulas of the one walk say the same: 48 B a row of N, per tensor moved
+    sym = onnxcost.analyze(parse(IDENTITY_BETWEEN), symbolic=True)
+    assert sym.symbolic is not None
+    assert sym.symbolic.analyses == 1
+    assert sym.formulas["bytes_read"].python() == "144*N"  # 3 * 48
+    assert [str(f["bytes_read"]) for f in sym.symbolic.nodes] == ["48*N", "0", "48*N", "48*N"]
+
+
+@pytest.mark.ort
+def test_onnxruntime_takes_an_identity_out_at_its_basic_level(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    path = tmp_path / "m.onnx"
+    onnx.save(parse(IDENTITY_BETWEEN), path)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    optimized = onnx.load(options.optimized_model_filepath)
+    kept = [n.output[0] for n in optimized.graph.node if n.op_type == "Identity"]
+    assert kept == ["z"]  # the one that writes a graph output

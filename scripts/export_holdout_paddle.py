@@ -14,7 +14,7 @@ then, in the project's environment, ``python scripts/check_symbolic_holdout.py -
 
 Each model is exported with ``paddle.onnx.export`` (paddle2onnx, with its default constant
 folding by Polygraphy, which it installs on first use: onnx_graphsurgeon, sympy) and a
-``paddle.static.InputSpec`` whose batch (and, for sequence models, time) dims are None;
+``paddle.static.InputSpec`` whose batch (and time, or height and width) dims are None;
 paddle2onnx names them ``DynamicDimension.N``, as a user's export has them. Files are
 ``paddle_NAME_opN.onnx``, one per opset. Weights are random (``pretrained=False``: nothing is
 downloaded), seeded; BatchNorm's running mean and variance are set to random values too (not
@@ -207,6 +207,30 @@ def decoder() -> Any:
     return Decoder()
 
 
+def fcn() -> Any:
+    """A fully convolutional net over (batch, 3, height, width), every dim but the channels
+    dynamic: Conv2D(3 -> 8, 3x3, stride 2, pad 1) + ReLU, back up to the input's size by
+    bilinear ``interpolate`` (a Resize to a size computed in the graph), concatenated with
+    Conv2D(3 -> 8, 3x3, pad 1) of the input, then Conv2D(16 -> 2, 1x1)."""
+    import paddle
+
+    nn = paddle.nn
+
+    class FCN(nn.Layer):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.down = nn.Conv2D(3, 8, 3, stride=2, padding=1)
+            self.skip = nn.Conv2D(3, 8, 3, padding=1)
+            self.head = nn.Conv2D(16, 2, 1)
+
+        def forward(self, x: Any) -> Any:
+            d = paddle.nn.functional.relu(self.down(x))
+            u = paddle.nn.functional.interpolate(d, size=paddle.shape(x)[2:4], mode="bilinear")
+            return self.head(paddle.concat([self.skip(x), u], axis=1))
+
+    return FCN()
+
+
 IMAGE = ((None, 3, 224, 224), "float32")
 CASES: dict[str, tuple[Callable[[], Any], list[Spec]]] = {
     "mlp": (mlp, [((None, 16), "float32")]),
@@ -222,6 +246,7 @@ CASES: dict[str, tuple[Callable[[], Any], list[Spec]]] = {
     "transformer": (transformer, [((None, None, 32), "float32")]),
     "bert": (bert, [((None, None), "int64")]),
     "decoder": (decoder, [((None, 8), "float32")]),
+    "fcn": (fcn, [((None, 3, None, None), "float32")]),
 }
 
 

@@ -1,8 +1,9 @@
 """Write hold-out decoders of families ``onnxcost llm`` was not built on (tiny, random weights).
 
-For checking onnxcost on files as users make them; not a test. Phi, Gemma, Gemma2, Gemma3, Qwen3, GPT-NeoX, Falcon (rotary, ALiBi, falcon-40b's layout),
-BLOOM, OPT, GPT-J, GPT-BigCode, StableLM, Phi-3, Mixtral, Qwen2-MoE and Mamba; docs/llm.md
-("More decoder families") has what each gave and the hand counts.
+For checking onnxcost on files as users make them; not a test. Phi, Gemma, Gemma2, Gemma3,
+Qwen3, GPT-NeoX, Falcon (rotary, ALiBi, falcon-40b's layout), BLOOM, OPT, GPT-J, GPT-BigCode,
+StableLM, Phi-3, Mixtral, Qwen2-MoE and Mamba; docs/llm.md ("More decoder families") has what
+each gave and the hand counts.
 
 TorchScript and dynamo exports (``NAME_kv_script.onnx``, ``NAME_kv_dynamo.onnx``) run in the
 project's main venv (torch, onnxscript, transformers 5, onnxruntime), each with its KV cache

@@ -79,8 +79,14 @@ def einsum_sizes(
         letters = _expand_term(term, len(shape), ell)
         expanded.append(letters)
         for letter, dim in zip(letters, shape, strict=True):
-            # Broadcast: a size-1 dim yields to the larger one.
-            sizes[letter] = dim_max(sizes.get(letter, 1), dim)
+            # Broadcast: a dim of 1 yields to the other (0 included: an empty batch), equal
+            # dims are that dim (a symbolic batch, not max(1, batch)); others are unequal
+            # only in a malformed model, or symbolic ones that may differ: their max.
+            seen = sizes.get(letter)
+            if seen is None or seen == 1:
+                sizes[letter] = dim
+            elif dim != 1 and dim != seen:
+                sizes[letter] = dim_max(seen, dim)
     if "->" in eq:
         out = _expand_term(rhs, max_ell + len(rhs) - 3, ell) if "..." in rhs else rhs
     else:

@@ -66,6 +66,7 @@ g (float[{a}] a, float[{b}] b) => (float[{y}] y) {{
         ("...ij,...jk->...ik", ["2,3,4", "2,4,5"], 120, 240),  # same, ellipsis
         ("i,i->", ["7", "7"], 7, 14),  # dot product
         ("ij->i", ["3,4"], 0, 9),  # row sums: 12 elements into 3 = 9 adds
+        ("bij,bjk->bik", ["1,3,4", "2,4,5"], 120, 240),  # b broadcast: 1 yields to 2
     ],
 )
 def test_einsum(eq: str, shapes: list[str], macs: int, flops: int) -> None:
@@ -78,3 +79,19 @@ g ({decl}) => (float y) {{
 }}"""
     n = only_node(text)
     assert (n.macs, n.flops) == (macs, flops)
+
+
+def test_einsum_formula_over_a_symbolic_batch() -> None:
+    # MaxViT's attention, small: "bij,bjk->bik" over [batch, 3, 4] and [batch, 4, 5] is
+    # 3 x 4 x 5 = 60 MACs a batch row: 60·batch, which was 60·max(batch, 1, batch) (each
+    # letter's size started at 1 and took the max of every operand's dim), 60 at batch 0
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch,3,4] a, float[batch,4,5] b) => (float[batch,3,5] y) {
+  y = Einsum <equation="bij,bjk->bik"> (a, b)
+}"""
+    a = analyze_text(text, symbolic=True)
+    assert str(a.formulas["macs"]) == "60*batch"
+    # an empty batch does nothing: b = 0, where max(1, 0) took 1 and counted 60
+    assert analyze_text(text, dims={"batch": 0}).totals.macs == 0
+    assert analyze_text(text, dims={"batch": 2}).totals.macs == 120  # 2 x 60

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,8 +37,11 @@ class SymbolicShapes:
     """Small float tensors stored in the model (a Resize's scales), flattened; never shapes."""
 
     def known(self, name: str) -> tuple[Dim, ...] | Floats | None:
-        """``name``'s value, integer or float, where known (a memo key's part)."""
-        return self.values.get(name) or self.floats.get(name)
+        """``name``'s value, integer or float, where known (a memo key's part); an empty
+        one is known too (``x.shape[2:]`` of a 2-D x: torch's shape arithmetic concatenates
+        it)."""
+        value = self.values.get(name)
+        return value if value is not None else self.floats.get(name)
 
     def keep(self, name: str, value: tuple[Dim, ...] | Floats | None) -> None:
         """Store ``value`` (``known``'s) as ``name``'s, in the dict of its kind."""
@@ -69,6 +74,28 @@ def _value(out: SymbolicShapes, name: str) -> tuple[Dim, ...]:
     if name not in out.values:
         raise _UncarriedError(f"the value of input {name!r} is not known")
     return out.values[name]
+
+
+def _selected(
+    values: tuple[Dim, ...],
+    shape: Shape,
+    ranges: Sequence[range],
+    order: Sequence[int] | None = None,
+) -> tuple[Dim, ...] | None:
+    """The known ``values`` (flat, row-major) of a tensor of constant ``shape`` at the
+    indices ``ranges`` gives each dim, the dims walked in ``order`` (a Transpose's perm;
+    default as they are): a Slice's or a Transpose's value (F.pad's pads, reversed by a
+    Slice of step -1 over [n, 2], transposed, as the TorchScript exporter writes them).
+    None where the shape is not constant or the values are not all of it."""
+    dims = [d for d in shape if isinstance(d, int)]
+    if len(dims) != len(shape) or len(values) != math.prod(dims):
+        return None
+    order = list(range(len(dims))) if order is None else list(order)
+    strides = [math.prod(dims[k + 1 :]) for k in range(len(dims))]
+    return tuple(
+        values[sum(i * strides[k] for i, k in zip(index, order, strict=True))]
+        for index in itertools.product(*(ranges[k] for k in order))
+    )
 
 
 def _broadcast(shapes: Sequence[Shape]) -> Shape:

@@ -39,6 +39,7 @@ from onnxcost.symbolic.shape_core import (
     _broadcast,
     _ints,
     _matmul_shape,
+    _selected,
     _UncarriedError,
     _value,
     trunc_div,
@@ -195,7 +196,13 @@ def _int_op(op: str, out: SymbolicShapes, name: str) -> Callable[[Dim, Dim], Dim
             return trunc_div(out, a, b, name)  # an integer Div rounds toward 0
         raise _UncarriedError(f"division by {b}")
 
+    def mod(a: Dim, b: Dim) -> Dim:  # F.pad's (w - h % w) % w; both fmods agree from 0
+        if isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 1:
+            return a % b
+        raise _UncarriedError(f"{a} mod {b}")
+
     ops: dict[str, Callable[[Dim, Dim], Dim]] = {
+        "Mod": mod,
         "Add": lambda a, b: as_dim(SymDim.of(a) + b),
         "Sub": lambda a, b: as_dim(SymDim.of(a) - b),
         "Mul": lambda a, b: as_dim(SymDim.of(a) * b),
@@ -416,6 +423,11 @@ def _transpose(
     assert x is not None
     perm = _ints(attrs, "perm", list(range(len(x)))[::-1])
     out.shapes[node.output[0]] = tuple(x[p] for p in perm)
+    if node.input[0] in out.values:
+        ranges = [range(d) if isinstance(d, int) else range(0) for d in x]
+        found = _selected(out.values[node.input[0]], x, ranges, perm)
+        if found is not None:
+            out.values[node.output[0]] = found
 
 
 def _concat(
@@ -509,17 +521,33 @@ def _slice(
     steps = (
         _value(out, node.input[4]) if len(node.input) > 4 and node.input[4] else (1,) * len(axes)
     )
-    if not all(isinstance(st, int) and st >= 1 for st in steps):
-        raise _UncarriedError("a step that is not a constant >= 1")
+    if not all(isinstance(st, int) and st != 0 for st in steps):
+        raise _UncarriedError("a step that is not a constant other than 0")
     if not len(axes) == len(starts) == len(ends) == len(steps):
         raise _UncarriedError("starts, ends and axes of unlike lengths")
     result = list(x)
     for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
         a = _axis(a, len(x))
-        lo, hi = _clamp(s, x[a]), _clamp(e, x[a])
         assert isinstance(st, int)
+        if st < 0:  # backwards (F.pad's pads reversed, x.flip): over constants only
+            dim = x[a]
+            if not (isinstance(dim, int) and isinstance(s, int) and isinstance(e, int)):
+                raise _UncarriedError("a step below 0 over a symbolic dim, start or end")
+            result[a] = len(range(*slice(s, e, st).indices(dim)))  # ONNX's clamps: Python's
+            continue
+        lo, hi = _clamp(s, x[a]), _clamp(e, x[a])
         result[a] = _size(lo, hi, st, (_unclamped(s, x[a]), _unclamped(e, x[a])))
     out.shapes[node.output[0]] = tuple(result)
+    if node.input[0] in out.values and all(isinstance(v, int) for v in (*starts, *ends)):
+        ranges = [range(d) if isinstance(d, int) else range(0) for d in x]
+        for a, s, e, st in zip(axes, starts, ends, steps, strict=True):
+            dim = x[_axis(a, len(x))]
+            if isinstance(dim, int):  # else no value: _selected's constant shape
+                ranges[_axis(a, len(x))] = range(*slice(s, e, st).indices(dim))
+        found = _selected(out.values[node.input[0]], x, ranges)
+        if found is not None:
+            out.values[node.output[0]] = found
+            return
     if node.input[0] in out.values and len(x) == 1:
         values = out.values[node.input[0]]
         lo, hi = (SymDim.of(_clamp(v, len(values))) for v in (starts[0], ends[0]))

@@ -148,3 +148,66 @@ def test_a_length_the_exporter_fixed_names_the_prompt_not_dims(tmp_path: Path) -
     # 60 + 8: the last decode step is at past 60 + 8 - 2 = 66, 67 positions
     out = _one_line_error(["llm", str(path), "--prompt", "60", "--generate", "8"])
     assert "does not run at batch 1, seq 1, past 66 (--prompt 60 --generate 8)" in out
+
+
+def _offset_positions(rows: int, constant: bool) -> onnx.ModelProto:
+    """OPT's learned positions: a table of ``rows`` read at position_ids + 2 (transformers'
+    OPTLearnedPositionalEmbedding, offset 2), the 2 an initializer (optimum) or a Constant
+    (the TorchScript exporter), beside a KV cache of one layer."""
+    from onnx import TensorProto, helper
+
+    def box(name: str, past: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", 1, past, 4])
+
+    two = helper.make_tensor("two", TensorProto.INT64, [], [2])
+    nodes = [helper.make_node("Constant", [], ["two"], value=two)] if constant else []
+    nodes += [
+        helper.make_node("Gather", ["tokens", "input_ids"], ["t"]),
+        helper.make_node("Add", ["position_ids", "two"], ["shifted"]),
+        helper.make_node("Gather", ["embed_positions.weight", "shifted"], ["p"]),
+        helper.make_node("Add", ["t", "p"], ["logits"]),
+        helper.make_node("Unsqueeze", ["logits", "one"], ["h4"]),
+        helper.make_node("Concat", ["past_key_values.0.key", "h4"], ["present.0.key"], axis=2),
+        helper.make_node("Concat", ["past_key_values.0.value", "h4"], ["present.0.value"], axis=2),
+    ]
+    ids = ["batch", "seq"]
+    graph = helper.make_graph(
+        nodes,
+        "opt_positions",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ids),
+            helper.make_tensor_value_info("position_ids", TensorProto.INT64, ids),
+            box("past_key_values.0.key", "past_seq"),
+            box("past_key_values.0.value", "past_seq"),
+        ],
+        [
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", "seq", 4]),
+            box("present.0.key", "total_seq"),
+            box("present.0.value", "total_seq"),
+        ],
+        [
+            helper.make_tensor("tokens", TensorProto.FLOAT, [10, 4], [0.5] * 40),
+            helper.make_tensor(
+                "embed_positions.weight", TensorProto.FLOAT, [rows, 4], [0.25] * rows * 4
+            ),
+            helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+            *([] if constant else [two]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("constant", [True, False], ids=["torchscript", "optimum"])
+def test_positions_read_from_an_offset_are_fewer_than_the_rows(
+    tmp_path: Path, constant: bool
+) -> None:
+    # 34 rows read at position + 2: positions 0 .. 31 (rows 2 .. 33); position 32 reads row 34,
+    # past the table (onnxruntime fails there, as on OPT's 130 rows past 128 positions)
+    model = _offset_positions(34, constant)
+    assert position_limit(prepare(model).proto) == 32  # was 34
+    path = tmp_path / "opt.onnx"
+    onnx.save(model, str(path))
+    out = _one_line_error(["llm", str(path), "--prompt", "30", "--generate", "3"])
+    assert "the model has 32 positions; --prompt + --generate must be at most 32" in out
+    r = runner.invoke(app, ["llm", str(path), "--prompt", "30", "--generate", "2"])
+    assert r.exit_code == 0, r.output

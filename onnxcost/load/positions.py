@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import onnx
+from onnx import numpy_helper
 
 if TYPE_CHECKING:
     from onnxcost.load.graph import GraphView
@@ -16,14 +18,41 @@ _POSITIONAL = re.compile(r"pos|wpe", re.IGNORECASE)
 _PASS_THROUGH = frozenset({"Squeeze", "Unsqueeze", "Identity", "Cast", "Reshape", "Slice"})
 """Ops between a stored table and the Gather that reads it by position: none makes the table
 longer (a Slice keeps at most its rows), so its stored length is the limit."""
+_INTEGERS = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
+"""The element types of a constant offset added to the positions."""
 _CLAMPS = frozenset({"Min", "Clip"})
 """Ops that keep computed indices within a table whatever the length: no limit from it."""
+
+
+def _scalar(
+    nodes: Sequence[onnx.NodeProto],
+    writer: Mapping[str, int],
+    initializers: Sequence[onnx.TensorProto],
+    name: str,
+) -> int | None:
+    """The value of ``name`` where it is a stored integer of one element (an initializer or a
+    Constant's), else None."""
+    k = writer.get(name)
+    if k is not None:
+        node = nodes[k]
+        if node.op_type != "Constant" or not node.attribute or node.attribute[0].name != "value":
+            return None
+        tensor = node.attribute[0].t
+    else:
+        tensor = next((t for t in initializers if t.name == name), onnx.TensorProto())
+    if tensor.data_type not in _INTEGERS or math.prod(tensor.dims) != 1:
+        return None
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return None
+    return int(numpy_helper.to_array(tensor).reshape(-1)[0])
 
 
 def position_limit(proto: onnx.ModelProto, view: GraphView | None = None) -> int | None:
     """How many positions the model has, where a table says so: the first dim of a
     position-embedding table (GPT-2's ``wpe``) or of rotary cos/sin tables (Llama's, read
-    through Slice and Squeeze), each a stored tensor that a Gather reads by position; None if none.
+    through Slice and Squeeze), each a stored tensor that a Gather reads by position, less a
+    constant added to the positions on the way (OPT's 130 rows read from row 2: 128
+    positions); None if none.
 
     A Gather reads by position when its indices are an input named like ``position_ids``, or
     are computed (not an input) from a Range, not clamped (Min, Clip: T5's relative position
@@ -76,6 +105,21 @@ def position_limit(proto: onnx.ModelProto, view: GraphView | None = None) -> int
             todo += [i for i in inputs_of[k] if i]
         return ranged
 
+    def offset(name: str) -> int:
+        """A constant added to the positions before the Gather (OPT's learned positions start
+        at row 2): that many rows are never read by position. 0 where there is none."""
+        for _ in range(8):
+            k = writer.get(name)
+            if k is None:
+                return 0
+            if op_types[k] == "Add" and len(inputs_of[k]) == 2:
+                found = [_scalar(nodes, writer, graph.initializer, i) for i in inputs_of[k]]
+                return max(0, next((c for c in found if c is not None), 0))
+            if op_types[k] not in _PASS_THROUGH or not inputs_of[k]:
+                return 0
+            name = inputs_of[k][0]
+        return 0
+
     limits = []
     for k, op in enumerate(op_types):
         if op != "Gather":
@@ -99,5 +143,5 @@ def position_limit(proto: onnx.ModelProto, view: GraphView | None = None) -> int
         else:
             positional = bool(_POSITIONAL.search(name)) or from_range(indices)
         if positional:
-            limits.append(dims[0])
+            limits.append(dims[0] - offset(indices))
     return min(limits) if limits else None

@@ -13,8 +13,9 @@ example point and at a second one (other batch, seq and past). Mamba, which has 
 is exported over (batch, seq) without one (``mamba_script.onnx``, ``mamba_dynamo.onnx``).
 
 optimum's exports (``optimum_NAME/model.onnx``, task ``text-generation-with-past``, copied
-beside the others as ``optimum_NAME.onnx``) need the separate venv with optimum-onnx
-(transformers 4.57), given as ``--optimum-python``::
+beside the others as ``optimum_NAME.onnx``; optimum-cli checks each in onnxruntime against
+torch itself, its default, and a mismatch is its failure) need the separate venv with
+optimum-onnx (transformers 4.57), given as ``--optimum-python``::
 
     python scripts/export_holdout_llm_families.py --out /tmp/llmfam \\
         [--optimum-python /work/optenv/bin/python] [--exporter script|dynamo|both] [NAME ...]

@@ -40,6 +40,15 @@ def _at(d: Dim | None, values: dict[str, int]) -> int | None:
 # numel(X) - numel(Y) clamped at 0 (an empty reduced axis); pools: the taps the windows read,
 # tap by tap over symbolic sizes.
 CARRIED = [
+    # GridSample (RAFT's lookup): Y [b, 3, s, t] from grid [b, s, t, 2]; FLOPs 9 a bilinear
+    # output + 3 a grid coordinate (costs.pooling), over h, s and t
+    (
+        "GridSample",
+        "float[b, 3, h, h] x, float[b, s, t, 2] g",
+        "float[b, 3, s, t] y",
+        "y = GridSample(x, g)",
+        16,
+    ),
     ("Softmax", "float[b, 4, s] x", "float[b, 4, s] y", "y = Softmax<axis = -1>(x)", 21),
     ("ReduceMean", "float[b, s, 8] x", "float[b, s, 1] y", "y = ReduceMean<axes = [2]>(x)", 13),
     ("ReduceSum", "float[b, s] x", "float[b] y", "y = ReduceSum<keepdims = 0>(x)", 13),

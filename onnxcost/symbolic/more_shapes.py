@@ -286,6 +286,19 @@ def _gather_elements(
     out.shapes[node.output[0]] = indices
 
 
+def _grid_sample(
+    out: SymbolicShapes,
+    node: onnx.NodeProto,
+    shapes: list[Shape | None],
+    attrs: Mapping[str, object],
+) -> None:
+    """GridSample: X [N, C, D1 ...] sampled at grid [N, H1 ..., r]: [N, C, H1 ...] (RAFT's
+    correlation lookup)."""
+    x, grid = shapes[0], shapes[1]
+    assert x is not None and grid is not None
+    out.shapes[node.output[0]] = (x[0], x[1], *grid[1:-1])
+
+
 def _recurrent(
     out: SymbolicShapes,
     node: onnx.NodeProto,
@@ -323,6 +336,7 @@ MORE_RULES = {
     "MatMulInteger": _quantized_matmul,
     "QLinearMatMul": _quantized_matmul,
     "GatherElements": _gather_elements,
+    "GridSample": _grid_sample,
     "LSTM": _recurrent,
     "GRU": _recurrent,
     "RNN": _recurrent,

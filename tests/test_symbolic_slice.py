@@ -242,3 +242,33 @@ def test_an_empty_shape_value_is_known_where_its_class_was_seen_before() -> None
     assert a.symbolic.analyses == 1, a.warnings
     assert str(a.symbolic.nodes[-1]["bytes_written"]) == "24*b"
     assert onnxcost.analyze(model, dims={"b": 5}).nodes[-1].bytes_written == 120  # 5 x 24
+
+
+def test_an_end_within_the_dim_at_every_point_needs_no_min() -> None:
+    # RAFT runs its encoder on both frames at once, [2b, ...], and splits the result at b:
+    # x[:b] of y [2b, 4]. The end b is within 2b wherever b >= 0, so the slice has b rows, not
+    # min(b, 2b): with the min, the reshape to [b, -1] after it had no exact -1 (4·min(2b, b)
+    # / b) and the model was sampled. Relu writes 4 bytes x b x 4 = 16·b.
+    inits = [_ints("zero", 0), _ints("minus", -1)]
+    nodes = [
+        helper.make_node("Concat", ["x", "x"], ["y"], axis=0),
+        helper.make_node("Shape", ["x"], ["xs"]),
+        helper.make_node("Gather", ["xs", "zero"], ["b"], axis=0),
+        helper.make_node("Slice", ["y", "zero", "b", "zero"], ["first"]),
+        helper.make_node("Concat", ["b", "minus"], ["to"], axis=0),
+        helper.make_node("Reshape", ["first", "to"], ["r"]),
+        helper.make_node("Relu", ["r"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    a = onnxcost.analyze(model, symbolic=True)
+    assert a.symbolic is not None
+    assert a.symbolic.analyses == 1, a.warnings
+    assert str(a.symbolic.nodes[-1]["bytes_written"]) == "16*b"
+    assert onnxcost.analyze(model, dims={"b": 3}).nodes[-1].bytes_written == 48  # 3 x 16

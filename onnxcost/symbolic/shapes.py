@@ -463,6 +463,9 @@ def _clamp(v: Dim, dim: Dim) -> Dim:
         return sym_max(0, SymDim.of(dim) + v)
     if not _at_least_0(v):  # below 0 somewhere only: ONNX would count it from the end there
         raise _UncarriedError(f"a start or end, {v}, that may be below 0")
+    rest = SymDim.of(dim) - v
+    if rest.is_polynomial and min(rest.terms.values(), default=0) >= 0:
+        return v  # within the dim wherever every symbol is at least 0 (torch.split's x[:b] of 2b)
     return sym_min(v, dim)
 
 

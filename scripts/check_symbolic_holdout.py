@@ -20,8 +20,10 @@ scripts/export_holdout_torch.py TorchScript, dynamo and optimum ones); it needs 
 tests/data/exports/ holds two of them, written with ``--save`` (``bert``: its GatherElements;
 ``neck``: its Resizes), and five of scripts/export_holdout_frameworks.py's (``keras_gru``:
 tf2onnx's Loops for a Keras GRU; ``sk_logistic``, ``sk_pca_svc``, ``sk_random_forest``,
-``sk_gradient_boosting``: skl2onnx's ai.onnx.ml ops), so that the property test covers them
-where torch, TensorFlow and scikit-learn are absent.
+``sk_gradient_boosting``: skl2onnx's ai.onnx.ml ops) and one of
+scripts/export_holdout_torchvision.py's (``tv_tiny_swin_script``: Swin's F.pad and shifted
+windows as the TorchScript exporter writes them), so that the property test covers them
+where torch, TensorFlow, scikit-learn and torchvision are absent.
 
 Exit status 1 if any formula misses a concrete analysis.
 """

@@ -101,6 +101,13 @@ KWARGS: dict[str, dict[str, Any]] = {
 ``_ovewrite_named_param`` calls), and no backbone weights to download."""
 
 
+TINY = {"tiny_swin": [1, 3, 40, 40]}
+"""Small models for tests/data/exports, no published figures (tests/data/exports/
+tv_tiny_swin_script.onnx: ``--models tiny_swin --exporter script --short-names``): Swin's
+two blocks (the second's windows shifted) over 10 x 10 patches, padded to 14 by F.pad as the
+TorchScript exporter writes it (Mod, a Slice of step -1), 8 wide, one head, 4 classes."""
+
+
 def _kind(name: str) -> str:
     return OTHERS.get(name, "classification")
 
@@ -129,7 +136,12 @@ def _module(name: str) -> Any:
     import torch
     import torchvision
 
-    model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
+    if name == "tiny_swin":  # Swin's blocks, small: tests/data/exports (TINY)
+        from torchvision.models.swin_transformer import SwinTransformer
+
+        model = SwinTransformer([4, 4], 8, [2], [1], [7, 7], num_classes=4)
+    else:
+        model = torchvision.models.get_model(name, weights=None, **KWARGS.get(name, {}))
     kind = _kind(name)
     with torch.no_grad():
         for p in model.parameters():
@@ -285,12 +297,43 @@ def _own_counts(module: Any) -> dict[str, int]:
     }
 
 
+def _short_names(data: bytes) -> bytes:
+    """The model with every node named ``nK`` and every tensor but the graph's inputs and
+    outputs ``tK`` (the TorchScript exporter's scope paths are most of a tiny file)."""
+    import onnx
+
+    proto = onnx.load_from_string(data)
+    graph = proto.graph
+    kept = {v.name for v in (*graph.input, *graph.output)}
+    names: dict[str, str] = {}
+
+    def short(name: str) -> str:
+        if not name or name in kept:
+            return name
+        return names.setdefault(name, f"t{len(names)}")
+
+    for t in graph.initializer:
+        t.name = short(t.name)
+    for k, node in enumerate(graph.node):
+        node.name = f"n{k}"
+        node.input[:] = [short(n) for n in node.input]
+        node.output[:] = [short(n) for n in node.output]
+    for v in graph.value_info:
+        v.name = short(v.name)
+    return proto.SerializeToString()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the files")
     parser.add_argument("--models", help="comma-separated model names (default: all)")
     parser.add_argument(
         "--exporter", choices=("script", "dynamo", "both"), default="both", help="torch's"
+    )
+    parser.add_argument(
+        "--short-names",
+        action="store_true",
+        help="name nodes nK and tensors tK (for tests/data/exports: tiny_swin)",
     )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -302,21 +345,25 @@ def main() -> int:
     names = args.models.split(",") if args.models else known
     available = set(torchvision.models.list_models())
     for name in names:
-        if name not in available:
+        if name in TINY:
+            figures: dict[str, Any] = {"input": TINY[name], "kind": "classification"}
+        elif name not in available:
             print(f"{name}: not a torchvision model (torchvision {torchvision.__version__})")
             continue
-        try:
-            figures = _published(name)
-        except Exception as e:
-            print(f"{name}: no published figures ({type(e).__name__}: {e})")
-            continue
+        else:
+            try:
+                figures = _published(name)
+            except Exception as e:
+                print(f"{name}: no published figures ({type(e).__name__}: {e})")
+                continue
         torch.manual_seed(0)
         try:
             figures |= _own_counts(_module(name))
         except Exception as e:
             print(f"{name}: the model cannot be built ({type(e).__name__}: {e})")
             continue
-        (args.out / f"{name}.json").write_text(json.dumps(figures, indent=1) + "\n")
+        if name not in TINY:
+            (args.out / f"{name}.json").write_text(json.dumps(figures, indent=1) + "\n")
         exporters = {"script": [False], "dynamo": [True], "both": [False, True]}[args.exporter]
         for dynamo in exporters:
             if dynamo and args.exporter == "both" and name not in DYNAMO:
@@ -332,6 +379,7 @@ def main() -> int:
                 print(f"{label}: the export failed ({type(e).__name__}: {line})", flush=True)
                 continue
             path = args.out / f"{label}.onnx"
+            data = _short_names(data) if args.short_names else data
             path.write_bytes(data)
             check = _max_difference(path, module, name, figures["input"])
             print(f"{label}: {len(data):,} bytes; {check}", flush=True)

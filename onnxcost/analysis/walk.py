@@ -27,6 +27,7 @@ from onnxcost.analysis.records import (
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
 from onnxcost.analysis.summaries import by_op_type, io_records, model_info
+from onnxcost.analysis.tied import tied_copies
 from onnxcost.analysis.traffic import (
     NOTHING,
     NodeTraffic,
@@ -219,10 +220,8 @@ def _cost_node(
                     _types_of(types, out_names),
                 )
             params = weights.count(in_names, spec, types, context)
-            if domain == "" and op_type == "MatMul":
-                weights.see_matmul(in_names, out_names, types)
-            elif domain == "" and op_type == "Add":
-                params += weights.count_unit_bias(in_names)
+            if domain == "":
+                params += weights.count_dense_bias(op_type, in_names, out_names, types)
         elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
             outs = [o if o in w.graph_outputs else "" for o in out_names]
             params = weights.count(outs, None, types, None, generated=False)
@@ -588,6 +587,7 @@ def _analysis(
             check_nesting(proto.graph)
         check_domains(proto, view)
     checked = None if lean else prepared.checker_warning  # before inference writes into proto
+    copies = tied_copies(proto, view, prepared.path)  # before inference detaches initializers
     shapes = infer(
         proto, input_shapes, dims, None if whole_graph else view, allow_reshape=allow_reshape
     )
@@ -597,6 +597,7 @@ def _analysis(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
     weights.add_initializers(proto.graph.initializer)
+    weights.copies = copies
     walk = _Walk(
         shapes,
         opsets,

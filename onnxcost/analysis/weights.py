@@ -100,9 +100,12 @@ class Weights:
     scales: frozenset[str] = frozenset()
     """Tensors that scale a dequantised product (``dequantising_scales``): what they read of
     the stored weights counts as quantization params, whatever node reads them."""
+    copies: dict[str, str] = field(default_factory=dict)
+    """Stored tensor -> the stored tensor it is a copy of (``analysis.tied``: a tied LM head
+    the exporter wrote again): counted as that one, once."""
     one_unit: set[str] = field(default_factory=set)
     """Outputs of a MatMul by a constant of one column: a dense layer with one output unit
-    (``see_matmul``), whose bias, added next, is a stored tensor of one element."""
+    (``count_dense_bias``), whose bias, added next, is a stored tensor of one element."""
 
     def add_stored(self, name: str, info: TensorInfo) -> None:
         self.stored[name] = info
@@ -206,21 +209,24 @@ class Weights:
             params += self.totals["param"] - before
         return params
 
-    def see_matmul(
-        self, inputs: Sequence[str], outputs: Sequence[str], types: Mapping[str, TensorInfo]
-    ) -> None:
-        """Note a MatMul by a constant of one column (a Keras ``Dense(1)``, a torch
-        ``Linear(d, 1)`` on a sequence): the Add after it reads its bias."""
-        if len(inputs) == 2 and len(outputs) == 1 and inputs[1] in self.constant:
-            b = types.get(inputs[1])
+    def count_dense_bias(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        types: Mapping[str, TensorInfo],
+    ) -> int:
+        """The params of a one-unit dense layer's bias, for a node of the default domain: a
+        MatMul by a constant of one column (a Keras ``Dense(1)``, a torch ``Linear(d, 1)`` on
+        a sequence) is noted, and the Add of a one-element stored tensor to its product
+        brings that tensor in, 1 param, where any other lone scalar (an epsilon) is none.
+        Exporters write the bias on either side of the Add."""
+        if op_type == "MatMul" and len(inputs) == 2 and len(outputs) == 1:
+            b = types.get(inputs[1]) if inputs[1] in self.constant else None
             if b is not None and b.shape is not None and len(b.shape) >= 2 and b.shape[-1] == 1:
                 self.one_unit.add(outputs[0])
-
-    def count_unit_bias(self, inputs: Sequence[str]) -> int:
-        """The params of an Add of a one-element stored tensor to a one-unit product
-        (``see_matmul``): that tensor is the layer's bias, 1 param, where any other lone
-        scalar (an epsilon) is none. Exporters write the bias on either side."""
-        if len(inputs) != 2 or self.one_unit.isdisjoint(inputs):
+            return 0
+        if op_type != "Add" or len(inputs) != 2 or self.one_unit.isdisjoint(inputs):
             return 0
         before = self.totals["param"]
         for name in inputs:
@@ -283,6 +289,9 @@ class Weights:
         return generated
 
     def _count_stored(self, name: str, info: TensorInfo, role: Role) -> None:
+        original = self.copies.get(name)
+        if original is not None and original in self.stored:
+            name, info = original, self.stored[original]  # a copy counts as what it copies
         if name in self.counted or info.elem_type in NON_WEIGHT_TYPES:
             return
         numel = info.known_numel

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from onnxcost.analysis.records import Convention
+from onnxcost.analysis.tied import tied_copies
 from onnxcost.analysis.traffic import Traffic, check_traffic, kv_cache_names, node_traffic
 from onnxcost.analysis.walk import check_convention
 from onnxcost.analysis.weights import Weights, dequantising_scales
@@ -308,6 +309,8 @@ def node_costs(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
     weights.add_initializers(graph.initializer)
+    if count_params:  # a tied LM head stored twice counts once, as in analysis.walk
+        weights.copies = tied_copies(proto, view, prepared.path)
     graph_inputs = [vi.name for vi in graph.input]
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(
@@ -487,6 +490,8 @@ def _weights(
         packed = spec is not None and (spec.param_elements or spec.attribute_params)
         context = _context(w, node, ins, outs) if packed else None
         params = weights.count(ins, spec, types, context)
+        if node.domain in DEFAULT_DOMAINS:
+            params += weights.count_dense_bias(op_type, ins, outs, types)
     elif not w.graph_outputs.isdisjoint(outs):  # a weight the model outputs
         kept = [o if o in w.graph_outputs else "" for o in outs]
         params = weights.count(kept, None, types, None, generated=False)

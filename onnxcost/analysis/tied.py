@@ -1,0 +1,123 @@
+"""An embedding table stored twice: the tied LM head an exporter wrote as a copy.
+
+A decoder whose LM head shares the embedding table (Gemma, BLOOM, OPT, Falcon, GPT-BigCode
+...) holds one tensor in PyTorch, and ``sum(p.numel())`` counts it once. The TorchScript
+exporter and optimum store it twice: the table [V, H] that a Gather reads, and its transpose
+[H, V] as the head's MatMul weight, under a made-up name (``onnx::MatMul_826``). Counted as
+stored, the params held the table twice: Gemma's tiny export 197,960 where torch has 133,960
+(V x H = 1,000 x 64 more). torch's dynamo exporter stores it once and reads it through a
+Transpose, which ``analysis.weights`` counts once already.
+
+``tied_copies`` finds such copies without reading either tensor whole: a 2-D initializer of
+a Gather table's element type and dims (either way round) is the table's copy where it
+equals the table, or its transpose, at ``SAMPLES`` positions drawn at random (the same draw
+every run; ``load.samples`` reads only those elements). An untied head, trained or freshly
+initialised, differs at almost every position. A table whose sampled elements are all alike
+(the zeros of a model written without its weights) proves nothing and is left as it is, as
+is any tensor whose data cannot be read here (a built-in model's, a typed field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from onnxcost.load.graph import GraphView
+from onnxcost.load.samples import elements
+
+SAMPLES = 4096
+"""Positions compared per pair of tensors: an untied pair agreeing at all of them by chance is
+beyond any real model; reading them touches at most that many pages of each tensor."""
+
+_SEED = 20_261_125
+_CORNER = 16
+"""The table's top-left 16 x 16 elements are compared first: 16 rows of each tensor."""
+
+
+def _alike(values: np.ndarray) -> bool:
+    return bool((values == values[0]).all())
+
+
+def _ways(dims: Sequence[int], table: Sequence[int]) -> list[bool]:
+    """How a tensor of ``dims`` may hold the table of dims ``table``: as it is (False),
+    transposed (True); both where the table is square."""
+    return [way for way, fits in ((False, dims == table), (True, dims == table[::-1])) if fits]
+
+
+def _holds(
+    t: onnx.TensorProto,
+    flat: np.ndarray,
+    want: np.ndarray,
+    dims: Sequence[int],
+    transposed: bool,
+    path: Path | None,
+) -> bool:
+    """Whether ``t`` holds ``want``, the table's elements at the flat positions ``flat``, at
+    the same places of the table (``transposed``: [i, j] of the table is [j, i] of ``t``)."""
+    rows, cols = dims
+    positions = (flat % cols) * rows + flat // cols if transposed else flat
+    got = elements(t, positions, path)
+    return got is not None and np.array_equal(got, want)
+
+
+def tied_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
+    """Initializer -> the Gather table it is a copy of (as it is, or transposed), for the
+    main graph of ``proto``; empty where there is none (most models: no 2-D initializer
+    shaped like another's table)."""
+    groups: dict[tuple[int, int, int], list[onnx.TensorProto]] = {}
+    for t in proto.graph.initializer:
+        dims = t.dims
+        if len(dims) == 2 and dims[0] * dims[1] > 1:
+            groups.setdefault((t.data_type, *sorted(dims)), []).append(t)
+    copies: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue  # no other tensor of its element type and dims, either way round
+        # A table: read by a Gather as its data, last (a table also read later, through a
+        # Transpose, is dynamo's tied head read once: there is no copy to find)
+        tables = [t for t in group if _gathered(t.name, view)]
+        for table in tables:
+            alike = [t for t in group if t.name not in copies and t not in tables]
+            if alike:
+                _find(table, alike, path, copies)
+    return copies
+
+
+def _gathered(name: str, view: GraphView) -> bool:
+    """Whether the last node that reads ``name`` is a Gather reading it as its data."""
+    k = view.last_use.get(name)
+    return k is not None and view.op_types[k] == "Gather" and view.inputs[k][0] == name
+
+
+def _find(
+    table: onnx.TensorProto,
+    alike: Sequence[onnx.TensorProto],
+    path: Path | None,
+    copies: dict[str, str],
+) -> None:
+    """Add to ``copies`` each tensor of ``alike`` that holds ``table``, as it is or
+    transposed: first at the table's top-left corner (16 rows of each tensor: an untied head
+    or a table of zeros is told at once), then at ``SAMPLES`` positions drawn over it."""
+    rows, cols = table.dims
+    corner = np.add.outer(np.arange(min(rows, _CORNER)) * cols, np.arange(min(cols, _CORNER)))
+    corner = corner.ravel()
+    at_corner = elements(table, corner, path)
+    if at_corner is None or _alike(at_corner):
+        return  # unreadable here, or all alike: no evidence either way
+    drawn = np.random.default_rng(_SEED).integers(0, rows * cols, SAMPLES)
+    at_drawn: np.ndarray | None = None
+    for t in alike:
+        for transposed in _ways(t.dims, table.dims):
+            if not _holds(t, corner, at_corner, table.dims, transposed, path):
+                continue
+            if at_drawn is None:
+                at_drawn = elements(table, drawn, path)
+            if at_drawn is not None and _holds(t, drawn, at_drawn, table.dims, transposed, path):
+                copies[t.name] = table.name
+                break
+
+
+__all__ = ["SAMPLES", "tied_copies"]

@@ -1,0 +1,63 @@
+"""A few elements of a stored weight, read where its data lives, never the whole tensor.
+
+``elements`` reads a tensor's elements at given flat positions, as unsigned integers of its
+element size (bit patterns: equal values compare equal, NaNs included): from the tensor's
+inline ``raw_data``, from a payload the loader left in the model file (``load.model``:
+``onnxcost-virtual:inline``, at its offset), or from an external data file (checked by the
+loader to lie inside the model's folder and to be long enough). A file is memory-mapped, so
+only the pages that hold the positions asked for are read. Where the data cannot be had (a
+built-in model without weights, a typed ``*_data`` field, a sub-byte element type, a model
+not read from a file) the answer is None.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
+from onnxcost.load.tensors import element_bits
+
+_INLINE = VIRTUAL_LOCATION_PREFIX + "inline"
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def elements(
+    tensor: onnx.TensorProto, positions: np.ndarray, model_path: Path | None
+) -> np.ndarray | None:
+    """``tensor``'s elements at the flat ``positions`` (each below its element count), as
+    unsigned integers of its element size; None where its data cannot be read here."""
+    bits = element_bits(tensor.data_type)
+    if bits % 8 or bits // 8 not in _UNSIGNED:
+        return None
+    dtype = np.dtype(_UNSIGNED[bits // 8]).newbyteorder("<")
+    numel = 1
+    for d in tensor.dims:
+        numel *= d
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        if not tensor.HasField("raw_data") or len(tensor.raw_data) != numel * dtype.itemsize:
+            return None
+        return np.array(np.frombuffer(tensor.raw_data, dtype=dtype)[positions])
+    info = {e.key: e.value for e in tensor.external_data}
+    location = info.get("location", "")
+    offset, length = info.get("offset", "0"), info.get("length", "")
+    if model_path is None or not offset.isdigit():
+        return None
+    if length and length != str(numel * dtype.itemsize):
+        return None  # not the elements one after another (a typed field's varints)
+    if location == _INLINE:
+        file = model_path
+    elif location.startswith(VIRTUAL_LOCATION_PREFIX) or not location:
+        return None  # a built-in model's weights, which exist nowhere
+    else:
+        file = model_path.parent / location
+    try:
+        data = np.memmap(file, dtype=dtype, mode="r", offset=int(offset), shape=(numel,))
+        return np.array(data[positions])
+    except (OSError, ValueError):  # gone or shrunk since it was loaded: nothing to compare
+        return None
+
+
+__all__ = ["elements"]

@@ -1,0 +1,104 @@
+"""A tied LM head that the exporter stored twice counts once (``analysis.tied``).
+
+A toy decoder: ids [2, 3] -> Gather of the table E [V=6, H=4] -> MatMul by the head W
+[4, 6] -> logits [2, 3, 6]. torch's ``sum(p.numel())`` of a model whose head is tied to its
+embedding counts E once: 6 x 4 = 24 params. The TorchScript exporter and optimum write W as
+a stored copy of E transposed; an untied head is a tensor of its own: 24 + 24 = 48.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxcost
+from onnxcost.load.model import LAZY_MIN_BYTES
+
+IDS = helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])
+
+
+def _decoder(
+    table: np.ndarray, head: np.ndarray, *, extra: np.ndarray | None = None
+) -> onnx.ModelProto:
+    vocab = table.shape[0]
+    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 3, vocab])
+    inits = [
+        numpy_helper.from_array(table, "embed.weight"),
+        numpy_helper.from_array(head, "onnx::MatMul_9"),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["embed.weight", "ids"], ["h"]),
+        helper.make_node("MatMul", ["h", "onnx::MatMul_9"], ["logits"]),
+    ]
+    return helper.make_model(
+        helper.make_graph(nodes, "g", [IDS], [logits], inits),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+
+
+def _table(vocab: int = 6, hidden: int = 4, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((vocab, hidden)).astype(np.float32)
+
+
+def test_a_transposed_copy_of_the_table_counts_once() -> None:
+    e = _table()
+    a = onnxcost.analyze(_decoder(e, e.T.copy()))
+    assert a.totals.params == 24  # E once: 6 x 4
+    assert a.totals.param_bytes == 24 * 4
+    assert [n.params for n in a.nodes] == [24, 0]  # the head reads the table's params
+    # the head still reads its own 96 bytes at runtime: traffic is what moves
+    assert a.nodes[1].bytes_read_weights == 24 * 4
+
+
+@pytest.mark.parametrize(
+    ("head", "params"),
+    [
+        ("untied", 48),  # a head of its own: 24 + 24
+        # equal but at one of its 24 positions: a tensor of its own (the 4,096 positions
+        # drawn over 24 elements reach every one)
+        ("one_element_differs", 48),
+        ("zeros", 48),  # both all zeros (a model written without weights): no evidence, 48
+    ],
+)
+def test_a_head_that_is_not_the_table_counts_apart(head: str, params: int) -> None:
+    e = _table()
+    if head == "untied":
+        w = _table(4, 6, seed=1)
+    elif head == "one_element_differs":
+        w = e.T.copy()
+        w[2, 5] += 1.0
+    else:
+        e = np.zeros_like(e)
+        w = np.zeros((4, 6), np.float32)
+    assert onnxcost.analyze(_decoder(e, w)).totals.params == params
+
+
+def test_a_copy_in_external_data_counts_once(tmp_path: Path) -> None:
+    e = _table()
+    model = _decoder(e, e.T.copy())
+    path = tmp_path / "m.onnx"
+    onnx.save(
+        model,
+        path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="m.data",
+        size_threshold=0,
+    )
+    before = path.read_bytes(), (tmp_path / "m.data").read_bytes()
+    assert onnxcost.analyze(path).totals.params == 24
+    assert (path.read_bytes(), (tmp_path / "m.data").read_bytes()) == before  # read, never written
+
+
+def test_a_copy_inline_in_a_large_file_counts_once(tmp_path: Path) -> None:
+    # 2,048 x 1,024 fp32 = 8 MiB each, 16 MiB together: at LAZY_MIN_BYTES the loader leaves
+    # both payloads in the file, and the sampler reads them there. 2,097,152 params, not twice.
+    e = _table(2048, 1024)
+    path = tmp_path / "big.onnx"
+    onnx.save(_decoder(e, e.T.copy()), path)
+    assert path.stat().st_size >= LAZY_MIN_BYTES
+    assert onnxcost.analyze(path).totals.params == 2048 * 1024

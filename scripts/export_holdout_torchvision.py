@@ -77,6 +77,16 @@ OTHERS = {
     "ssdlite320_mobilenet_v3_large": "detection",
     "fasterrcnn_mobilenet_v3_large_320_fpn": "detection",
     "raft_small": "optical_flow",
+    "mc3_18": "video",
+    "r2plus1d_18": "video",
+    "s3d": "video",
+    "mvit_v2_s": "video",
+    "swin3d_t": "video",
+    "deeplabv3_resnet50": "segmentation",
+    "ssd300_vgg16": "detection",
+    "retinanet_resnet50_fpn": "detection",
+    "fcos_resnet50_fpn": "detection",
+    "raft_large": "optical_flow",
 }
 DYNAMO = (
     "resnet18",
@@ -96,6 +106,10 @@ KWARGS: dict[str, dict[str, Any]] = {
     "lraspp_mobilenet_v3_large": {"weights_backbone": None},
     "ssdlite320_mobilenet_v3_large": {"weights_backbone": None},
     "fasterrcnn_mobilenet_v3_large_320_fpn": {"weights_backbone": None},
+    "deeplabv3_resnet50": {"aux_loss": True, "weights_backbone": None},
+    "ssd300_vgg16": {"weights_backbone": None},
+    "retinanet_resnet50_fpn": {"weights_backbone": None},
+    "fcos_resnet50_fpn": {"weights_backbone": None},
 }
 """What each default weights' builder passes beyond ``weights=None`` (torchvision's
 ``_ovewrite_named_param`` calls), and no backbone weights to download."""
@@ -161,8 +175,8 @@ def _module(name: str) -> Any:
             if kind == "detection":
                 out = self.m(list(x))[0]
                 return out["boxes"], out["scores"], out["labels"]
-            if kind == "optical_flow":
-                return self.m(*x, num_flow_updates=12)[-1]
+            if kind == "optical_flow":  # every update's flow, as RAFT returns them: the
+                return tuple(self.m(*x, num_flow_updates=12))  # last only drops 11 upsamplings
             y = self.m(*x)
             if isinstance(y, dict):  # segmentation: out and aux
                 return tuple(y[k] for k in sorted(y))
@@ -190,6 +204,8 @@ def _names(name: str, count: int) -> tuple[list[str], list[str]]:
         return ["image"], ["boxes", "scores", "labels"]
     if kind == "segmentation":
         return inputs, ["aux", "out"] if count == 2 else ["out"]
+    if kind == "optical_flow":
+        return inputs, [f"flow_{k}" for k in range(count)]
     return inputs, ["output"]
 
 

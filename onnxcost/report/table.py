@@ -141,17 +141,20 @@ def render_totals(a: Analysis, console: Console) -> None:
         if t.peak_activation_bytes_ort is None
         else f" (onnxruntime's order: {units.nbytes(t.peak_activation_bytes_ort)})"
     )
-    _lines(
-        console,
-        "        memory ",
-        [
-            f"read {units.nbytes(t.bytes_read)} ({read_by_role(t)})",
-            f"written {units.nbytes(t.bytes_written)}",
-            f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}",
-        ],
-        sep=" | ",
-        indent=15,
-    )
+    lead, read = "        memory ", f"read {units.nbytes(t.bytes_read)} ({read_by_role(t)})"
+    rest = [
+        f"written {units.nbytes(t.bytes_written)}",
+        f"peak activations {units.nbytes(t.peak_activation_bytes)}{ort}",
+    ]
+    if len(lead + read + " |") > console.width:
+        # Too long for a line: the bytes read by role break between roles, not in a middle
+        # ("weights 8.11 Ki…tions 5.37 KiB" read as one figure).
+        *parts, last = read.split(", ")
+        _lines(console, lead, [*parts, last + " |"], sep=", ", indent=len(lead))
+        lead = " " * len(lead)
+    else:
+        rest.insert(0, read)
+    _lines(console, lead, rest, sep=" | ", indent=15)
     if a.peak_activation.live:
         lead, items = peak_items(a.peak_activation, width=console.width)
         _lines(console, "        " + lead, items, indent=10)

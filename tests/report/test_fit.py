@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,6 +66,22 @@ def test_analyze_fits_the_width(width: int) -> None:
     assert len(rows) == 8
     for row in rows:
         assert row.split()[1] in RESNET18_OPS
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_bytes_read_by_role_break_between_roles(width: int) -> None:
+    # A decoder with a KV cache reads three roles: the line is longer than 80 columns, and it
+    # broke in the middle of a figure ("weights 16.00 K…tions 7.64 KiB").
+    path = Path(__file__).resolve().parents[1] / "data" / "exports" / "tiny_gpt2_kv_script.onnx"
+    result = runner.invoke(app, ["analyze", str(path), "--top", "0"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("        memory read "))
+    block = " ".join(line.strip() for line in lines[start : start + 4])
+    assert "…" not in block
+    for part in ("(weights ", "activations ", "KV cache ", "written ", "peak activations "):
+        assert part in block
+    assert max(len(line) for line in lines[start : start + 4]) <= width
 
 
 def test_eighty_columns_trim_names_in_the_middle() -> None:

@@ -102,3 +102,23 @@ def test_a_copy_inline_in_a_large_file_counts_once(tmp_path: Path) -> None:
     onnx.save(_decoder(e, e.T.copy()), path)
     assert path.stat().st_size >= LAZY_MIN_BYTES
     assert onnxcost.analyze(path).totals.params == 2048 * 1024
+
+
+def test_hostile_dims_are_no_table() -> None:
+    # A table and a "head" that claim negative dims (-2 x -3: a product of 6, and 6 elements
+    # of data) are no table: nothing is compared, nothing raised (an empty corner was read).
+    data = np.arange(6, dtype=np.float32).tobytes()  # 6 elements: what -2 x -3 claims
+    table = onnx.TensorProto(
+        name="embed.weight", data_type=TensorProto.FLOAT, dims=[-2, -3], raw_data=data
+    )
+    head = onnx.TensorProto(
+        name="onnx::MatMul_9", data_type=TensorProto.FLOAT, dims=[-3, -2], raw_data=data
+    )
+    model = _decoder(_table(), _table(4, 6, seed=1))
+    del model.graph.initializer[:]
+    model.graph.initializer.extend([table, head])
+    from onnxcost.analysis.tied import tied_copies
+    from onnxcost.prepare import prepare
+
+    prepared = prepare(model)
+    assert tied_copies(prepared.proto, prepared.view, None) == {}

@@ -70,7 +70,7 @@ def tied_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> d
     groups: dict[tuple[int, int, int], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:
         dims = t.dims
-        if len(dims) == 2 and dims[0] * dims[1] > 1:
+        if len(dims) == 2 and dims[0] > 0 and dims[1] > 0 and dims[0] * dims[1] > 1:
             groups.setdefault((t.data_type, *sorted(dims)), []).append(t)
     copies: dict[str, str] = {}
     for group in groups.values():

@@ -38,6 +38,8 @@ from onnxcost.predict.device import Device, load_device
 from onnxcost.predict.result import Prediction, PredictSweep, SweepPoint
 from onnxcost.predict.run import predict_analysis, predict_records, static_inputs
 from onnxcost.prepare import PreparedModel, prepare
+from onnxcost.shapes.derived import python_names
+from onnxcost.shapes.overrides import stated_dims
 from onnxcost.symbolic.dims import model_symbols, with_derived
 from onnxcost.symbolic.result import SymbolicCosts
 
@@ -98,7 +100,9 @@ def predict_sweep(
     dev = load_device(device, provider)
     source = prepare(model) if not isinstance(model, PreparedModel) else model
     shapes, fixed = dict(input_shapes or {}), dict(dims or {})
-    sweep = {s: _values_of(s, v) for s, v in sweep.items()}
+    # a dim that is no Python name may be swept by either name: the formulas' is kept
+    spelled = {p: n for p, (n, _owner) in python_names(source.proto.graph).items()}
+    sweep = {spelled.get(s, s): _values_of(s, v) for s, v in sweep.items()}
     _check_symbols(source, sweep, shapes, fixed)
     static = static_inputs(source.proto)
     name = source.builtin or source.display
@@ -178,10 +182,15 @@ def _check_symbols(
     """ShapeError for a swept name that is no free symbol of the model's inputs."""
     if not sweep:
         raise UsageError("--sweep needs at least one SYMBOL=N1,N2,...; e.g. --sweep batch=1,8")
-    both = [s for s in sweep if s in dims]
+    renamed = {p: n for p, (n, _owner) in python_names(source.proto.graph).items()}
+    both = [s for s in sweep if s in dims or s in {renamed.get(k) for k in dims}]
     if both:
         raise UsageError(f"{both[0]} is set by --dim and swept by --sweep: keep one of the two")
-    free = model_symbols(source.proto, input_shapes, dims)
+    given = stated_dims(source.proto.graph, input_shapes, dims)
+    free = (  # and each dim that is no Python name, by the formulas' name for it
+        *model_symbols(source.proto, input_shapes, dims),
+        *(n for p, n in renamed.items() if p not in given),
+    )
     for s in sweep:
         if s not in free:
             listed = ", ".join(free) if free else "none (every input dim is fixed)"

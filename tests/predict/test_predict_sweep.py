@@ -277,3 +277,24 @@ def test_cli_sweep_refuses_in_one_line(args: list[str], code: int, message: str)
     assert r.stderr.count("\n") == 1
     assert r.stderr.startswith(f"onnxcost: error: {message}")
     assert "Traceback" not in r.output
+
+
+def test_sweep_over_a_dim_that_is_no_python_name() -> None:
+    # paddle2onnx names its dims DynamicDimension.0 (batch) and .1 (time): each is a symbol
+    # of the formulas as DynamicDimension_0 and _1, and either spelling sweeps or sets it. It
+    # was refused: "the model's free symbols are: none (every input dim is fixed)".
+    path = str(ROOT / "tests" / "data" / "exports" / "paddle_lstm_op11.onnx")
+    dotted = predict_sweep(
+        path, "A100", {"DynamicDimension.0": [1, 8]}, dims={"DynamicDimension.1": 16}
+    )
+    named = predict_sweep(
+        path, "A100", {"DynamicDimension_0": [1, 8]}, dims={"DynamicDimension_1": 16}
+    )
+    assert dotted.symbols == named.symbols == ("DynamicDimension_0",)
+    for a, b, batch in zip(dotted.points, named.points, (1, 8), strict=True):
+        assert a.values == b.values == {"DynamicDimension_0": batch}
+        assert a.source == "formulas"
+        # each point is predict's at that point, from a concrete analysis of its own
+        want = predict(path, "A100", dims={"DynamicDimension.0": batch, "DynamicDimension.1": 16})
+        assert a.prediction.latency_ms == pytest.approx(want.latency_ms, rel=1e-12)
+        assert b.prediction.latency_ms == a.prediction.latency_ms

@@ -31,6 +31,12 @@ def _us(v: float) -> str:
     return f"{v:,.2f}" if v < 1000 else f"{v:,.0f}"
 
 
+def _ms(v: float) -> str:
+    """A latency in ms: 4 decimals, or 3 significant digits under 0.001 ms, where 4 decimals
+    read 0.0000 (a small model on a datasheet's roofline takes nanoseconds)."""
+    return f"{v:,.4f}" if v == 0 or v >= 1e-3 else f"{v:.3g}"
+
+
 def summary_rows(p: Prediction) -> list[tuple[str, str]]:
     """Label and value per figure of the summary."""
     d = p.device
@@ -45,7 +51,7 @@ def summary_rows(p: Prediction) -> list[tuple[str, str]]:
             f"{d.ceilings.bandwidth_bytes_per_s / 1e9:,.1f} GB/s, "
             f"{d.node_overhead_us:.2f} us per node",
         ),
-        ("latency", f"{p.latency_ms:,.4f} ms (run overhead {_us(p.run_overhead_us)} us)"),
+        ("latency", f"{_ms(p.latency_ms)} ms (run overhead {_us(p.run_overhead_us)} us)"),
         ("throughput", f"{p.throughput_per_s:,.1f} per s at batch {p.batch}"),
     ]
     for bound in ("compute", "memory", "overhead"):
@@ -168,7 +174,7 @@ def predict_html(p: Prediction, top: int | None = None) -> str:
         data={"charts": {}, "tables": []},
         heading=p.model or "(in memory)",
         cards=[
-            ("latency", f"{p.latency_ms:,.4f} ms", ""),
+            ("latency", f"{_ms(p.latency_ms)} ms", ""),
             ("throughput", f"{p.throughput_per_s:,.1f} /s", f"batch {p.batch}"),
             ("device", p.device.name, p.device.source),
         ],
@@ -279,7 +285,7 @@ def sweep_table(s: PredictSweep) -> Table:
     rows = tuple(
         (
             *(str(pt.values[sym]) for sym in s.symbols),
-            f"{pt.prediction.latency_ms:,.4f}",
+            _ms(pt.prediction.latency_ms),
             f"{pt.prediction.throughput_per_s:,.1f}",
             pt.top_bound,
             f"{pt.top_bound_share:.1%}",

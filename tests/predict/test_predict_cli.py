@@ -127,3 +127,21 @@ def test_bench_predict_puts_predicted_beside_measured(tmp_path: Path) -> None:
     misses = [abs(n["miss_us"]) for n in predicted["nodes"]]
     assert misses == sorted(misses, reverse=True)
     assert misses
+
+
+def test_a_latency_under_a_microsecond_is_not_printed_as_zero() -> None:
+    # paddle2onnx's tiny LSTM (4 -> 8, one step) on the A100's datasheet roofline: its 2,760
+    # bytes moved (2,304 read, 456 written) at 2,039 GB/s take 2,760 / 2.039e12 s = 1.35e-06
+    # ms, which 4 decimals printed as "0.0000 ms" in the summary and the sweep's table
+    path = str(Path(__file__).resolve().parents[1] / "data" / "exports" / "paddle_lstm_op11.onnx")
+    r = runner.invoke(app, ["predict", path, "--device", "a100", "-f", "json"])
+    latency = json.loads(r.stdout)["latency_ms"]
+    assert latency == pytest.approx(2_760 / 2.039e12 * 1e3, rel=1e-9)
+    r = runner.invoke(app, ["predict", path, "--device", "a100"], env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    assert f"{latency:.3g} ms" in r.stdout
+    assert "0.0000 ms" not in r.stdout
+    args = ["predict", path, "--device", "a100", "--sweep", "DynamicDimension.0=1,8"]
+    r = runner.invoke(app, args, env={"COLUMNS": "100"})
+    assert r.exit_code == 0, r.output
+    assert f"{latency:.3g}" in r.stdout  # batch 1, time 1: the point above

@@ -219,9 +219,7 @@ def _cost_node(
                     _types_of(types, in_names),
                     _types_of(types, out_names),
                 )
-            params = weights.count(in_names, spec, types, context)
-            if domain == "":
-                params += weights.count_dense_bias(op_type, in_names, out_names, types)
+            params = weights.count(in_names, spec, types, context, outputs=out_names)
         elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
             outs = [o if o in w.graph_outputs else "" for o in out_names]
             params = weights.count(outs, None, types, None, generated=False)

@@ -64,6 +64,9 @@ _NOT_CONSTANT_OPS = frozenset(
 )
 """Ops whose output is not determined by their inputs."""
 
+_DENSE = frozenset({"MatMul", "Add"})
+"""The ops of a dense layer whose one-element bias is a param (``Weights._dense_bias``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Counted:
@@ -105,7 +108,7 @@ class Weights:
     the exporter wrote again): counted as that one, once."""
     one_unit: set[str] = field(default_factory=set)
     """Outputs of a MatMul by a constant of one column: a dense layer with one output unit
-    (``count_dense_bias``), whose bias, added next, is a stored tensor of one element."""
+    (``_dense_bias``), whose bias, added next, is a stored tensor of one element."""
 
     def add_stored(self, name: str, info: TensorInfo) -> None:
         self.stored[name] = info
@@ -181,12 +184,15 @@ class Weights:
         context: Callable[[], OpContext] | None,
         *,
         generated: bool = True,
+        outputs: Sequence[str] = (),
     ) -> int:
         """Count the weights a consumer node reads (each stored weight once); returns the
         params it brings in. Without ``generated``, only stored weights count (a model output
         computed from constants: a ConstantOfShape or Range output there is no weight).
         ``context``: the node's OpContext, needed where ``spec.param_elements`` names an input
-        and where the op holds params in its attributes (``spec.attribute_params``)."""
+        and where the op holds params in its attributes (``spec.attribute_params``).
+        ``outputs``: the node's, where a MatMul's product may be a one-unit layer's
+        (``_dense_bias``)."""
         params = 0
         if spec is not None and spec.attribute_params is not None and context is not None:
             params = self._count_attributes(spec.attribute_params, context())
@@ -207,20 +213,22 @@ class Weights:
                 assert context is not None, "an op with param_elements needs its context"
                 self._logical_count(name, spec.param_elements[i], context)
             params += self.totals["param"] - before
+        if spec is not None and spec.op_type in _DENSE and spec.domain == "":
+            params += self._dense_bias(spec.op_type, inputs, outputs, types)
         return params
 
-    def count_dense_bias(
+    def _dense_bias(
         self,
         op_type: str,
         inputs: Sequence[str],
         outputs: Sequence[str],
         types: Mapping[str, TensorInfo],
     ) -> int:
-        """The params of a one-unit dense layer's bias, for a node of the default domain: a
-        MatMul by a constant of one column (a Keras ``Dense(1)``, a torch ``Linear(d, 1)`` on
-        a sequence) is noted, and the Add of a one-element stored tensor to its product
-        brings that tensor in, 1 param, where any other lone scalar (an epsilon) is none.
-        Exporters write the bias on either side of the Add."""
+        """The params of a one-unit dense layer's bias (``count``, for a MatMul or an Add that
+        reads a constant): a MatMul by a constant of one column (a Keras ``Dense(1)``, a torch
+        ``Linear(d, 1)`` on a sequence) is noted, and the Add of a one-element stored tensor
+        to its product brings that tensor in, 1 param, where any other lone scalar (an
+        epsilon) is none. Exporters write the bias on either side of the Add."""
         if op_type == "MatMul" and len(inputs) == 2 and len(outputs) == 1:
             b = types.get(inputs[1]) if inputs[1] in self.constant else None
             if b is not None and b.shape is not None and len(b.shape) >= 2 and b.shape[-1] == 1:

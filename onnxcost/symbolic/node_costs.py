@@ -489,9 +489,7 @@ def _weights(
     if not folded:
         packed = spec is not None and (spec.param_elements or spec.attribute_params)
         context = _context(w, node, ins, outs) if packed else None
-        params = weights.count(ins, spec, types, context)
-        if node.domain in DEFAULT_DOMAINS:
-            params += weights.count_dense_bias(op_type, ins, outs, types)
+        params = weights.count(ins, spec, types, context, outputs=outs)
     elif not w.graph_outputs.isdisjoint(outs):  # a weight the model outputs
         kept = [o if o in w.graph_outputs else "" for o in outs]
         params = weights.count(kept, None, types, None, generated=False)

@@ -103,7 +103,7 @@ def predict_sweep(
     # a dim that is no Python name may be swept by either name: the formulas' is kept
     spelled = {p: n for p, (n, _owner) in python_names(source.proto.graph).items()}
     sweep = {spelled.get(s, s): _values_of(s, v) for s, v in sweep.items()}
-    _check_symbols(source, sweep, shapes, fixed)
+    _check_symbols(source, sweep, shapes, fixed, spelled)
     static = static_inputs(source.proto)
     name = source.builtin or source.display
     a = analyze(source, input_shapes=shapes, dims=fixed, symbolic=True, allow_reshape=allow_reshape)
@@ -178,11 +178,12 @@ def _check_symbols(
     sweep: Mapping[str, Sequence[int]],
     input_shapes: Mapping[str, Sequence[int]],
     dims: Mapping[str, int],
+    renamed: Mapping[str, str],
 ) -> None:
-    """ShapeError for a swept name that is no free symbol of the model's inputs."""
+    """ShapeError for a swept name that is no free symbol of the model's inputs (``renamed``:
+    each dim that is no Python name -> the formulas' name for it)."""
     if not sweep:
         raise UsageError("--sweep needs at least one SYMBOL=N1,N2,...; e.g. --sweep batch=1,8")
-    renamed = {p: n for p, (n, _owner) in python_names(source.proto.graph).items()}
     both = [s for s in sweep if s in dims or s in {renamed.get(k) for k in dims}]
     if both:
         raise UsageError(f"{both[0]} is set by --dim and swept by --sweep: keep one of the two")

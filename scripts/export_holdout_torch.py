@@ -76,6 +76,28 @@ def _randomised(module: Any) -> Any:
     return module
 
 
+def _with_cache(feed: dict[str, Any], layers: int, shape: tuple[int, ...]) -> dict[str, Any]:
+    """``feed`` and each layer's past keys and values of ``shape``, in optimum's names."""
+    import torch
+
+    for i in range(layers):
+        for kind in ("key", "value"):
+            feed[f"past_key_values.{i}.{kind}"] = torch.randn(*shape)
+    return feed
+
+
+def _cache_io(dims: dict[str, dict[int, str]], layers: int) -> list[str]:
+    """Add each layer's past and present keys and values to ``dims`` (batch, past_seq and
+    total_seq); returns the outputs: logits, then the presents."""
+    outputs = ["logits"]
+    for i in range(layers):
+        for kind in ("key", "value"):
+            dims[f"past_key_values.{i}.{kind}"] = {0: "batch", 2: "past_seq"}
+            dims[f"present.{i}.{kind}"] = {0: "batch", 2: "total_seq"}
+            outputs.append(f"present.{i}.{kind}")
+    return outputs
+
+
 def _decoder_kv(model: Any, layers: int, kv_heads: int, head_dim: int, vocab: int) -> Export:
     """A causal LM with its KV cache as explicit inputs and outputs (optimum's names)."""
     import torch
@@ -107,22 +129,14 @@ def _decoder_kv(model: Any, layers: int, kv_heads: int, head_dim: int, vocab: in
             "input_ids": torch.randint(0, vocab, (batch, seq)),
             "attention_mask": torch.ones(batch, past + seq, dtype=torch.int64),
         }
-        for i in range(layers):
-            for kind in ("key", "value"):
-                feed[f"past_key_values.{i}.{kind}"] = torch.randn(batch, kv_heads, past, head_dim)
-        return feed
+        return _with_cache(feed, layers, (batch, kv_heads, past, head_dim))
 
     dims: dict[str, dict[int, str]] = {
         "input_ids": {0: "batch", 1: "seq"},
         "attention_mask": {0: "batch", 1: "total_seq"},
         "logits": {0: "batch", 1: "seq"},
     }
-    outputs = ["logits"]
-    for i in range(layers):
-        for kind in ("key", "value"):
-            dims[f"past_key_values.{i}.{kind}"] = {0: "batch", 2: "past_seq"}
-            dims[f"present.{i}.{kind}"] = {0: "batch", 2: "total_seq"}
-            outputs.append(f"present.{i}.{kind}")
+    outputs = _cache_io(dims, layers)
     return Export(WithPast(), feeds(2, 3, 4), outputs, dims, feeds(3, 5, 7))
 
 
@@ -309,22 +323,14 @@ def _cases() -> dict[str, Callable[[], Export]]:
                 "input_ids": torch.randint(0, 100, (batch, seq)),
                 "encoder_hidden_states": torch.randn(batch, source, 32),
             }
-            for i in range(layers):
-                for kind in ("key", "value"):
-                    feed[f"past_key_values.{i}.{kind}"] = torch.randn(batch, 2, past, 16)
-            return feed
+            return _with_cache(feed, layers, (batch, 2, past, 16))
 
         dims: dict[str, dict[int, str]] = {
             "input_ids": {0: "batch", 1: "seq"},
             "encoder_hidden_states": {0: "batch", 1: "source"},
             "logits": {0: "batch", 1: "seq"},
         }
-        outputs = ["logits"]
-        for i in range(layers):
-            for kind in ("key", "value"):
-                dims[f"past_key_values.{i}.{kind}"] = {0: "batch", 2: "past_seq"}
-                dims[f"present.{i}.{kind}"] = {0: "batch", 2: "total_seq"}
-                outputs.append(f"present.{i}.{kind}")
+        outputs = _cache_io(dims, layers)
         return Export(Step(), feeds(2, 3, 4, 6), outputs, dims, feeds(3, 5, 7, 9))
 
     return {

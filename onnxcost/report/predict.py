@@ -27,14 +27,19 @@ DEFAULT_TOP = 20
 """Nodes listed by default: the ones with the most predicted time."""
 
 
+def _small(v: float, decimals: int) -> str:
+    """``v`` to ``decimals`` decimals, or to 3 significant digits where those would read 0
+    (a small model on a datasheet's roofline takes nanoseconds: 1.35e-06 ms, not 0.0000)."""
+    return f"{v:,.{decimals}f}" if v == 0 or v >= 10**-decimals else f"{v:.3g}"
+
+
 def _us(v: float) -> str:
-    return f"{v:,.2f}" if v < 1000 else f"{v:,.0f}"
+    return _small(v, 2) if v < 1000 else f"{v:,.0f}"
 
 
 def _ms(v: float) -> str:
-    """A latency in ms: 4 decimals, or 3 significant digits under 0.001 ms, where 4 decimals
-    read 0.0000 (a small model on a datasheet's roofline takes nanoseconds)."""
-    return f"{v:,.4f}" if v == 0 or v >= 1e-3 else f"{v:.3g}"
+    """A latency in ms: 4 decimals, or 3 significant digits under 0.0001 ms."""
+    return _small(v, 4)
 
 
 def summary_rows(p: Prediction) -> list[tuple[str, str]]:

@@ -141,6 +141,8 @@ def test_a_latency_under_a_microsecond_is_not_printed_as_zero() -> None:
     assert r.exit_code == 0, r.output
     assert f"{latency:.3g} ms" in r.stdout
     assert "0.0000 ms" not in r.stdout
+    # every node is memory-bound: their time together is the latency, 0.00135 us, not 0.00
+    assert f"memory-bound     18 nodes, {latency * 1e3:.3g} us" in r.stdout
     args = ["predict", path, "--device", "a100", "--sweep", "DynamicDimension.0=1,8"]
     r = runner.invoke(app, args, env={"COLUMNS": "100"})
     assert r.exit_code == 0, r.output

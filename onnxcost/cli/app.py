@@ -1,7 +1,7 @@
 """The `onnxcost` command line: the typer app, its --version, and one registration per command.
 
 Each command is a module of this package (``analyze.py``, ``bench.py``, ...): adding one is
-that module plus one ``app.command(...)`` line below. Exit codes: 0 ok, 1 a problem with the
+that module plus one entry of ``COMMANDS`` below. Exit codes: 0 ok, 1 a problem with the
 model, the environment or a budget (one line on stderr; --debug shows the traceback; see
 ``guard.run_guarded``), 2 usage errors.
 
@@ -12,33 +12,31 @@ start (see onnxcost/cli/__init__.py); names imported for type checking only are 
 import atexit
 import copy
 import gc
+import importlib
+import os
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from onnxcost._version import __version__
-from onnxcost.cli import (
-    analyze,
-    annotate,
-    bench,
-    calibrate,
-    check,
-    compare,
-    llm,
-    ops,
-    predict,
-    providers,
-    sweep,
-    zoo,
-)
 
-app = typer.Typer(
-    name="onnxcost",
-    help="What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured latency.",
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-)
+COMMANDS = {
+    "analyze": "analyze:analyze",
+    "annotate": "annotate:annotate",
+    "ops": "ops:ops",
+    "llm": "llm:llm_cmd",
+    "compare": "compare:compare_cmd",
+    "check": "check:check_cmd",
+    "bench": "bench:bench",
+    "calibrate": "calibrate:calibrate",
+    "predict": "predict:predict_cmd",
+    "providers": "providers:providers",
+    "sweep": "sweep:sweep_cmd",
+    "zoo": "zoo:zoo_app",
+}
+"""Each command (in the order ``--help`` lists them): its module of this package and the
+function (or, for ``zoo``, the typer app of its subcommands) that implements it."""
 
 
 def _version(value: bool) -> None:
@@ -47,7 +45,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -59,18 +56,47 @@ def _root(
     """What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured latency."""
 
 
-app.command()(analyze.analyze)
-app.command()(annotate.annotate)
-app.command()(ops.ops)
-app.command("llm")(llm.llm_cmd)
-app.command("compare")(compare.compare_cmd)
-app.command("check")(check.check_cmd)
-app.command()(bench.bench)
-app.command()(calibrate.calibrate)
-app.command("predict")(predict.predict_cmd)
-app.command()(providers.providers)
-app.command("sweep")(sweep.sweep_cmd)
-app.add_typer(zoo.zoo_app, name="zoo")
+def build(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or with the command ``only`` alone: ``main`` builds
+    the one it runs, so a start imports and converts that command's module only (each other
+    one adds its imports and typer's reading of its parameters: 17 ms of the 0.28 s of
+    ``onnxcost analyze`` on a small model, ``scripts/bench_analyze.py``)."""
+    app = typer.Typer(
+        name="onnxcost",
+        help="What an ONNX model costs: FLOPs, MACs, parameters, memory traffic, and measured "
+        "latency.",
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_root)
+    for name, where in COMMANDS.items():
+        if only is None or name == only:
+            module, attr = where.split(":")
+            found = getattr(importlib.import_module(f"onnxcost.cli.{module}"), attr)
+            if isinstance(found, typer.Typer):
+                app.add_typer(found, name=name)
+            else:
+                app.command(name)(found)
+    return app
+
+
+def invoked(args: list[str]) -> str | None:
+    """The command that ``args`` (the command line after ``onnxcost``) runs, where it names one
+    first; None where it needs the whole app: no command, a flag of the root (``--help``,
+    ``--version``), a name that is no command (whose error lists them), or shell completion."""
+    if not args or "_ONNXCOST_COMPLETE" in os.environ:
+        return None
+    return args[0] if args[0] in COMMANDS else None
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the whole typer app (for tests and ``typer.testing.CliRunner``), built on first
+    use."""
+    if name == "app":
+        globals()["app"] = found = build()
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # What --help shows for a value in place of typer's <type> labels (choices stay as they are).
@@ -110,7 +136,7 @@ def main() -> None:
     # passes during interpreter shutdown (with onnx, typer and rich loaded, 80 ms of a small
     # model's 0.48 s); what those passes would free, the process's exit frees anyway.
     atexit.register(gc.freeze)
-    plain_help(typer.main.get_command(app))()
+    plain_help(typer.main.get_command(build(invoked(sys.argv[1:]))))()
 
 
 if __name__ == "__main__":

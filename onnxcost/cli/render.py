@@ -160,7 +160,7 @@ def _analysis_views(
 ) -> Views:
     """analyze: every format shows the same chosen nodes in the same order."""
     from onnxcost.analysis.records import to_json
-    from onnxcost.report import as_text, html, table
+    from onnxcost.report import table
 
     if chosen is None:
         from onnxcost.report.select import Selection
@@ -175,6 +175,22 @@ def _analysis_views(
             data["nodes"] = [data["nodes"][position[id(n)]] for n in cut]
         return to_json(data)
 
+    # The other formats' modules are imported where asked for: not at each table's start.
+    def as_csv() -> str:
+        from onnxcost.report import as_text
+
+        return as_text.to_csv(cut)
+
+    def as_markdown() -> str:
+        from onnxcost.report import as_text
+
+        return as_text.to_markdown(result, cut, depth=depth, tree=tree)
+
+    def as_html() -> str:
+        from onnxcost.report import html
+
+        return html.analysis_html(result, cut)
+
     return Views(
         table=lambda c: table.render(
             result,
@@ -186,9 +202,9 @@ def _analysis_views(
             sort_key=chosen.sort_key,
         ),
         json=as_json,
-        csv=lambda: as_text.to_csv(cut),
-        markdown=lambda: as_text.to_markdown(result, cut, depth=depth, tree=tree),
-        html=lambda: html.analysis_html(result, cut),
+        csv=as_csv,
+        markdown=as_markdown,
+        html=as_html,
         netron=None if model is None else lambda out: emit_netron(model, result, out),
     )
 

@@ -212,6 +212,7 @@ def test_main_builds_the_command_it_runs_alone(monkeypatch: pytest.MonkeyPatch) 
     assert invoked(["--version"]) is None
     assert invoked([]) is None
     assert invoked(["analyse", "m.onnx"]) is None
+    assert invoked(["sweep", "grid.toml"]) is None  # it reads every command's options
     monkeypatch.setenv("_ONNXCOST_COMPLETE", "complete_bash")
     assert invoked(["analyze"]) is None  # shell completion offers every command
     one = typer.main.get_command(build("llm"))

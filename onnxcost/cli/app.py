@@ -84,10 +84,11 @@ def build(only: str | None = None) -> typer.Typer:
 def invoked(args: list[str]) -> str | None:
     """The command that ``args`` (the command line after ``onnxcost``) runs, where it names one
     first; None where it needs the whole app: no command, a flag of the root (``--help``,
-    ``--version``), a name that is no command (whose error lists them), or shell completion."""
+    ``--version``), a name that is no command (whose error lists them), shell completion, or
+    ``sweep``, which checks a grid file against the other commands' options."""
     if not args or "_ONNXCOST_COMPLETE" in os.environ:
         return None
-    return args[0] if args[0] in COMMANDS else None
+    return args[0] if args[0] in COMMANDS and args[0] != "sweep" else None
 
 
 def __getattr__(name: str) -> Any:

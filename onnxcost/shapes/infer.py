@@ -54,7 +54,7 @@ from onnxcost.shapes.folding import (
     _known_values,
     _value_sources,
 )
-from onnxcost.shapes.loops import infer_loop
+from onnxcost.shapes.loops import infer_loop, trip_count
 from onnxcost.shapes.overrides import (
     _apply_overrides,
     _declarations,
@@ -63,6 +63,7 @@ from onnxcost.shapes.overrides import (
     shape_of,
 )
 from onnxcost.shapes.rules import has_rule, rule_outputs
+from onnxcost.shapes.sequences import SEQUENCE_OPS, SequenceInfo, sequence_node, unroll
 from onnxcost.shapes.whole import (
     _clear_inferred,
     _collect_types,
@@ -184,7 +185,10 @@ def _propagate_nodes(
             if node.domain in DEFAULT_DOMAINS and depth < MAX_NESTING:
                 if op_type == "Loop":
                     infer_loop(node, types, run.values, run.opset_imports, run.model.ir_version)
+                    _unroll(node, run, depth + 1)
                 _propagate_bodies(node, run, bodies, depth + 1)
+            continue
+        if op_type in SEQUENCE_OPS and sequence_node(node, types, run.values):
             continue
         for o in node.output:
             if o:
@@ -206,27 +210,63 @@ def _propagate_bodies(
             continue
         body = a.g
         key = (node.name, a.name)
-        own: dict[str, TensorInfo] = {}
-        # Not ONNX's inference of the body: where two branches name tensors alike, it mixes
-        # them up (optimum's merged T5 decoder: a ConstantOfShape of [4] typed [1, 1, 32],
-        # the other branch's). Each node is inferred here, in the body's own scope.
-        _collect_types(body, own, inferred=False)
-        outer = run.types
-        for name in [n for n, info in own.items() if not info.is_concrete]:
-            found = outer.get(name)
-            if found is not None and found.is_concrete:  # a Loop's body (``infer_loop``)
-                del own[name]
-        type_body_inputs(node, body, own, outer)
-        types = outer.new_child(own) if isinstance(outer, ChainMap) else ChainMap(own, outer)
-        _use_declared(types, run.declared.get(key, {}), run.symbols)
-        values = ScopedValues(_value_sources(body), run.values)
-        inner = replace(run, types=types, values=values, failures=[])
+        inner = _body_run(node, body, key, run)
+        types, values = inner.types, inner.values
         _propagate_nodes(body.node, inner, bodies, depth)
         scope = Scope(types, values)
         bodies[key] = None if key in bodies else scope  # None: two bodies, one key
         scopes[a.name] = (body, scope)
     if node.op_type == "If":
         type_if_outputs(node, scopes, run.types, run.values)
+
+
+def _body_run(
+    node: onnx.NodeProto, body: onnx.GraphProto, key: BodyKey, run: _Propagation
+) -> _Propagation:
+    """``run`` inside one body of ``node``: the body's own types and values over those of
+    ``run``, its scope, where the body reads them."""
+    own: dict[str, TensorInfo] = {}
+    # Not ONNX's inference of the body: where two branches name tensors alike, it mixes
+    # them up (optimum's merged T5 decoder: a ConstantOfShape of [4] typed [1, 1, 32],
+    # the other branch's). Each node is inferred here, in the body's own scope.
+    _collect_types(body, own, inferred=False)
+    outer = run.types
+    for name in [n for n, info in own.items() if not info.is_concrete]:
+        found = outer.get(name)
+        if found is not None and found.is_concrete:  # a Loop's body (``infer_loop``)
+            del own[name]
+    type_body_inputs(node, body, own, outer)
+    types = outer.new_child(own) if isinstance(outer, ChainMap) else ChainMap(own, outer)
+    _use_declared(types, run.declared.get(key, {}), run.symbols)
+    values = ScopedValues(_value_sources(body), run.values)
+    if node.op_type == "Loop" and len(body.input) >= 2 and trip_count(node, run.values) == 1:
+        # One iteration: the iteration number is 0 and the state is the initial one (a
+        # sequence too, which ``infer_loop`` does not type).
+        values.add_folded(body.input[0].name, np.array(0, dtype=np.int64))
+        for vi, initial in zip(body.input[2:], node.input[2:], strict=False):
+            found = outer.get(initial) if initial else None
+            if isinstance(found, SequenceInfo):
+                types[vi.name] = found.renamed(vi.name)
+    return replace(run, types=types, values=values, failures=[])
+
+
+def _unroll(node: onnx.NodeProto, run: _Propagation, depth: int) -> None:
+    """Type a Loop's state outputs that hold sequences known element by element: its body
+    propagated once per iteration (``sequences.unroll``)."""
+    body = next((a.g for a in node.attribute if a.name == "body" and a.type == a.GRAPH), None)
+    states = node.input[2:]
+    if body is None or not any(isinstance(run.types.get(s), SequenceInfo) for s in states):
+        return
+
+    def walk(k: int, given: Mapping[str, SequenceInfo]) -> Mapping[str, TensorInfo]:
+        inner = _body_run(node, body, (node.name, "body"), run)
+        if body.input:
+            inner.values.add_folded(body.input[0].name, np.array(k, dtype=np.int64))
+        inner.types.update(given)
+        _propagate_nodes(body.node, inner, {}, depth)
+        return inner.types
+
+    unroll(node, body, trip_count(node, run.values), run.types, walk)
 
 
 def _inference_failures(
@@ -544,6 +584,10 @@ def _per_node(
                     ids.of[out] = number
                 kinds.append(kind)
                 continue
+        if op_type in SEQUENCE_OPS and sequence_node(node, types, values):
+            _forget(ids, outs)
+            kinds.append(-1)
+            continue
         signature = _node_key(op_type, domain, ins, outs, ids, attrs)
         if signature is None:
             _fold_node(node, types, values, run.opsets.get(""))

@@ -198,3 +198,15 @@ def test_insert_erase_at_length_and_concat() -> None:
     assert not sequence_node(
         helper.make_node("SequenceAt", ["nope", "front"], ["y"]), types, values
     )
+
+
+def test_unrolling_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nested Loops unroll each other again per iteration: one inference unrolls at most
+    # MAX_UNROLLED_IN_ALL iterations, past which the sequence is left unknown (here 2 of the
+    # 3 iterations: no part has a shape, and the four MatMuls count 0)
+    from onnxcost.shapes import sequences
+
+    monkeypatch.setattr(sequences, "MAX_UNROLLED_IN_ALL", 2)
+    a = onnxcost.analyze(_model(3, [0, 1, 3, 6]))
+    assert a.totals.macs == 0
+    assert all(n.status == "unknown_shape" for n in a.nodes if n.op_type == "MatMul")

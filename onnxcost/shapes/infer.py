@@ -28,6 +28,7 @@ from onnxcost.errors import ShapeError
 from onnxcost.load.graph import DEFAULT_DOMAINS, MAX_NESTING, GraphView
 from onnxcost.load.kv import cache_branch_symbol
 from onnxcost.load.tensors import SUBGRAPH_OPS, Shape, TensorInfo, is_tensor_type
+from onnxcost.shapes import sequences
 from onnxcost.shapes.bodies import (
     BodyKey,
     Scope,
@@ -63,7 +64,6 @@ from onnxcost.shapes.overrides import (
     shape_of,
 )
 from onnxcost.shapes.rules import has_rule, rule_outputs
-from onnxcost.shapes.sequences import SEQUENCE_OPS, SequenceInfo, sequence_node, unroll
 from onnxcost.shapes.whole import (
     _clear_inferred,
     _collect_types,
@@ -123,6 +123,8 @@ class _Propagation:
     """The shapes each body declares (``_declared_in``), read before inference."""
     symbols: Mapping[str, int] = field(default_factory=dict)
     """Each symbolic dim's value, for the shapes a body declares in them."""
+    unrolled: list[int] = field(default_factory=lambda: [0])
+    """Loop iterations unrolled so far (``_unroll``), shared by the bodies' runs."""
 
     def __post_init__(self) -> None:
         self.opset_imports = list(self.model.opset_import)
@@ -188,7 +190,7 @@ def _propagate_nodes(
                     _unroll(node, run, depth + 1)
                 _propagate_bodies(node, run, bodies, depth + 1)
             continue
-        if op_type in SEQUENCE_OPS and sequence_node(node, types, run.values):
+        if op_type in sequences.SEQUENCE_OPS and sequences.sequence_node(node, types, run.values):
             continue
         for o in node.output:
             if o:
@@ -245,7 +247,7 @@ def _body_run(
         values.add_folded(body.input[0].name, np.array(0, dtype=np.int64))
         for vi, initial in zip(body.input[2:], node.input[2:], strict=False):
             found = outer.get(initial) if initial else None
-            if isinstance(found, SequenceInfo):
+            if isinstance(found, sequences.SequenceInfo):
                 types[vi.name] = found.renamed(vi.name)
     return replace(run, types=types, values=values, failures=[])
 
@@ -254,11 +256,14 @@ def _unroll(node: onnx.NodeProto, run: _Propagation, depth: int) -> None:
     """Type a Loop's state outputs that hold sequences known element by element: its body
     propagated once per iteration (``sequences.unroll``)."""
     body = next((a.g for a in node.attribute if a.name == "body" and a.type == a.GRAPH), None)
-    states = node.input[2:]
-    if body is None or not any(isinstance(run.types.get(s), SequenceInfo) for s in states):
+    held = [run.types.get(s) for s in node.input[2:]]
+    if body is None or not any(isinstance(t, sequences.SequenceInfo) for t in held):
         return
 
-    def walk(k: int, given: Mapping[str, SequenceInfo]) -> Mapping[str, TensorInfo]:
+    def walk(k: int, given: Mapping[str, sequences.SequenceInfo]) -> Mapping[str, TensorInfo]:
+        run.unrolled[0] += 1  # nested Loops multiply: a hostile model's are bounded in all
+        if run.unrolled[0] > sequences.MAX_UNROLLED_IN_ALL:
+            return {}
         inner = _body_run(node, body, (node.name, "body"), run)
         if body.input:
             inner.values.add_folded(body.input[0].name, np.array(k, dtype=np.int64))
@@ -266,7 +271,7 @@ def _unroll(node: onnx.NodeProto, run: _Propagation, depth: int) -> None:
         _propagate_nodes(body.node, inner, {}, depth)
         return inner.types
 
-    unroll(node, body, trip_count(node, run.values), run.types, walk)
+    sequences.unroll(node, body, trip_count(node, run.values), run.types, walk)
 
 
 def _inference_failures(
@@ -584,7 +589,7 @@ def _per_node(
                     ids.of[out] = number
                 kinds.append(kind)
                 continue
-        if op_type in SEQUENCE_OPS and sequence_node(node, types, values):
+        if op_type in sequences.SEQUENCE_OPS and sequences.sequence_node(node, types, values):
             _forget(ids, outs)
             kinds.append(-1)
             continue

@@ -224,6 +224,10 @@ def _split(
 MAX_UNROLLED = 256
 """The most iterations of a Loop unrolled to follow the sequence it fills (``unroll``)."""
 
+MAX_UNROLLED_IN_ALL = 1024
+"""The most Loop iterations one inference unrolls, nested Loops' included (each iteration of
+an outer Loop unrolls the inner ones again: a hostile model could nest them to 256 ** 8)."""
+
 BodyWalk = Callable[[int, Mapping[str, SequenceInfo]], Mapping[str, TensorInfo]]
 """Propagates a Loop's body once with its iteration number at the value given and its
 state inputs holding the sequences given (by body input name); returns the body's types."""
@@ -263,6 +267,7 @@ def unroll(
 __all__ = [
     "MAX_ELEMENTS",
     "MAX_UNROLLED",
+    "MAX_UNROLLED_IN_ALL",
     "SEQUENCE_OPS",
     "SequenceInfo",
     "sequence_node",

@@ -82,6 +82,7 @@ from onnxcost.bench.sweep import (
     batch_of,
     search_max_batch,
     subprocess_probe,
+    unbatched,
     with_batch,
 )
 from onnxcost.bench.system import GpuMemory, cpu_name, gpu_info, host_peak_rss_mb, logical_cpus
@@ -631,7 +632,9 @@ def run_bench(
     specs = input_specs(analysis.inputs, model.inputs, analysis.nodes, branch)
     if arrays is not None:
         specs = tuple(s.with_shape(tuple(arrays[s.name].shape)) for s in specs)
-    axis = batch_axis(model.inputs, o.batch_dim)
+    axis = batch_axis(model.inputs, o.batch_dim, analysis.outputs)
+    if o.batch_dim is None and (why := unbatched(model.inputs, analysis.outputs)):
+        warnings.append(why)
     batch = batch_of(specs, axis)
     for b in plan.batches:
         with_batch(specs, axis, b)

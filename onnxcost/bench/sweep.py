@@ -1,7 +1,9 @@
 """Batch: which dims are the batch, a sweep over batch sizes, and the largest batch that fits.
 
 The batch is every dim named by ``batch_dim``; by default the first input's first dim (every
-dim with that symbol, or dim 0 of each input whose first dim is unnamed). The max-batch search
+dim with that symbol, or dim 0 of each input whose first dim is unnamed). A fixed first dim
+above 1 is the batch only where an output has it as its first dim too: a detector that takes
+one image, ``[3, 320, 320]``, has no batch of 3 (``unbatched``). The max-batch search
 doubles the batch until a probe fails, then bisects between the last success and the first
 failure. Each probe runs in a fresh ``python -m onnxcost.bench._probe`` process, so running out
 of memory (even being killed for it) ends the probe, never the benchmark.
@@ -38,8 +40,14 @@ class BatchAxis:
     """The declared batch when the model fixes it (then no other batch can run)."""
 
 
-def batch_axis(declared: Sequence[TensorRecord], batch_dim: str | None = None) -> BatchAxis | None:
-    """Find the batch dims in the model's declared inputs (None when no input has a dim)."""
+def batch_axis(
+    declared: Sequence[TensorRecord],
+    batch_dim: str | None = None,
+    outputs: Sequence[TensorRecord] | None = None,
+) -> BatchAxis | None:
+    """Find the batch dims in the model's declared inputs: None where no input has a dim, or
+    where the first input's first dim is fixed above 1 and none of ``outputs`` (their
+    inferred shapes) starts with it (``unbatched``)."""
     if batch_dim is not None:
         dims = tuple(
             (d.name, i)
@@ -67,7 +75,29 @@ def batch_axis(declared: Sequence[TensorRecord], batch_dim: str | None = None) -
         return BatchAxis(
             None, tuple((d.name, 0) for d in declared if d.shape and d.shape[0] is None)
         )
+    if outputs is not None and unbatched(declared, outputs) is not None:
+        return None
     return BatchAxis(None, ((first.name, 0),), fixed=head)
+
+
+def unbatched(declared: Sequence[TensorRecord], outputs: Sequence[TensorRecord]) -> str | None:
+    """Why the first input's fixed first dim is not a batch (for a warning), or None. A batch
+    carries through the model to its outputs' first dim; a dim that none of them starts with
+    is the input's own (a detector's image, ``[3, 320, 320]``: 3 channels), so the model runs
+    one sample a run, and its throughput is runs per second, not 3 times that."""
+    first = next((d for d in declared if d.shape), None)
+    if first is None or first.shape is None:
+        return None
+    head = first.shape[0]
+    if not isinstance(head, int) or head == 1:
+        return None
+    if any(o.shape and o.shape[0] == head for o in outputs):
+        return None
+    shape = ", ".join("?" if d is None else str(d) for d in first.shape)
+    return (
+        f"input {first.name!r} [{shape}] fixes its first dim to {head}, and no output starts "
+        f"with {head}: it is not taken as a batch (throughput counts one sample a run)"
+    )
 
 
 def batch_of(specs: Sequence[InputSpec], axis: BatchAxis | None) -> int:
@@ -85,7 +115,10 @@ def with_batch(
     """Specs with every batch dim set to ``batch`` (UsageError when the model fixes another)."""
     if axis is None:
         if batch != 1:
-            raise UsageError("the model's inputs have no dims, so there is no batch to change")
+            raise UsageError(
+                "the model's inputs have no batch dim, so there is no batch to change; bench "
+                "other batches with a model exported with one"
+            )
         return tuple(specs)
     if axis.fixed is not None and batch != axis.fixed:
         raise UsageError(

@@ -6,6 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import onnx
+import onnx.numpy_helper
 import pytest
 
 from onnxcost.analysis.records import TensorRecord
@@ -20,6 +23,7 @@ from onnxcost.bench.sweep import (
     batch_of,
     search_max_batch,
     subprocess_probe,
+    unbatched,
     with_batch,
 )
 from onnxcost.errors import UsageError
@@ -61,6 +65,27 @@ def test_unnamed_and_fixed_batch_dims() -> None:
     with pytest.raises(UsageError, match="fixes the batch to 1"):
         with_batch(spec, fixed, 2)
     assert batch_axis((TensorRecord("s", "float32", ()),)) is None
+
+
+def test_a_fixed_first_dim_is_a_batch_only_where_an_output_starts_with_it() -> None:
+    # torchvision's detectors take one image, [3, 320, 320], and give [N, 4] boxes: 3 is the
+    # image's channels, not a batch of 3 (throughput was 3 times the runs per second).
+    image = (TensorRecord("images", "float32", (3, 320, 320)),)
+    boxes = (TensorRecord("boxes", "float32", ("N", 4)), TensorRecord("scores", "float32", ("N",)))
+    assert batch_axis(image, outputs=boxes) is None
+    why = unbatched(image, boxes)
+    assert why is not None
+    assert "input 'images' [3, 320, 320] fixes its first dim to 3" in why
+    with pytest.raises(UsageError, match="the model's inputs have no batch dim"):
+        with_batch((InputSpec("images", "float32", (3, 320, 320)),), None, 2)
+    # A classifier exported at batch 3 gives [3, 1000]: that is a batch of 3.
+    logits = (TensorRecord("logits", "float32", (3, 1000)),)
+    assert batch_axis(image, outputs=logits) == BatchAxis(None, (("images", 0),), fixed=3)
+    assert unbatched(image, logits) is None
+    # A fixed batch of 1 is 1 either way, and a named dim is a batch without a look at outputs.
+    one = (TensorRecord("x", "float32", (1, 3)),)
+    assert batch_axis(one, outputs=boxes) == BatchAxis(None, (("x", 0),), fixed=1)
+    assert unbatched(BERT, boxes) is None
 
 
 def fake(fits_up_to: int, best_at: int) -> Any:
@@ -134,3 +159,24 @@ def test_run_bench_max_batch(emb_path: str, fast: BenchOptions) -> None:
     assert [p.batch for p in r.max_batch.probes] == [1, 2, 4]
     assert r.max_batch.largest_ok == 4
     assert r.max_batch.hit_limit
+
+
+@pytest.mark.ort
+def test_run_bench_takes_an_image_without_a_batch_dim_as_one_sample(
+    tmp_path: Path, fast: BenchOptions
+) -> None:
+    # x [3, 8, 8] summed over its first dim gives y [8, 8]: 3 channels of one image.
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+        "image",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 8, 8])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.array([0], np.int64), "axes")],
+    )
+    path = tmp_path / "image.onnx"
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    r = run_bench(str(path), fast)
+    assert r.batch == 1
+    assert any("it is not taken as a batch" in w for w in r.warnings)

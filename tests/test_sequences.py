@@ -126,6 +126,26 @@ def test_one_iteration_shapes_its_body_too() -> None:
     assert not any("could not be resolved" in w for w in a.warnings)
 
 
+def test_a_sequence_is_read_written_and_live_as_the_elements_it_holds() -> None:
+    # onnxruntime's sequence ops copy each element they keep (sequence_ops.cc,
+    # CreateCopyAndAppendCpuTensor). x [2, 3, 10] float is 240 bytes; part 0, x[:, :, 0:4],
+    # 96; the tail, x[:, :, 4:10], 144; each MatMul's [2, 3, 5] output 120.
+    a = onnxcost.analyze(_model(1, [0, 4]))
+    by_name = {n.name: n for n in a.nodes}
+    insert = next(n for n in a.nodes if n.op_type == "SequenceInsert" and n.outputs == ("seq",))
+    # [part 0] + the tail: reads both, 96 + 144 = 240, and writes the new sequence, 240
+    assert (insert.bytes_read, insert.bytes_written) == (240, 240)
+    first, second = (n for n in a.nodes if n.op_type == "SequenceAt")
+    # each copies one element out: part 0 read and written (96), its int64 position read (8)
+    assert (first.bytes_read, first.bytes_written) == (96 + 8, 96)
+    assert (second.bytes_read, second.bytes_written) == (144 + 8, 144)
+    # The peak is at the second SequenceAt: the sequence (240, read there last), y0 (120, an
+    # output) and part 1 (144) = 504; before, where a sequence held 0 bytes, the peak was 384
+    # (the last MatMul's part 1 + y0 + y1) and the sequence was never live.
+    assert a.totals.peak_activation_bytes == 240 + 120 + 144
+    assert by_name[a.peak_activation.node].op_type == "SequenceAt"
+
+
 def test_more_iterations_leave_the_body_s_varying_shapes_unknown() -> None:
     # three iterations slice widths 1, 2 and 3: the body has no one shape, and says so
     a = onnxcost.analyze(_model(3, [0, 1, 3, 6]))
@@ -185,8 +205,10 @@ def test_insert_erase_at_length_and_concat() -> None:
     assert types["joined"].shape == (2, 11)
     assert types["stacked"].shape == (2, 2, 3)  # two [2, 3] stacked at a new axis 0
     assert len(types["s5"].elements) == 1  # type: ignore[attr-defined]
-    # a sequence holds its elements: 0 bytes of its own, and no shape
-    assert types["s3"].known_nbytes == 0
+    # a sequence is the bytes of the elements it holds, (2*5 + 2*3 + 2*3) * 4 = 88, and has
+    # no shape; an empty one is 0 bytes
+    assert types["s3"].known_nbytes == 88
+    assert SequenceInfo("e", (), F).known_nbytes == 0
     assert not types["s3"].is_concrete
     # unlike elements do not join along a new axis; a position past the end is unknown
     uneven = helper.make_node("ConcatFromSequence", ["s3"], ["bad"], axis=0, new_axis=1)

@@ -93,9 +93,14 @@ register_zero(
     "OptionalHasElement",
     "SequenceConstruct",
     "SequenceEmpty",
-    "SequenceLength",
     "ConcatFromSequence",
     reason="no arithmetic: builds, unwraps or concatenates containers",
+)
+register_zero(
+    "SequenceLength",
+    reason="no arithmetic: reads the sequence's length, not its elements (0 bytes read)",
+    meta_inputs=(0,),
+    reads_data=False,
 )
 register_zero(
     "SequenceAt",
@@ -104,6 +109,23 @@ register_zero(
     reason="no arithmetic: builds, unwraps or splits containers",
     meta_inputs=(1,),
 )
+
+
+@register_reads("SequenceAt", "SequenceErase")
+def kept_elements_read(ctx: OpContext) -> tuple[int, ...]:
+    """Bytes read = the elements it copies out: SequenceAt's one (its output), SequenceErase's
+    every one but the erased (its output sequence); the position whole.
+
+    onnxruntime copies each element it keeps (``shapes.sequences.SequenceInfo``); the others
+    are not read.
+    """
+    kept = ctx.outputs[0]
+    return tuple(
+        0 if t is None else (kept.nbytes if kept is not None else 0) if i == 0 else t.nbytes
+        for i, t in enumerate(ctx.inputs)
+    )
+
+
 register_zero(
     "SequenceInsert",
     reason="no arithmetic: inserts into a container",

@@ -28,10 +28,13 @@ from onnxcost.shapes.folding import KnownValues
 
 class SequenceInfo(TensorInfo):
     """A sequence as the analyzer knows it: the type of each element (each concrete), in
-    ``types`` beside the tensors. It has no shape of its own (``shape`` None, not concrete),
-    and 0 bytes: it holds its elements, whose bytes are counted where they are read and
-    written as tensors (``SequenceInsert`` reads the one it inserts, ``SequenceAt`` writes
-    the one it takes out)."""
+    ``types`` beside the tensors. It has no shape of its own (``shape`` None, not concrete);
+    its bytes (``known_nbytes``) are its elements', which it holds: onnxruntime's sequence
+    ops copy every element they keep (``SequenceInsert`` writes a new sequence of the old
+    one's copies and the tensor's, which both stay live through it), so a sequence is read,
+    written and live as a tensor of that size. ``SequenceAt`` reads the element it copies
+    out, ``SequenceErase`` the ones it keeps, ``SequenceLength`` none
+    (``costs.data_movement``)."""
 
     __slots__ = ("elements",)
 
@@ -39,7 +42,7 @@ class SequenceInfo(TensorInfo):
 
     def __init__(self, name: str, elements: tuple[TensorInfo, ...], elem_type: int = 0) -> None:
         super().__init__(name, elements[0].elem_type if elements else elem_type, None)
-        self.known_nbytes = 0
+        self.known_nbytes = sum(t.known_nbytes for t in elements)
         self.elements = elements
 
     def renamed(self, name: str) -> SequenceInfo:

@@ -227,3 +227,54 @@ g (bool c, float[4] x) => (float[4] y) {
     result = infer(model, None, None, view)
     assert ran == [True]
     assert result.types["a"].shape == (4,)
+
+
+def _nonzero_of_a_constant() -> onnx.ModelProto:
+    """x [2, 8] -> Gather(axis 1) at Squeeze(NonZero(ConstantOfShape([8], 1))) -> MatMul by
+    W [8, 4]: torch's ``as_strided`` as the TorchScript exporter writes it (Longformer)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [
+        helper.make_node("Constant", [], ["n"], value=numpy_helper.from_array(np.array([8]))),
+        helper.make_node(
+            "ConstantOfShape",
+            ["n"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.INT64, [1], [1]),
+        ),
+        helper.make_node("NonZero", ["ones"], ["nz"]),
+        helper.make_node("Constant", [], ["ax"], value=numpy_helper.from_array(np.array([0]))),
+        helper.make_node("Squeeze", ["nz", "ax"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["g"], axis=1),
+        helper.make_node("MatMul", ["g", "W"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "nonzero",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((8, 4), np.float32), "W")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_folded_value_gives_its_tensor_the_shape_inference_left_unknown() -> None:
+    # ONNX's inference gives NonZero's output [1, ?]; its folded value, the indices 0..7 of
+    # the 8 ones, is [1, 8], and so the Gather is [2, 8] and the MatMul 2 x 8 x 4 = 64 MACs
+    # (before, 4 nodes were unknown_shape and it counted 0). Both inference routes agree.
+    import numpy as np
+    import onnxruntime as ort
+
+    import onnxcost
+
+    model = _nonzero_of_a_constant()
+    per_node, whole_graph = _both(model)
+    assert per_node == whole_graph
+    assert per_node["nz"] == (onnx.TensorProto.INT64, (1, 8))
+    a = onnxcost.analyze(model)
+    assert a.totals.macs == 64
+    assert all(n.status != "unknown_shape" for n in a.nodes)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": np.zeros((2, 8), np.float32)})
+    assert a.nodes[-1].output_shapes == (y.shape,)

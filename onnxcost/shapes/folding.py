@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -431,9 +431,52 @@ _FOLDS_WITH_TYPES = frozenset({"Shape", "Size"})
 _FOLDS = frozenset(_FOLD) | _FOLDS_WITH_TYPES | _REFERENCE_FOLDS
 
 
+def typed_by_value(name: str, old: TensorInfo | None, value: np.ndarray) -> TensorInfo | None:
+    """The type a folded value gives its tensor where inference left the shape unknown
+    (``old`` None or not concrete), where it agrees with what inference knew (rank, fixed
+    dims, element type); else None. A NonZero of a constant (torch's ``as_strided``, written
+    as NonZero(ConstantOfShape)) is folded to its indices, but ONNX's inference gives it
+    ``[1, ?]``, which left everything after it without a shape: Longformer's attention."""
+    if old is not None and old.is_concrete:
+        return None
+    shape = tuple(int(d) for d in value.shape)
+    known = () if old is None or old.shape is None else old.shape
+    if known and (
+        len(known) != len(shape)
+        or any(type(d) is int and d != v for d, v in zip(known, shape, strict=True))
+    ):
+        return None
+    try:
+        elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if old is not None and old.elem_type and old.elem_type != elem:
+        return None
+    return TensorInfo(name, elem, shape)
+
+
+def typed_outputs(
+    typed: tuple[tuple[int, TensorInfo], ...],
+    values: Sequence[np.ndarray | None],
+    names: Sequence[str],
+) -> tuple[tuple[int, TensorInfo], ...]:
+    """``typed`` ((output index, type) pairs, as inference gave them), with the type each
+    folded value gives an output that inference left without a concrete one
+    (``typed_by_value``)."""
+    if not any(v is not None for v in values):
+        return typed
+    found = dict(typed)
+    for index, value in enumerate(values):
+        if value is not None and index < len(names) and names[index]:
+            by_value = typed_by_value("", found.get(index), value)
+            if by_value is not None:
+                found[index] = by_value
+    return tuple(sorted(found.items()))
+
+
 def _fold_node(
     node: onnx.NodeProto,
-    types: Mapping[str, TensorInfo],
+    types: MutableMapping[str, TensorInfo],
     values: KnownValues,
     opset: int | None = None,
 ) -> None:
@@ -443,6 +486,9 @@ def _fold_node(
     for name, value in zip(node.output, _fold_values(node, types, values, opset), strict=False):
         if name and value is not None:
             values[name] = value
+            typed = typed_by_value(name, types.get(name), value)
+            if typed is not None:
+                types[name] = typed
 
 
 def _fold_values(

@@ -54,6 +54,7 @@ from onnxcost.shapes.folding import (
     _fold_values,
     _known_values,
     _value_sources,
+    typed_outputs,
 )
 from onnxcost.shapes.loops import infer_loop, trip_count
 from onnxcost.shapes.overrides import (
@@ -441,12 +442,10 @@ class _Seen:
         kind: int,
         ids: _TensorIds,
     ) -> _Seen:
-        outputs = tuple(
-            (index, TensorInfo("", elem, shape))
-            for index, elem, shape in _inferred(node, signature, run) or ()
-            if shape is not None or elem
-        )
         values = _fold_values(node, run.types, run.values, run.opsets.get(""))
+        inferred = _inferred(node, signature, run) or ()
+        typed = tuple((i, TensorInfo("", e, s)) for i, e, s in inferred if s is not None or e)
+        outputs = typed_outputs(typed, values, node.output)  # a folded value gives a shape
         for value in values:
             if value is not None:
                 value.flags.writeable = False  # shared by every node of this signature

@@ -329,3 +329,26 @@ def test_predict_sweeps_from_the_formulas_from_the_least_value() -> None:
         (23, "analysis"),
     ]
     assert sweep.points[2].why == "n=23 is below 24, the least n the formulas hold from"
+
+
+def test_a_least_point_that_breaks_the_model_is_named_as_chosen_not_as_flags_given() -> None:
+    # x [b, s] reshaped to [b, 2, -1] needs an even s. With --dim b=2, --symbolic analyses s
+    # at its least value, 1, where the Reshape breaks: the error said "the shapes from
+    # --dim b=2, --dim s=1 do not fit the model ... fix the flags", though s=1 was no flag.
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0, 2, -1], np.int64), "shape")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(ShapeError) as raised:
+        onnxcost.analyze(model, symbolic=True, dims={"b": 2})
+    message = str(raised.value)
+    assert message.startswith("--symbolic: the model's shapes break at s=1 (with --dim b=2)")
+    assert "node 'Reshape_0' (Reshape)" in message
+    assert "--dim s=1" not in message
+    # a concrete analysis there, with both dims given, is the user's own flags: as before
+    with pytest.raises(ShapeError, match="the shapes from --dim b=2, --dim s=1 do not fit"):
+        onnxcost.analyze(model, dims={"b": 2, "s": 1})

@@ -87,10 +87,10 @@ def symbolic_analysis(
                 training=training,
                 traffic=traffic,
             )
-        except ShapeError:  # the walk may say which least values the model needs
+        except ShapeError as error:  # the walk may say which least values the model needs
             found = _walked_least(source, input_shapes, dims, symbols, start, convention, traffic)
             if not find or found is None:
-                raise
+                raise _at_least_point(error, point, symbols, why, dims) from None
         else:
             found = _symbolic_costs(
                 source,
@@ -184,6 +184,30 @@ def _walked_least(
     if walked.shapes is None:
         return None
     return least_from_floors(walked.shapes.shapes, symbols, offsets)
+
+
+def _at_least_point(
+    error: ShapeError,
+    point: Mapping[str, int],
+    symbols: Sequence[str],
+    why: Mapping[str, str],
+    dims: Mapping[str, int],
+) -> ShapeError:
+    """``error`` where the model's shapes break at the point ``--symbolic`` chose (each free
+    symbol at its least value), not at one the user gave: its message blamed ``--dim`` flags
+    the user may never have passed (``--dim s10=1, --dim s21=4``)."""
+    if not error.node or not symbols:
+        return error
+    chosen = ", ".join(f"{s}={point[s]}" for s in symbols)
+    fixed = ", ".join(f"--dim {s}={v}" for s, v in dims.items())
+    found = "".join(f"; {s}={point[s]}: {why[s]}" for s in symbols if s in why)
+    return ShapeError(
+        f"--symbolic: the model's shapes break at {chosen}{f' (with {fixed})' if fixed else ''}, "
+        f"the least value of each free symbol (1, or as --dim SYMBOL>=N gives it{found}): "
+        f"{error.node}; set the symbols where the model is valid with --dim SYMBOL=N or "
+        f"--dim SYMBOL>=N",
+        node=error.node,
+    )
 
 
 def _check_given(given: Mapping[str, int], found: Least) -> None:

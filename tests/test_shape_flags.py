@@ -290,3 +290,22 @@ def test_every_shape_command_refuses_and_allows(fixed: Path, args: list[str]) ->
 def test_bench_has_the_flag() -> None:
     r = runner.invoke(app, ["bench", "--help"])
     assert "--allow-reshape" in r.stdout
+
+
+def test_a_model_that_breaks_without_the_flags_too_is_said_to_maybe_be_malformed() -> None:
+    # x [b, s] reshaped to [b, 2, -1] needs an even s: each dim at 1 breaks the Reshape. At
+    # s=4 it is [b, 2, 2], and the MatMul by w [3, 4] breaks (2 against 3): the model itself
+    # is wrong there, as an exporter's broken Transpose is at the very shapes it was traced
+    # at, and "fix the flags" alone sent the user after flags that were right.
+    text = """
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[b,s] x) => (float[b,2,4] y) <int64[3] shape = {0, 2, -1}, float[3,4] w = {1.0}> {
+  r = Reshape (x, shape)
+  y = MatMul (r, w)
+}"""
+    with pytest.raises(ShapeError) as e:
+        onnxcost.analyze(parse(text), dims={"s": 4})
+    message = str(e.value)
+    assert message.startswith("the shapes from --dim s=4 do not fit the model: node 'MatMul_1'")
+    assert "without them (each symbolic dim at 1) it breaks too, at node 'Reshape_0'" in message
+    assert message.endswith("or fix the flags to match its inputs")

@@ -143,8 +143,12 @@ def _blame(
     dims: Mapping[str, int],
     allow_reshape: bool,
     pristine: Sequence[onnx.ValueInfoProto],
+    own: Sequence[_NodeFailure] = (),
 ) -> str:
-    """The ShapeError message: the first node the flags broke, the flags, what the model says."""
+    """The ShapeError message: the first node the flags broke, the flags, what the model says;
+    and where ``own`` (the nodes that disagree with no flag at all) breaks elsewhere, that the
+    model breaks without the flags too (an exporter's broken Transpose breaks it at every
+    shape, the ones it was traced at included, where "fix the flags" alone misleads)."""
     declared = {vi.name: vi.type.tensor_type.shape for vi in pristine}
     flags = [
         f"--input-shape {name}={'x'.join(map(str, shape))}"
@@ -155,6 +159,14 @@ def _blame(
     if allow_reshape:
         flags.append("--allow-reshape")
     more = f"; {len(failures) - 1} more nodes disagree" if len(failures) > 1 else ""
+    if own and all(o.node != failures[0].node for o in own):
+        return (
+            f"the shapes from {', '.join(flags)} do not fit the model: {failures[0].text()}"
+            f"{more}; without them (each symbolic dim at 1) it breaks too, at {own[0].text()}: the "
+            f"model itself may be "
+            f"malformed (check it with onnxruntime or onnx.checker.check_model), or fix the "
+            f"flags to match its inputs"
+        )
     return (
         f"the shapes from {', '.join(flags)} do not fit the model: {failures[0].text()}{more}; "
         f"fix the flags to match the model's inputs"

@@ -715,9 +715,9 @@ def infer(
         return result
     if given:
         own = _own_failures(model, pristine, view)
-        caused = [f for f in failures if own.get(f.node) != f.inputs]
+        caused = [f for f in failures if {o.node: o.inputs for o in own}.get(f.node) != f.inputs]
         if caused:
-            message = _blame(caused, input_shapes, dims, allow_reshape, pristine)
+            message = _blame(caused, input_shapes, dims, allow_reshape, pristine, own)
             raise ShapeError(message, node=caused[0].text())
     listed = "; ".join(f.text() for f in failures[:3])
     more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
@@ -782,8 +782,8 @@ def _copy(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
 
 def _own_failures(
     model: onnx.ModelProto, pristine: Sequence[onnx.ValueInfoProto], view: GraphView | None
-) -> dict[str, tuple[str, ...]]:
-    """The nodes that disagree with no shape flag at all (each symbolic dim at 1), and their
+) -> list[_NodeFailure]:
+    """The nodes that disagree with no shape flag at all (each symbolic dim at 1), with their
     input shapes then. A node that disagrees with the flags is the flags' doing unless it
     disagrees without them on the very same input shapes (the flags do not reach it).
     Run only when some node disagrees with the flags, on a copy."""
@@ -794,5 +794,5 @@ def _own_failures(
     try:
         _result, failures = _infer_all(copy, {}, {}, view, allow_reshape=False)
     except ShapeError:  # an input the model leaves unshaped: only the flags shape it
-        return {}
-    return {f.node: f.inputs for f in failures}
+        return []
+    return failures

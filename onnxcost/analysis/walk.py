@@ -18,6 +18,7 @@ from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.analysis.collector import collector_paused
 from onnxcost.analysis.control_flow import bodies_peak, control_flow_cost
 from onnxcost.analysis.diagnosis import _op_label, status_warnings, why_unknown
+from onnxcost.analysis.merged import merged_params
 from onnxcost.analysis.records import (
     Convention,
     NodeRecord,
@@ -219,7 +220,9 @@ def _cost_node(
                     _types_of(types, in_names),
                     _types_of(types, out_names),
                 )
-            params = weights.count(in_names, spec, types, context, outputs=out_names)
+            params = weights.count(
+                in_names, spec, types, context, outputs=out_names, reader=node.name
+            )
         elif not w.graph_outputs.isdisjoint(out_names):  # a weight the model outputs
             outs = [o if o in w.graph_outputs else "" for o in out_names]
             params = weights.count(outs, None, types, None, generated=False)
@@ -586,6 +589,7 @@ def _analysis(
         check_domains(proto, view)
     checked = None if lean else prepared.checker_warning  # before inference writes into proto
     copies = tied_copies(proto, view, prepared.path)  # before inference detaches initializers
+    merged = merged_params(proto, view, prepared.path)
     shapes = infer(
         proto, input_shapes, dims, None if whole_graph else view, allow_reshape=allow_reshape
     )
@@ -595,7 +599,7 @@ def _analysis(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
     weights.add_initializers(proto.graph.initializer)
-    weights.copies = copies
+    weights.copies, weights.merged = copies, merged
     walk = _Walk(
         shapes,
         opsets,
@@ -644,6 +648,8 @@ def _analysis(
             flagged = [r for r, c in zip(walk.records, walk.counted, strict=True) if c]
             unknown = sum(1 for r in flagged if r is not None and r.status == "unknown_shape")
         walk.warnings += status_warnings(unknown, walk.errors, flagged, walk.shapes.types)
+        if weights.merged:
+            walk.warnings.append(weights.merged.warning(weights.recovered))
     params_by_dtype = weights.params_by_dtype()
     records = tuple(r for r in walk.records if r is not None)
     counted = tuple(walk.counted)

@@ -42,6 +42,7 @@ from typing import Literal
 
 import onnx
 
+from onnxcost.analysis.merged import Merged
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
 from onnxcost.load.tensors import (
@@ -106,6 +107,11 @@ class Weights:
     copies: dict[str, str] = field(default_factory=dict)
     """Stored tensor -> the stored tensor it is a copy of (``analysis.tied``: a tied LM head
     the exporter wrote again): counted as that one, once."""
+    merged: Merged = field(default_factory=Merged)
+    """The params torch's exporter merged into one tensor or dropped from an untrained model
+    (``analysis.merged``): counted as the model's own, per module and per Gemm."""
+    recovered: int = 0
+    """The params ``merged`` brought back: not stored in the file as they count."""
     one_unit: set[str] = field(default_factory=set)
     """Outputs of a MatMul by a constant of one column: a dense layer with one output unit
     (``_dense_bias``), whose bias, added next, is a stored tensor of one element."""
@@ -185,6 +191,7 @@ class Weights:
         *,
         generated: bool = True,
         outputs: Sequence[str] = (),
+        reader: str = "",
     ) -> int:
         """Count the weights a consumer node reads (each stored weight once); returns the
         params it brings in. Without ``generated``, only stored weights count (a model output
@@ -192,10 +199,13 @@ class Weights:
         ``context``: the node's OpContext, needed where ``spec.param_elements`` names an input
         and where the op holds params in its attributes (``spec.attribute_params``).
         ``outputs``: the node's, where a MatMul's product may be a one-unit layer's
-        (``_dense_bias``)."""
+        (``_dense_bias``). ``reader``: the node's name, where torch's exporter merged or
+        dropped a param it reads (``analysis.merged``)."""
         params = 0
         if spec is not None and spec.attribute_params is not None and context is not None:
             params = self._count_attributes(spec.attribute_params, context())
+        if self.merged and reader:
+            params += self._count_merged(inputs, spec, reader)
         if self.constant.isdisjoint(inputs):
             return params  # most nodes read activations only
         for i, name in enumerate(inputs):
@@ -204,6 +214,8 @@ class Weights:
             role: Role | None = "quant" if name in self.scales else _role(spec, i)
             if role is None:
                 continue
+            if self.merged and reader and self._merged_elsewhere(name, reader):
+                continue  # counted by _count_merged as this module's own
             before = self.totals["param"]
             if self._count_roots(name, role) and generated:
                 self._count_generated(name, role, types)
@@ -216,6 +228,36 @@ class Weights:
         if spec is not None and spec.op_type in _DENSE and spec.domain == "":
             params += self._dense_bias(spec.op_type, inputs, outputs, types)
         return params
+
+    def _merged_elsewhere(self, name: str, reader: str) -> bool:
+        """Whether ``reader`` reads ``name`` as a module other than the one it is named for:
+        a merged tensor standing for that module's own param."""
+        module = self.merged.shared.get(name, {}).get(reader)
+        return module is not None and module != name.rpartition(".")[0]
+
+    def _count_merged(self, inputs: Sequence[str], spec: OpSpec | None, reader: str) -> int:
+        """The params of ``reader`` (a node's name) that torch's exporter merged into another
+        module's tensor, each once per module, or dropped from it (``analysis.merged``)."""
+        before = self.totals["param"]
+        dropped = self.merged.dropped.get(reader)
+        if dropped is not None:
+            bits = element_bits(dropped.elem_type)
+            nbytes = (dropped.elements * bits + 7) // 8
+            self._put(
+                f"{dropped.name} (dropped)",
+                Counted("param", dropped.elements, dropped.elem_type, nbytes),
+            )
+        for i, name in enumerate(inputs):
+            if not name or not self._merged_elsewhere(name, reader):
+                continue
+            role = _role(spec, i)
+            info = self.stored.get(name)
+            key = f"{name} ({self.merged.shared[name][reader]})"
+            if role is None or info is None or key in self.counted or info.known_numel < 0:
+                continue
+            self._put(key, Counted(role, info.known_numel, info.elem_type, info.known_nbytes))
+        self.recovered += self.totals["param"] - before
+        return self.totals["param"] - before
 
     def _dense_bias(
         self,

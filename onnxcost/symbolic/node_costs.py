@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from onnxcost.analysis.merged import merged_params
 from onnxcost.analysis.records import Convention
 from onnxcost.analysis.tied import tied_copies
 from onnxcost.analysis.traffic import Traffic, check_traffic, kv_cache_names, node_traffic
@@ -311,6 +312,7 @@ def node_costs(
     weights.add_initializers(graph.initializer)
     if count_params:  # a tied LM head stored twice counts once, as in analysis.walk
         weights.copies = tied_copies(proto, view, prepared.path)
+        weights.merged = merged_params(proto, view, prepared.path)
     graph_inputs = [vi.name for vi in graph.input]
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(
@@ -489,7 +491,7 @@ def _weights(
     if not folded:
         packed = spec is not None and (spec.param_elements or spec.attribute_params)
         context = _context(w, node, ins, outs) if packed else None
-        params = weights.count(ins, spec, types, context, outputs=outs)
+        params = weights.count(ins, spec, types, context, outputs=outs, reader=node.name)
     elif not w.graph_outputs.isdisjoint(outs):  # a weight the model outputs
         kept = [o if o in w.graph_outputs else "" for o in outs]
         params = weights.count(kept, None, types, None, generated=False)

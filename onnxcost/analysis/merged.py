@@ -1,0 +1,192 @@
+"""Params an untrained model's torch export merged or dropped, counted as the model's own.
+
+torch's dynamo exporter (``torch.onnx.export(..., dynamo=True)``, the default since torch
+2.9) runs onnxscript's optimizer, which changes what an untrained model stores:
+
+- **Merged.** ``DeduplicateInitializersPass`` keeps one of the initializers of up to 1,024
+  elements that hold the same values and points every reader at it. In a freshly initialised
+  model every LayerNorm weight is ones and every bias zeros, so GPT-2 small's 25 LayerNorm
+  weights [768] became one tensor, read by 25 LayerNorms, and its 25 biases another.
+- **Dropped.** A Gemm whose C is all zeros loses its C: GPT-2's ``Conv1D`` layers (torch's
+  ``addmm``) store no bias at all.
+
+Counted as stored, GPT-2 small from the dynamo exporter had 124,320,000 params where torch
+has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores every one.
+Both are read back from the exporter's own record of each node (its ``metadata_props``):
+
+- a merged tensor (named as a param, all of its elements alike, read by nodes of more than
+  one module, as
+  ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per module that reads
+  it (``shared``); a module called again (ALBERT's one shared layer) is one module;
+- a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's
+  ``pkg.torch.onnx.fx_node`` (``aten.addmm(%p_..._bias, x, %p_..._weight)``) names where the
+  Gemm has no C and no initializer is that bias (``dropped``): N params, the Gemm's output
+  features, of its weight's element type.
+
+A model whose nodes carry no such record (every other exporter, a trained model's export
+where nothing was merged) is left as it is, at the cost of one look at its first node.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from onnxcost.load.graph import GraphView
+from onnxcost.load.samples import elements
+
+SCOPES = "pkg.torch.onnx.name_scopes"
+"""The metadata key of a node's module path, as torch's dynamo exporter writes it."""
+FX_NODE = "pkg.torch.onnx.fx_node"
+"""The metadata key of the torch FX node a node comes from."""
+
+MERGED_LIMIT = 1024
+"""onnxscript's ``DeduplicateInitializersPass`` merges initializers of at most this many
+elements (its ``size_limit``)."""
+
+_MAX_SCOPES_TEXT = 16_384
+"""A node's name scopes longer than this are not read (a hostile model's)."""
+_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
+"""A parameter's path in its module (``gpt2.transformer.h.0.ln_1.weight``), as the exporter
+names the initializer of a param; the tensors it computes have other names (``val_12``)."""
+_ADDMM_BIAS = re.compile(r"aten\.addmm\.default\]\(args = \(%(p_\w+)")
+_FLOATS = frozenset(
+    {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+        onnx.TensorProto.DOUBLE,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A bias the optimizer dropped from a Gemm: its parameter's placeholder, its elements and
+    their type."""
+
+    name: str
+    elements: int
+    elem_type: int
+
+
+@dataclass
+class Merged:
+    """What ``merged_params`` found: the tensors several modules' params were merged into, and
+    the biases dropped from Gemms."""
+
+    shared: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Initializer -> {reader node's name: its module}, for a tensor that stands for one
+    param per module."""
+    dropped: dict[str, Dropped] = field(default_factory=dict)
+    """Gemm node's name -> the bias it was written without."""
+
+    def __bool__(self) -> bool:
+        return bool(self.shared or self.dropped)
+
+    def warning(self, recovered: int) -> str:
+        """What was counted beyond the file's tensors, and why, for the analysis' warnings."""
+        parts = []
+        if self.shared:
+            parts.append(
+                f"merged {len(self.shared)} tensors of equal values that params of several "
+                f"modules shared (an untrained model's LayerNorm ones, zero biases; counted once "
+                f"per module that reads them)"
+            )
+        if self.dropped:
+            parts.append(
+                f"dropped {len(self.dropped)} Gemm biases of zeros (counted from its record of "
+                f"each Gemm)"
+            )
+        return (
+            f"torch's exporter {', and '.join(parts)}: {recovered:,} params that the file does "
+            f"not store as such are counted as the model's own (an export of the trained model "
+            f"stores them)"
+        )
+
+
+def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Merged:
+    """The params torch's exporter merged or dropped from an untrained model (the module
+    docstring), for the main graph of ``proto``; empty for a model without the exporter's
+    record of its nodes."""
+    found = Merged()
+    nodes = view.order
+    if not nodes or not any(p.key == SCOPES for p in nodes[0].metadata_props):
+        return found
+    initializers = {t.name: t for t in proto.graph.initializer}
+    readers: dict[str, list[int]] = {}
+    for k, ins in enumerate(view.inputs):
+        for name in ins:
+            t = initializers.get(name)
+            if t is not None and t.data_type in _FLOATS and 1 < _numel(t) <= MERGED_LIMIT:
+                readers.setdefault(name, []).append(k)
+    for name, ks in readers.items():
+        if len(ks) < 2 or not _PARAMETER.match(name):
+            continue  # read once, or a tensor the exporter made (a folded mask: ``where``)
+        modules = {view.names[k]: _module(nodes[k]) for k in ks}
+        if None in modules.values() or len(set(modules.values())) < 2:
+            continue
+        if _alike(initializers[name], path):
+            found.shared[name] = {n: m for n, m in modules.items() if m is not None}
+    stored = {name.replace(".", "_") for name in initializers}
+    for k, op in enumerate(view.op_types):
+        if op == "Gemm" and len(view.inputs[k]) == 2:
+            bias = _dropped_bias(nodes[k], initializers, stored)
+            if bias is not None:
+                found.dropped[view.names[k]] = bias
+    return found
+
+
+def _numel(t: onnx.TensorProto) -> int:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n
+
+
+def _metadata(node: onnx.NodeProto, key: str) -> str | None:
+    return next((p.value for p in node.metadata_props if p.key == key), None)
+
+
+def _module(node: onnx.NodeProto) -> str | None:
+    """The path of the module a node comes from (the last of its name scopes but its own)."""
+    text = _metadata(node, SCOPES)
+    if text is None or len(text) > _MAX_SCOPES_TEXT:
+        return None
+    try:
+        scopes = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(scopes, list) or len(scopes) < 2 or not isinstance(scopes[-2], str):
+        return None
+    return scopes[-2]
+
+
+def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
+    """Whether every element of ``t`` is the same (an untrained LayerNorm's ones, a zero
+    bias): the only way params of distinct modules hold one value. False where its data
+    cannot be read here."""
+    got = elements(t, np.arange(_numel(t)), path)
+    return got is not None and bool((got == got[0]).all())
+
+
+def _dropped_bias(
+    node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto], stored: set[str]
+) -> Dropped | None:
+    """The bias a two-input Gemm's exporter record names that no initializer holds."""
+    match = _ADDMM_BIAS.search(_metadata(node, FX_NODE) or "")
+    if match is None or match.group(1)[2:] in stored:
+        return None
+    weight = initializers.get(node.input[1])
+    if weight is None or len(weight.dims) != 2:
+        return None
+    trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+    return Dropped(match.group(1), int(weight.dims[0 if trans_b else 1]), weight.data_type)
+
+
+__all__ = ["MERGED_LIMIT", "Dropped", "Merged", "merged_params"]

@@ -1,0 +1,113 @@
+"""analysis.merged: the params torch's dynamo exporter merged into one tensor or dropped from
+an untrained model, counted as the model's own. Expected counts are worked out by hand in the
+comments; the tiny GPT-2's is also transformers' own ``num_parameters()`` at export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxcost
+
+EXPORTS = Path(__file__).parent / "data" / "exports"
+SCOPES = "pkg.torch.onnx.name_scopes"
+F = TensorProto.FLOAT
+
+
+def test_tiny_gpt2_from_the_dynamo_exporter_counts_every_param() -> None:
+    # GPT2LMHeadModel(vocab 100, 32 positions, hidden 32, 2 layers, 4 heads), untrained,
+    # torch.onnx.export(dynamo=True), torch 2.13 (node metadata kept: name scopes, and the FX
+    # node of each Gemm). By hand: wte 100 x 32 = 3,200 (the LM head is tied), wpe 32 x 32 =
+    # 1,024; per layer ln_1 and ln_2 2 x 64, c_attn 32 x 96 + 96 = 3,168, attn c_proj
+    # 32 x 32 + 32 = 1,056, c_fc 32 x 128 + 128 = 4,224, mlp c_proj 128 x 32 + 32 = 4,128:
+    # 12,704 a layer, 25,408; ln_f 64. 29,696 in all, transformers' num_parameters().
+    # The file stores 832 fewer: its 5 LayerNorm weights (ones) are one tensor, and so are
+    # the 5 biases (zeros): 2 x 4 x 32 = 256 merged; its 8 Gemms lost their zero biases,
+    # 2 x (96 + 32 + 128 + 32) = 576 dropped. 28,864 were counted before.
+    a = onnxcost.analyze(EXPORTS / "tiny_gpt2_dynamo_untrained.onnx")
+    assert a.totals.params == 29_696
+    assert a.totals.param_bytes == 29_696 * 4
+    norms = [n for n in a.nodes if n.op_type == "LayerNormalization"]
+    assert [n.params for n in norms] == [64] * 5  # each its own weight and bias
+    gemms = {n.params for n in a.nodes if n.op_type == "Gemm"}
+    assert gemms == {3_168, 1_056, 4_224, 4_128}  # each with its bias
+    (warning,) = [w for w in a.warnings if w.startswith("torch's exporter")]
+    assert "merged 2 tensors" in warning
+    assert "dropped 8 Gemm biases" in warning
+    assert "832 params" in warning
+
+
+def _node(op: str, ins: list[str], outs: list[str], module: str) -> onnx.NodeProto:
+    node = helper.make_node(op, ins, outs, name=f"{module}/{op}")
+    entry = node.metadata_props.add()
+    entry.key, entry.value = SCOPES, repr(["", *module.split("|"), f"{op.lower()}_0"])
+    return node
+
+
+def _two_norms(modules: tuple[str, str], weight: np.ndarray, bias_name: str = "a.bias") -> int:
+    """x [2, 4] -> LayerNorm -> LayerNorm, both reading ``a.weight`` (``weight``) and
+    ``bias_name`` (zeros): the params counted."""
+    graph = helper.make_graph(
+        [
+            _node("LayerNormalization", ["x", "a.weight", bias_name], ["h"], modules[0]),
+            _node("LayerNormalization", ["h", "a.weight", bias_name], ["y"], modules[1]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info("y", F, [2, 4])],
+        [
+            numpy_helper.from_array(weight.astype(np.float32), "a.weight"),
+            numpy_helper.from_array(np.zeros(4, np.float32), bias_name),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_merged_tensor_counts_once_per_module_that_reads_it() -> None:
+    # two LayerNorms of modules "a" and "b" read one weight of ones [4] and one bias of zeros
+    # [4]: each module's own, 2 x (4 + 4) = 16
+    assert _two_norms(("a", "b"), np.ones(4)) == 16
+    # one module called twice (ALBERT's shared layer): its params, once, 4 + 4 = 8
+    assert _two_norms(("a", "a"), np.ones(4)) == 8
+    # a weight of distinct values is one param both read (a tie): 4, and the zeros 4 x 2
+    assert _two_norms(("a", "b"), np.arange(1, 5)) == 4 + 4 + 4
+    # a tensor the exporter named (a folded mask, ``where``) is no param merged: the weight
+    # twice, 4 + 4, and ``where`` once, 4
+    assert _two_norms(("a", "b"), np.ones(4), bias_name="where") == 4 + 4 + 4
+
+
+def _gemm(metadata: bool, stored_bias: bool) -> int:
+    """x [2, 8] -> Gemm by fc.weight [8, 3], written without C: the params counted."""
+    node = _node("Gemm", ["x", "fc.weight"], ["y"], "fc")
+    if metadata:
+        entry = node.metadata_props.add()
+        entry.key = "pkg.torch.onnx.fx_node"
+        entry.value = (
+            "%addmm : [num_users=1] = call_function[target=torch.ops.aten.addmm.default]"
+            "(args = (%p_fc_bias, %x, %p_fc_weight), kwargs = {})"
+        )
+    inits = [numpy_helper.from_array(np.ones((8, 3), np.float32), "fc.weight")]
+    if stored_bias:  # (read by nothing: the bias is stored, so none was dropped)
+        inits.append(numpy_helper.from_array(np.ones(3, np.float32), "fc.bias"))
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 8])],
+        [helper.make_tensor_value_info("y", F, [2, 3])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_gemm_bias_the_optimizer_dropped_is_counted_from_the_exporter_record() -> None:
+    # fc.weight 8 x 3 = 24; its FX node, addmm(%p_fc_bias, ...), had a bias of 3 (the Gemm's
+    # output features): 27
+    assert _gemm(metadata=True, stored_bias=False) == 24 + 3
+    # no record: what is stored, 24; the bias stored after all: nothing dropped, 24
+    assert _gemm(metadata=False, stored_bias=False) == 24
+    assert _gemm(metadata=True, stored_bias=True) == 24

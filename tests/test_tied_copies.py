@@ -122,3 +122,37 @@ def test_hostile_dims_are_no_table() -> None:
 
     prepared = prepare(model)
     assert tied_copies(prepared.proto, prepared.view, None) == {}
+
+
+def _shared_layer(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> int:
+    """x [2, 4] -> MatMul by ``first`` [4, 4] -> MatMul by ``second``: the params counted."""
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    nodes = [
+        helper.make_node("MatMul", ["x", names[0]], ["h"]),
+        helper.make_node("MatMul", ["h", names[1]], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(first.astype(np.float32), names[0]),
+        numpy_helper.from_array(second.astype(np.float32), names[1]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [out], inits),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_weight_the_exporter_wrote_once_per_call_counts_once() -> None:
+    # ALBERT's one shared layer, called per layer: torch's dynamo exporter folds its weight's
+    # transpose once per call (``val_106``, ``val_180``). One weight of 4 x 4 = 16 params.
+    w = np.random.default_rng(0).standard_normal((4, 4))
+    assert _shared_layer(w, w, ("val_106", "val_180")) == 16
+    # the same values under a param's own name and a copy's: 16
+    assert _shared_layer(w, w, ("enc.ffn.weight", "val_180")) == 16
+    # two weights that differ: 32; two of zeros (untrained biases, Keras'): 32, no evidence
+    other = np.random.default_rng(1).standard_normal((4, 4))
+    assert _shared_layer(w, other, ("val_106", "val_180")) == 32
+    assert _shared_layer(np.zeros((4, 4)), np.zeros((4, 4)), ("val_106", "val_180")) == 32
+    # two params named as such are two params, whatever they hold: 32
+    assert _shared_layer(w, w, ("a.weight", "b.weight")) == 32

@@ -19,6 +19,7 @@ is any tensor whose data cannot be read here (a built-in model's, a typed field)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,9 @@ SAMPLES = 4096
 beyond any real model; reading them touches at most that many pages of each tensor."""
 
 _SEED = 20_261_125
+_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
+"""A param's path in its module (``encoder.ffn.weight``), as an exporter names a weight it
+stores as it is; what it computes from one gets another name (``val_180``, ``onnx::MatMul_9``)."""
 _CORNER = 16
 """The table's top-left 16 x 16 elements are compared first: 16 rows of each tensor."""
 
@@ -64,9 +68,49 @@ def _holds(
 
 
 def tied_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
-    """Initializer -> the Gather table it is a copy of (as it is, or transposed), for the
-    main graph of ``proto``; empty where there is none (most models: no 2-D initializer
-    shaped like another's table)."""
+    """Initializer -> the Gather table it is a copy of (as it is, or transposed), or the
+    weight it repeats (``weight_copies``), for the main graph of ``proto``; empty where there
+    is none (most models: no 2-D initializer shaped like another's table, no weight the
+    exporter wrote twice)."""
+    return {**weight_copies(proto, path), **_table_copies(proto, view, path)}
+
+
+def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
+    """Initializer -> the initializer it repeats, element for element: a weight a module
+    called more than once had the exporter fold its transpose once per call (ALBERT's one
+    shared layer, three times through torch's dynamo exporter: 19,968 params counted where
+    torch has 11,776). A copy is named as the exporter names what it computes (``val_180``),
+    not as a param's path; the two agree at their first ``_CORNER`` x ``_CORNER`` elements
+    and at ``SAMPLES`` positions drawn over them, and are not all alike (two zero biases of
+    one shape are two params, as Keras' untrained ones are)."""
+    groups: dict[tuple[int, tuple[int, ...]], list[onnx.TensorProto]] = {}
+    for t in proto.graph.initializer:
+        if len(t.dims) and all(d > 0 for d in t.dims):
+            groups.setdefault((t.data_type, tuple(t.dims)), []).append(t)
+    copies: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) < 2 or all(_PARAMETER.match(t.name) for t in group[1:]):
+            continue
+        numel = int(np.prod(group[0].dims))
+        head = np.arange(min(numel, _CORNER * _CORNER))
+        first: dict[bytes, onnx.TensorProto] = {}
+        for t in group:
+            got = elements(t, head, path)
+            if got is None or _alike(got):
+                continue  # unreadable here, or all alike: no evidence
+            original = first.setdefault(got.tobytes(), t)
+            if original is t or _PARAMETER.match(t.name):
+                continue
+            drawn = np.random.default_rng(_SEED).integers(0, numel, SAMPLES)
+            want = elements(original, drawn, path)
+            got_drawn = elements(t, drawn, path)
+            if want is not None and got_drawn is not None and np.array_equal(want, got_drawn):
+                copies[t.name] = original.name
+    return copies
+
+
+def _table_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
+    """Initializer -> the Gather table it is a copy of, as it is or transposed."""
     groups: dict[tuple[int, int, int], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:
         dims = t.dims
@@ -120,4 +164,4 @@ def _find(
                 break
 
 
-__all__ = ["SAMPLES", "tied_copies"]
+__all__ = ["SAMPLES", "tied_copies", "weight_copies"]

@@ -18,7 +18,6 @@ from onnxcost.analysis.arithmetic import DEQUANTIZE, by_dtype, label
 from onnxcost.analysis.collector import collector_paused
 from onnxcost.analysis.control_flow import bodies_peak, control_flow_cost
 from onnxcost.analysis.diagnosis import _op_label, status_warnings, why_unknown
-from onnxcost.analysis.merged import merged_params
 from onnxcost.analysis.records import (
     Convention,
     NodeRecord,
@@ -28,7 +27,6 @@ from onnxcost.analysis.records import (
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
 from onnxcost.analysis.summaries import by_op_type, io_records, model_info
-from onnxcost.analysis.tied import tied_copies
 from onnxcost.analysis.traffic import (
     NOTHING,
     NodeTraffic,
@@ -39,7 +37,7 @@ from onnxcost.analysis.traffic import (
     sum_traffic,
 )
 from onnxcost.analysis.training import TrainingOptions, TrainingResult, train
-from onnxcost.analysis.weights import Weights, dequantising_scales
+from onnxcost.analysis.weights import Weights, dequantising_scales, read_stored
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import Cost, OpSpec, Registry
@@ -588,8 +586,7 @@ def _analysis(
             check_nesting(proto.graph)
         check_domains(proto, view)
     checked = None if lean else prepared.checker_warning  # before inference writes into proto
-    copies = tied_copies(proto, view, prepared.path)  # before inference detaches initializers
-    merged = merged_params(proto, view, prepared.path)
+    stored = read_stored(proto, view, prepared.path)  # before inference detaches initializers
     shapes = infer(
         proto, input_shapes, dims, None if whole_graph else view, allow_reshape=allow_reshape
     )
@@ -599,7 +596,7 @@ def _analysis(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
     weights.add_initializers(proto.graph.initializer)
-    weights.copies, weights.merged = copies, merged
+    weights.copies, weights.merged, weights.masks = stored
     walk = _Walk(
         shapes,
         opsets,

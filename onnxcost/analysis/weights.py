@@ -38,13 +38,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import onnx
 
-from onnxcost.analysis.merged import Merged
+from onnxcost.analysis.masks import additive_masks
+from onnxcost.analysis.merged import Merged, merged_params
+from onnxcost.analysis.tied import tied_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
+from onnxcost.load.graph import GraphView
 from onnxcost.load.tensors import (
     SUBGRAPH_OPS,
     TensorInfo,
@@ -110,6 +114,9 @@ class Weights:
     merged: Merged = field(default_factory=Merged)
     """The params torch's exporter merged into one tensor or dropped from an untrained model
     (``analysis.merged``): counted as the model's own, per module and per Gemm."""
+    masks: frozenset[str] = frozenset()
+    """Initializers that are additive attention masks an exporter folded (``analysis.masks``):
+    no params."""
     recovered: int = 0
     """The params ``merged`` brought back: not stored in the file as they count."""
     one_unit: set[str] = field(default_factory=set)
@@ -342,7 +349,7 @@ class Weights:
         original = self.copies.get(name)
         if original is not None and original in self.stored:
             name, info = original, self.stored[original]  # a copy counts as what it copies
-        if name in self.counted or info.elem_type in NON_WEIGHT_TYPES:
+        if name in self.counted or info.elem_type in NON_WEIGHT_TYPES or name in self.masks:
             return
         numel = info.known_numel
         if numel < 0 or (numel <= 1 and role != "quant"):
@@ -404,6 +411,20 @@ _INTEGER_PRODUCTS = frozenset({"MatMulInteger", "ConvInteger"})
 _SCALE_PATH = frozenset({"Mul", "Cast", "Identity", "Reshape", "Unsqueeze", "Squeeze"})
 """Ops through which a scale is computed (the input's scale times the weight's) or a
 dequantised product is carried (its Cast to float)."""
+
+
+def read_stored(
+    proto: onnx.ModelProto, view: GraphView, path: Path | None
+) -> tuple[dict[str, str], Merged, frozenset[str]]:
+    """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
+    ``copies``, ``merged`` and ``masks``): the tensors stored twice (``analysis.tied``), the
+    params torch's exporter merged or dropped (``analysis.merged``), the attention masks it
+    folded (``analysis.masks``). Read before shape inference detaches initializers."""
+    return (
+        tied_copies(proto, view, path),
+        merged_params(proto, view, path),
+        additive_masks(proto, path),
+    )
 
 
 def dequantising_scales(

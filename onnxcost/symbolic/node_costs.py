@@ -33,12 +33,10 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from onnxcost.analysis.merged import merged_params
 from onnxcost.analysis.records import Convention
-from onnxcost.analysis.tied import tied_copies
 from onnxcost.analysis.traffic import Traffic, check_traffic, kv_cache_names, node_traffic
 from onnxcost.analysis.walk import check_convention
-from onnxcost.analysis.weights import Weights, dequantising_scales
+from onnxcost.analysis.weights import Weights, dequantising_scales, read_stored
 from onnxcost.costs import REGISTRY
 from onnxcost.costs._context import OpContext, TensorInfo
 from onnxcost.costs._registry import OpSpec
@@ -311,8 +309,7 @@ def node_costs(
     )
     weights.add_initializers(graph.initializer)
     if count_params:  # a tied LM head stored twice counts once, as in analysis.walk
-        weights.copies = tied_copies(proto, view, prepared.path)
-        weights.merged = merged_params(proto, view, prepared.path)
+        weights.copies, weights.merged, weights.masks = read_stored(proto, view, prepared.path)
     graph_inputs = [vi.name for vi in graph.input]
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(

@@ -1,0 +1,63 @@
+"""Additive attention masks an exporter folded into initializers: no params.
+
+Exported at fixed shapes (torch's dynamo exporter without ``dynamic_shapes``, its default;
+the TorchScript exporter without ``dynamic_axes``), a decoder's causal mask is computed from
+constants only, so the exporter stores it: ``val_160`` [2, 1, 8, 8] in a tiny GPT-2, 0 where a
+position may attend and float32's lowest value (Hugging Face's ``torch.finfo(dtype).min``) or
+-inf where it may not. Counted as stored, it was 128 params of a model that has none there,
+and a mask grows with batch x seq².
+
+No learned weight holds -inf or its type's lowest value, so a float initializer that does, at
+one of its first ``_SAMPLES`` elements (a causal mask's second already; a padding mask's
+first row), is a mask. Those lie together: a few pages of a weight left in the file. Only tensors named as the exporter makes names (``val_160``,
+``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a model's own
+weights are left unread. A mask of zeros only (no position masked at the traced shape) cannot
+be told from a zero weight and counts as stored.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from onnxcost.load.samples import elements
+
+_SAMPLES = 4096
+"""Elements read of each candidate, from its first."""
+
+_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
+
+_LOWEST = {
+    # element type -> the bit patterns of its -inf and of its lowest finite value
+    onnx.TensorProto.FLOAT: (0xFF800000, 0xFF7FFFFF),
+    onnx.TensorProto.FLOAT16: (0xFC00, 0xFBFF),
+    onnx.TensorProto.BFLOAT16: (0xFF80, 0xFF7F),
+    onnx.TensorProto.DOUBLE: (0xFFF0000000000000, 0xFFEFFFFFFFFFFFFF),
+}
+
+
+def additive_masks(proto: onnx.ModelProto, path: Path | None) -> frozenset[str]:
+    """The initializers of the main graph of ``proto`` that are additive masks (the module
+    docstring)."""
+    found = set()
+    for t in proto.graph.initializer:
+        if t.data_type not in _LOWEST or _PARAMETER.match(t.name):
+            continue
+        numel = 1
+        for d in t.dims:
+            numel *= d
+        if numel < 2:
+            continue
+        got = elements(t, np.arange(min(numel, _SAMPLES)), path)
+        if got is None:
+            continue
+        minus_inf, lowest = _LOWEST[t.data_type]
+        if bool(((got == minus_inf) | (got == lowest)).any()):
+            found.add(t.name)
+    return frozenset(found)
+
+
+__all__ = ["additive_masks"]

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -65,8 +65,7 @@ _FLOATS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Dropped:
+class Dropped(NamedTuple):
     """A bias the optimizer dropped from a Gemm: its parameter's placeholder, its elements and
     their type."""
 
@@ -75,16 +74,19 @@ class Dropped:
     elem_type: int
 
 
-@dataclass
 class Merged:
     """What ``merged_params`` found: the tensors several modules' params were merged into, and
-    the biases dropped from Gemms."""
+    the biases dropped from Gemms. (A plain class: every analysis imports it, and a dataclass
+    costs a start-up of its own.)"""
 
-    shared: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Initializer -> {reader node's name: its module}, for a tensor that stands for one
-    param per module."""
-    dropped: dict[str, Dropped] = field(default_factory=dict)
-    """Gemm node's name -> the bias it was written without."""
+    __slots__ = ("dropped", "shared")
+
+    def __init__(self) -> None:
+        self.shared: dict[str, dict[str, str]] = {}
+        """Initializer -> {reader node's name: its module}, for a tensor that stands for one
+        param per module."""
+        self.dropped: dict[str, Dropped] = {}
+        """Gemm node's name -> the bias it was written without."""
 
     def __bool__(self) -> bool:
         return bool(self.shared or self.dropped)

@@ -80,17 +80,28 @@ def test_a_merged_tensor_counts_once_per_module_that_reads_it() -> None:
     assert _two_norms(("a", "b"), np.ones(4), bias_name="where") == 4 + 4 + 4
 
 
-def _gemm(metadata: bool, stored_bias: bool) -> int:
-    """x [2, 8] -> Gemm by fc.weight [8, 3], written without C: the params counted."""
+_ADDMM = (
+    "%addmm : [num_users=1] = call_function[target=torch.ops.aten.addmm.default]"
+    "(args = (%p_fc_bias, %x, %p_fc_weight), kwargs = {})"
+)
+_LINEAR = (
+    "%linear : [num_users=1] = call_function[target=torch.ops.aten.linear.default]"
+    "(args = (%view, %p_fc_weight, %p_fc_bias), kwargs = {})"
+)
+
+
+def _gemm(metadata: bool, stored_bias: bool, record: str = _ADDMM) -> int:
+    """x [2, 8] -> Gemm by fc.weight [8, 3] (addmm) or, transposed, [3, 8] (linear), written
+    without C: the params counted."""
+    linear = record is _LINEAR
     node = _node("Gemm", ["x", "fc.weight"], ["y"], "fc")
+    if linear:
+        node.attribute.append(helper.make_attribute("transB", 1))
     if metadata:
         entry = node.metadata_props.add()
-        entry.key = "pkg.torch.onnx.fx_node"
-        entry.value = (
-            "%addmm : [num_users=1] = call_function[target=torch.ops.aten.addmm.default]"
-            "(args = (%p_fc_bias, %x, %p_fc_weight), kwargs = {})"
-        )
-    inits = [numpy_helper.from_array(np.ones((8, 3), np.float32), "fc.weight")]
+        entry.key, entry.value = "pkg.torch.onnx.fx_node", record
+    weight = np.ones((3, 8) if linear else (8, 3), np.float32)
+    inits = [numpy_helper.from_array(weight, "fc.weight")]
     if stored_bias:  # (read by nothing: the bias is stored, so none was dropped)
         inits.append(numpy_helper.from_array(np.ones(3, np.float32), "fc.bias"))
     graph = helper.make_graph(
@@ -111,3 +122,6 @@ def test_a_gemm_bias_the_optimizer_dropped_is_counted_from_the_exporter_record()
     # no record: what is stored, 24; the bias stored after all: nothing dropped, 24
     assert _gemm(metadata=False, stored_bias=False) == 24
     assert _gemm(metadata=True, stored_bias=True) == 24
+    # nn.Linear on a 2-D input (a classifier head), linear(x, %p_fc_weight, %p_fc_bias): the
+    # weight [3, 8] read transposed, 24, and its bias of 3 output features: 27
+    assert _gemm(metadata=True, stored_bias=False, record=_LINEAR) == 24 + 3

@@ -8,7 +8,8 @@ torch's dynamo exporter (``torch.onnx.export(..., dynamo=True)``, the default si
   model every LayerNorm weight is ones and every bias zeros, so GPT-2 small's 25 LayerNorm
   weights [768] became one tensor, read by 25 LayerNorms, and its 25 biases another.
 - **Dropped.** A Gemm whose C is all zeros loses its C: GPT-2's ``Conv1D`` layers (torch's
-  ``addmm``) store no bias at all.
+  ``addmm``) store no bias at all, nor do a freshly initialised ViT's attention projections
+  and classifier head, or MobileNet's classifier (``linear`` on a 2-D input).
 
 Counted as stored, GPT-2 small from the dynamo exporter had 124,320,000 params where torch
 has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores every one.
@@ -19,8 +20,8 @@ Both are read back from the exporter's own record of each node (its ``metadata_p
   ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per module that reads
   it (``shared``); a module called again (ALBERT's one shared layer) is one module;
 - a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's
-  ``pkg.torch.onnx.fx_node`` (``aten.addmm(%p_..._bias, x, %p_..._weight)``) names where the
-  Gemm has no C and no initializer is that bias (``dropped``): N params, the Gemm's output
+  ``pkg.torch.onnx.fx_node`` names (``aten.addmm(%p_..._bias, x, %p_..._weight)``,
+  ``aten.linear(x, %p_..._weight, %p_..._bias)``) where the Gemm has no C and no initializer is that bias (``dropped``): N params, the Gemm's output
   features, of its weight's element type.
 
 A model whose nodes carry no such record (every other exporter, a trained model's export
@@ -54,7 +55,10 @@ _MAX_SCOPES_TEXT = 16_384
 _PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
 """A parameter's path in its module (``gpt2.transformer.h.0.ln_1.weight``), as the exporter
 names the initializer of a param; the tensors it computes have other names (``val_12``)."""
-_ADDMM_BIAS = re.compile(r"aten\.addmm\.default\]\(args = \(%(p_\w+)")
+_BIAS_ARGUMENT = re.compile(
+    r"aten\.addmm\.default\]\(args = \(%(p_\w+)"  # addmm(bias, x, weight): GPT-2's Conv1D
+    r"|aten\.linear\.default\]\(args = \(%\w+, %p_\w+, %(p_\w+)\)"  # linear(x, weight, bias)
+)
 _FLOATS = frozenset(
     {
         onnx.TensorProto.FLOAT,
@@ -181,14 +185,15 @@ def _dropped_bias(
     node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto], stored: set[str]
 ) -> Dropped | None:
     """The bias a two-input Gemm's exporter record names that no initializer holds."""
-    match = _ADDMM_BIAS.search(_metadata(node, FX_NODE) or "")
-    if match is None or match.group(1)[2:] in stored:
+    match = _BIAS_ARGUMENT.search(_metadata(node, FX_NODE) or "")
+    bias = None if match is None else match.group(1) or match.group(2)
+    if bias is None or bias[2:] in stored:
         return None
     weight = initializers.get(node.input[1])
     if weight is None or len(weight.dims) != 2:
         return None
     trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
-    return Dropped(match.group(1), int(weight.dims[0 if trans_b else 1]), weight.data_type)
+    return Dropped(bias, int(weight.dims[0 if trans_b else 1]), weight.data_type)
 
 
 __all__ = ["MERGED_LIMIT", "Dropped", "Merged", "merged_params"]

@@ -124,13 +124,19 @@ def test_hostile_dims_are_no_table() -> None:
     assert tied_copies(prepared.proto, prepared.view, None) == {}
 
 
-def _shared_layer(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> int:
-    """x [2, 4] -> MatMul by ``first`` [4, 4] -> MatMul by ``second``: the params counted."""
+def _shared_layer(
+    first: np.ndarray, second: np.ndarray, names: tuple[str, str], dynamo: bool = True
+) -> int:
+    """x [2, 4] -> MatMul by ``first`` [4, 4] -> MatMul by ``second``, each node with torch's
+    dynamo exporter's record of its module where ``dynamo``: the params counted."""
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
     nodes = [
         helper.make_node("MatMul", ["x", names[0]], ["h"]),
         helper.make_node("MatMul", ["h", names[1]], ["y"]),
     ]
+    for node in nodes if dynamo else ():
+        entry = node.metadata_props.add()
+        entry.key, entry.value = "pkg.torch.onnx.name_scopes", "['', 'enc', 'enc.ffn', 'linear']"
     inits = [
         numpy_helper.from_array(first.astype(np.float32), names[0]),
         numpy_helper.from_array(second.astype(np.float32), names[1]),
@@ -156,3 +162,5 @@ def test_a_weight_the_exporter_wrote_once_per_call_counts_once() -> None:
     assert _shared_layer(np.zeros((4, 4)), np.zeros((4, 4)), ("val_106", "val_180")) == 32
     # two params named as such are two params, whatever they hold: 32
     assert _shared_layer(w, w, ("a.weight", "b.weight")) == 32
+    # another exporter's model (no record of modules) is not read for copies: as stored, 32
+    assert _shared_layer(w, w, ("val_106", "val_180"), dynamo=False) == 32

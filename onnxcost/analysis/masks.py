@@ -9,7 +9,8 @@ and a mask grows with batch x seq².
 
 No learned weight holds -inf or its type's lowest value, so a float initializer that does, at
 one of its first ``_SAMPLES`` elements (a causal mask's second already; a padding mask's
-first row), is a mask. Those lie together: a few pages of a weight left in the file. Only tensors named as the exporter makes names (``val_160``,
+first row), is a mask. Those lie together: a few pages of a weight left in the file. Only tensors an Add,
+Sub, Where or Min reads are candidates. Only tensors named as the exporter makes names (``val_160``,
 ``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a model's own
 weights are left unread. A mask of zeros only (no position masked at the traced shape) cannot
 be told from a zero weight and counts as stored.
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
 
 _SAMPLES = 4096
@@ -39,12 +41,23 @@ _LOWEST = {
 }
 
 
-def additive_masks(proto: onnx.ModelProto, path: Path | None) -> frozenset[str]:
-    """The initializers of the main graph of ``proto`` that are additive masks (the module
-    docstring)."""
+_APPLIED_BY = frozenset({"Add", "Sub", "Where", "Min"})
+"""The ops that apply an additive mask (or select by it): a tensor no such op reads is no mask,
+and is not read (a convolution's weights)."""
+
+
+def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> frozenset[str]:
+    """The initializers of the main graph of ``proto`` (indexed by ``view``) that are additive
+    masks (the module docstring)."""
+    applied = {
+        name
+        for op, ins in zip(view.op_types, view.inputs, strict=True)
+        if op in _APPLIED_BY
+        for name in ins
+    }
     found = set()
     for t in proto.graph.initializer:
-        if t.data_type not in _LOWEST or _PARAMETER.match(t.name):
+        if t.name not in applied or t.data_type not in _LOWEST or _PARAMETER.match(t.name):
             continue
         numel = 1
         for d in t.dims:

@@ -30,7 +30,6 @@ where nothing was merged) is left as it is, at the cost of one look at its first
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -52,6 +51,8 @@ elements (its ``size_limit``)."""
 
 _MAX_SCOPES_TEXT = 16_384
 """A node's name scopes longer than this are not read (a hostile model's)."""
+_QUOTED = re.compile(r"'([^']*)'")
+"""A name scope in the exporter's list of them (module paths hold no quote)."""
 _PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
 """A parameter's path in its module (``gpt2.transformer.h.0.ln_1.weight``), as the exporter
 names the initializer of a param; the tensors it computes have other names (``val_12``)."""
@@ -83,7 +84,7 @@ class Merged:
     the biases dropped from Gemms. (A plain class: every analysis imports it, and a dataclass
     costs a start-up of its own.)"""
 
-    __slots__ = ("dropped", "shared")
+    __slots__ = ("dropped", "readers", "shared")
 
     def __init__(self) -> None:
         self.shared: dict[str, dict[str, str]] = {}
@@ -91,6 +92,8 @@ class Merged:
         param per module."""
         self.dropped: dict[str, Dropped] = {}
         """Gemm node's name -> the bias it was written without."""
+        self.readers: set[str] = set()
+        """The nodes that read a param merged or dropped: the others are counted as ever."""
 
     def __bool__(self) -> bool:
         return bool(self.shared or self.dropped)
@@ -116,35 +119,47 @@ class Merged:
         )
 
 
+def from_dynamo(view: GraphView) -> bool:
+    """Whether torch's dynamo exporter wrote the graph: its nodes carry their name scopes."""
+    return bool(view.order) and any(p.key == SCOPES for p in view.order[0].metadata_props)
+
+
 def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Merged:
     """The params torch's exporter merged or dropped from an untrained model (the module
     docstring), for the main graph of ``proto``; empty for a model without the exporter's
     record of its nodes."""
     found = Merged()
     nodes = view.order
-    if not nodes or not any(p.key == SCOPES for p in nodes[0].metadata_props):
+    if not from_dynamo(view):
         return found
     initializers = {t.name: t for t in proto.graph.initializer}
+    small = {  # named as a param (not a folded mask: ``where``), small enough to be merged
+        name
+        for name, t in initializers.items()
+        if t.data_type in _FLOATS and 1 < _numel(t) <= MERGED_LIMIT and _PARAMETER.match(name)
+    }
     readers: dict[str, list[int]] = {}
     for k, ins in enumerate(view.inputs):
         for name in ins:
-            t = initializers.get(name)
-            if t is not None and t.data_type in _FLOATS and 1 < _numel(t) <= MERGED_LIMIT:
+            if name in small:
                 readers.setdefault(name, []).append(k)
     for name, ks in readers.items():
-        if len(ks) < 2 or not _PARAMETER.match(name):
-            continue  # read once, or a tensor the exporter made (a folded mask: ``where``)
+        if len(ks) < 2:
+            continue
         modules = {view.names[k]: _module(nodes[k]) for k in ks}
         if None in modules.values() or len(set(modules.values())) < 2:
             continue
         if _alike(initializers[name], path):
             found.shared[name] = {n: m for n, m in modules.items() if m is not None}
-    stored = {name.replace(".", "_") for name in initializers}
+            found.readers.update(modules)
+    stored: set[str] = set()  # the initializers' names as the FX graph's placeholders hold them
     for k, op in enumerate(view.op_types):
         if op == "Gemm" and len(view.inputs[k]) == 2:
+            stored = stored or {name.replace(".", "_") for name in initializers}
             bias = _dropped_bias(nodes[k], initializers, stored)
             if bias is not None:
                 found.dropped[view.names[k]] = bias
+                found.readers.add(view.names[k])
     return found
 
 
@@ -164,13 +179,8 @@ def _module(node: onnx.NodeProto) -> str | None:
     text = _metadata(node, SCOPES)
     if text is None or len(text) > _MAX_SCOPES_TEXT:
         return None
-    try:
-        scopes = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if not isinstance(scopes, list) or len(scopes) < 2 or not isinstance(scopes[-2], str):
-        return None
-    return scopes[-2]
+    scopes = _QUOTED.findall(text)  # ['', 'gpt2', ..., 'gpt2.transformer.h.1.ln_2', 'layer_norm_3']
+    return scopes[-2] if len(scopes) >= 2 else None
 
 
 def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
@@ -196,4 +206,4 @@ def _dropped_bias(
     return Dropped(bias, int(weight.dims[0 if trans_b else 1]), weight.data_type)
 
 
-__all__ = ["MERGED_LIMIT", "Dropped", "Merged", "merged_params"]
+__all__ = ["MERGED_LIMIT", "Dropped", "Merged", "from_dynamo", "merged_params"]

@@ -33,6 +33,16 @@ SAMPLES = 4096
 """Positions compared per pair of tensors: an untied pair agreeing at all of them by chance is
 beyond any real model; reading them touches at most that many pages of each tensor."""
 
+_FLOATS = frozenset(
+    {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+        onnx.TensorProto.DOUBLE,
+    }
+)
+"""The element types of the weights a module's calls repeat (not the exporter's int64 shapes
+and indices, which it writes alike wherever they are needed)."""
 _SEED = 20_261_125
 _PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
 """A param's path in its module (``encoder.ffn.weight``), as an exporter names a weight it
@@ -67,26 +77,20 @@ def _holds(
     return got is not None and np.array_equal(got, want)
 
 
-def tied_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
-    """Initializer -> the Gather table it is a copy of (as it is, or transposed), or the
-    weight it repeats (``weight_copies``), for the main graph of ``proto``; empty where there
-    is none (most models: no 2-D initializer shaped like another's table, no weight the
-    exporter wrote twice)."""
-    return {**weight_copies(proto, path), **_table_copies(proto, view, path)}
-
-
 def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
     """Initializer -> the initializer it repeats, element for element: a weight a module
     called more than once had the exporter fold its transpose once per call (ALBERT's one
     shared layer, three times through torch's dynamo exporter: 19,968 params counted where
-    torch has 11,776). A copy is named as the exporter names what it computes (``val_180``),
+    torch has 11,776). Asked of that exporter's models only (``merged.from_dynamo``): reading
+    each same-shaped weight's first elements costs a TorchScript ResNet's analysis 40%. A copy is named as the exporter names what it computes (``val_180``),
     not as a param's path; the two agree at their first ``_CORNER`` x ``_CORNER`` elements
     and at ``SAMPLES`` positions drawn over them, and are not all alike (two zero biases of
     one shape are two params, as Keras' untrained ones are)."""
     groups: dict[tuple[int, tuple[int, ...]], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:
-        if len(t.dims) and all(d > 0 for d in t.dims):
-            groups.setdefault((t.data_type, tuple(t.dims)), []).append(t)
+        dims = tuple(t.dims)
+        if t.data_type in _FLOATS and len(dims) > 1 and all(d > 0 for d in dims):
+            groups.setdefault((t.data_type, dims), []).append(t)
     copies: dict[str, str] = {}
     for group in groups.values():
         if len(group) < 2 or all(_PARAMETER.match(t.name) for t in group[1:]):
@@ -109,8 +113,10 @@ def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
     return copies
 
 
-def _table_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
-    """Initializer -> the Gather table it is a copy of, as it is or transposed."""
+def tied_copies(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> dict[str, str]:
+    """Initializer -> the Gather table it is a copy of (as it is, or transposed), for the
+    main graph of ``proto``; empty where there is none (most models: no 2-D initializer
+    shaped like another's table)."""
     groups: dict[tuple[int, int, int], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:
         dims = t.dims

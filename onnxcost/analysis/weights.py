@@ -44,8 +44,8 @@ from typing import Literal
 import onnx
 
 from onnxcost.analysis.masks import additive_masks
-from onnxcost.analysis.merged import Merged, merged_params
-from onnxcost.analysis.tied import tied_copies
+from onnxcost.analysis.merged import Merged, from_dynamo, merged_params
+from onnxcost.analysis.tied import tied_copies, weight_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
 from onnxcost.load.graph import GraphView
@@ -211,7 +211,7 @@ class Weights:
         params = 0
         if spec is not None and spec.attribute_params is not None and context is not None:
             params = self._count_attributes(spec.attribute_params, context())
-        if self.merged and reader:
+        if reader in self.merged.readers:
             params += self._count_merged(inputs, spec, reader)
         if self.constant.isdisjoint(inputs):
             return params  # most nodes read activations only
@@ -221,7 +221,7 @@ class Weights:
             role: Role | None = "quant" if name in self.scales else _role(spec, i)
             if role is None:
                 continue
-            if self.merged and reader and self._merged_elsewhere(name, reader):
+            if reader in self.merged.readers and self._merged_elsewhere(name, reader):
                 continue  # counted by _count_merged as this module's own
             before = self.totals["param"]
             if self._count_roots(name, role) and generated:
@@ -417,14 +417,16 @@ def read_stored(
     proto: onnx.ModelProto, view: GraphView, path: Path | None
 ) -> tuple[dict[str, str], Merged, frozenset[str]]:
     """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
-    ``copies``, ``merged`` and ``masks``): the tensors stored twice (``analysis.tied``), the
-    params torch's exporter merged or dropped (``analysis.merged``), the attention masks it
-    folded (``analysis.masks``). Read before shape inference detaches initializers."""
-    return (
-        tied_copies(proto, view, path),
-        merged_params(proto, view, path),
-        additive_masks(proto, path),
-    )
+    ``copies``, ``merged`` and ``masks``): the tensors stored twice (``analysis.tied``; a
+    weight torch's dynamo exporter folded once per call too), the params it merged or dropped
+    (``analysis.merged``), the attention masks an exporter folded (``analysis.masks``). Read
+    before shape inference detaches initializers."""
+    copies = tied_copies(proto, view, path)
+    merged = Merged()
+    if from_dynamo(view):
+        copies = {**weight_copies(proto, path), **copies}
+        merged = merged_params(proto, view, path)
+    return copies, merged, additive_masks(proto, view, path)
 
 
 def dequantising_scales(

@@ -125,3 +125,16 @@ def test_a_gemm_bias_the_optimizer_dropped_is_counted_from_the_exporter_record()
     # nn.Linear on a 2-D input (a classifier head), linear(x, %p_fc_weight, %p_fc_bias): the
     # weight [3, 8] read transposed, 24, and its bias of 3 output features: 27
     assert _gemm(metadata=True, stored_bias=False, record=_LINEAR) == 24 + 3
+
+
+def test_tiny_bert_from_the_dynamo_exporter_counts_every_param() -> None:
+    # tests/data/exports/bert.onnx: BertModel(vocab 100, hidden 32, 2 layers, intermediate 64,
+    # 64 positions), untrained, dynamo, its last hidden state (no pooler). By hand: embeddings
+    # 100 x 32 + 64 x 32 + 2 x 32 + LayerNorm 64 = 5,376; a layer's q, k, v and output
+    # 4 x (32 x 32 + 32) = 4,224, LayerNorm 64, intermediate 32 x 64 + 64 = 2,112, output
+    # 64 x 32 + 32 = 2,080, LayerNorm 64: 8,544, and 2 of them 17,088. 22,464 in all; the
+    # file stores 640 fewer: its 5 LayerNorm weights are one tensor of ones (4 x 32 merged),
+    # its 5 LayerNorm, 8 attention and 2 output biases of zeros [32] another (14 x 32), the
+    # intermediate's 2 zero biases [64] a third (64): 128 + 448 + 64.
+    a = onnxcost.analyze(EXPORTS / "bert.onnx")
+    assert a.totals.params == 22_464

@@ -50,7 +50,8 @@ MERGED_LIMIT = 1024
 elements (its ``size_limit``)."""
 
 _MAX_SCOPES_TEXT = 16_384
-"""A node's name scopes longer than this are not read (a hostile model's)."""
+"""A node's name scopes longer than this are not read, nor its FX node past it (a hostile
+model's)."""
 _QUOTED = re.compile(r"'([^']*)'")
 """A name scope in the exporter's list of them (module paths hold no quote)."""
 _PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
@@ -195,7 +196,7 @@ def _dropped_bias(
     node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto], stored: set[str]
 ) -> Dropped | None:
     """The bias a two-input Gemm's exporter record names that no initializer holds."""
-    match = _BIAS_ARGUMENT.search(_metadata(node, FX_NODE) or "")
+    match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:_MAX_SCOPES_TEXT])
     bias = None if match is None else match.group(1) or match.group(2)
     if bias is None or bias[2:] in stored:
         return None

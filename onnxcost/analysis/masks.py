@@ -9,16 +9,15 @@ and a mask grows with batch x seq².
 
 No learned weight holds -inf or its type's lowest value, so a float initializer that does, at
 one of its first ``_SAMPLES`` elements (a causal mask's second already; a padding mask's
-first row), is a mask. Those lie together: a few pages of a weight left in the file. Only tensors an Add,
-Sub, Where or Min reads are candidates. Only tensors named as the exporter makes names (``val_160``,
-``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a model's own
-weights are left unread. A mask of zeros only (no position masked at the traced shape) cannot
-be told from a zero weight and counts as stored.
+first row), is a mask. Those elements lie together: a few pages of a tensor left in the file.
+Only the tensors an Add, Sub, Where or Min reads, named as an exporter names what it computes
+(``val_160``, ``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a
+model's own weights are left unread. A mask of zeros only (no position masked at the traced
+shape) cannot be told from a zero weight and counts as stored.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +25,11 @@ import onnx
 
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
+from onnxcost.load.tensors import PARAMETER_PATH
 
 _SAMPLES = 4096
 """Elements read of each candidate, from its first."""
 
-_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
 
 _LOWEST = {
     # element type -> the bit patterns of its -inf and of its lowest finite value
@@ -57,7 +56,7 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
     }
     found = set()
     for t in proto.graph.initializer:
-        if t.name not in applied or t.data_type not in _LOWEST or _PARAMETER.match(t.name):
+        if t.name not in applied or t.data_type not in _LOWEST or PARAMETER_PATH.match(t.name):
             continue
         numel = 1
         for d in t.dims:

@@ -16,13 +16,13 @@ has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores
 Both are read back from the exporter's own record of each node (its ``metadata_props``):
 
 - a merged tensor (named as a param, all of its elements alike, read by nodes of more than
-  one module, as
-  ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per module that reads
-  it (``shared``); a module called again (ALBERT's one shared layer) is one module;
-- a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's
-  ``pkg.torch.onnx.fx_node`` names (``aten.addmm(%p_..._bias, x, %p_..._weight)``,
-  ``aten.linear(x, %p_..._weight, %p_..._bias)``) where the Gemm has no C and no initializer is that bias (``dropped``): N params, the Gemm's output
-  features, of its weight's element type.
+  one module, as ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per
+  module that reads it (``shared``); a module called again (ALBERT's one shared layer) is one
+  module;
+- a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's ``pkg.torch.onnx.fx_node``
+  names (``aten.addmm(%p_..._bias, x, %p_..._weight)``, ``aten.linear(x, %p_..._weight,
+  %p_..._bias)``) where the Gemm has no C and no initializer is that bias (``dropped``): N
+  params, the Gemm's output features, of its weight's element type.
 
 A model whose nodes carry no such record (every other exporter, a trained model's export
 where nothing was merged) is left as it is, at the cost of one look at its first node.
@@ -39,6 +39,7 @@ import onnx
 
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
+from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
 
 SCOPES = "pkg.torch.onnx.name_scopes"
 """The metadata key of a node's module path, as torch's dynamo exporter writes it."""
@@ -54,20 +55,9 @@ _MAX_SCOPES_TEXT = 16_384
 model's)."""
 _QUOTED = re.compile(r"'([^']*)'")
 """A name scope in the exporter's list of them (module paths hold no quote)."""
-_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
-"""A parameter's path in its module (``gpt2.transformer.h.0.ln_1.weight``), as the exporter
-names the initializer of a param; the tensors it computes have other names (``val_12``)."""
 _BIAS_ARGUMENT = re.compile(
     r"aten\.addmm\.default\]\(args = \(%(p_\w+)"  # addmm(bias, x, weight): GPT-2's Conv1D
     r"|aten\.linear\.default\]\(args = \(%\w+, %p_\w+, %(p_\w+)\)"  # linear(x, weight, bias)
-)
-_FLOATS = frozenset(
-    {
-        onnx.TensorProto.FLOAT,
-        onnx.TensorProto.FLOAT16,
-        onnx.TensorProto.BFLOAT16,
-        onnx.TensorProto.DOUBLE,
-    }
 )
 
 
@@ -137,7 +127,9 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     small = {  # named as a param (not a folded mask: ``where``), small enough to be merged
         name
         for name, t in initializers.items()
-        if t.data_type in _FLOATS and 1 < _numel(t) <= MERGED_LIMIT and _PARAMETER.match(name)
+        if t.data_type in FLOAT_TYPES
+        and 1 < _numel(t) <= MERGED_LIMIT
+        and PARAMETER_PATH.match(name)
     }
     readers: dict[str, list[int]] = {}
     for k, ins in enumerate(view.inputs):

@@ -19,7 +19,6 @@ is any tensor whose data cannot be read here (a built-in model's, a typed field)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,25 +27,13 @@ import onnx
 
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
+from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
 
 SAMPLES = 4096
 """Positions compared per pair of tensors: an untied pair agreeing at all of them by chance is
 beyond any real model; reading them touches at most that many pages of each tensor."""
 
-_FLOATS = frozenset(
-    {
-        onnx.TensorProto.FLOAT,
-        onnx.TensorProto.FLOAT16,
-        onnx.TensorProto.BFLOAT16,
-        onnx.TensorProto.DOUBLE,
-    }
-)
-"""The element types of the weights a module's calls repeat (not the exporter's int64 shapes
-and indices, which it writes alike wherever they are needed)."""
 _SEED = 20_261_125
-_PARAMETER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
-"""A param's path in its module (``encoder.ffn.weight``), as an exporter names a weight it
-stores as it is; what it computes from one gets another name (``val_180``, ``onnx::MatMul_9``)."""
 _CORNER = 16
 """The table's top-left 16 x 16 elements are compared first: 16 rows of each tensor."""
 
@@ -81,19 +68,20 @@ def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
     """Initializer -> the initializer it repeats, element for element: a weight a module
     called more than once had the exporter fold its transpose once per call (ALBERT's one
     shared layer, three times through torch's dynamo exporter: 19,968 params counted where
-    torch has 11,776). Asked of that exporter's models only (``merged.from_dynamo``): reading
-    each same-shaped weight's first elements costs a TorchScript ResNet's analysis 40%. A copy is named as the exporter names what it computes (``val_180``),
-    not as a param's path; the two agree at their first ``_CORNER`` x ``_CORNER`` elements
-    and at ``SAMPLES`` positions drawn over them, and are not all alike (two zero biases of
-    one shape are two params, as Keras' untrained ones are)."""
+    torch has 11,776). A copy is named as the exporter names what it computes (``val_180``),
+    not as a param's path; the two agree at their first ``_CORNER`` x ``_CORNER`` elements and
+    at ``SAMPLES`` positions drawn over them, and are not all alike (two zero biases of one
+    shape are two params, as Keras' untrained ones are). Asked of that exporter's models only
+    (``merged.from_dynamo``): reading the first elements of every weight that shares its shape
+    with another cost a TorchScript DeepLabV3's analysis 40%."""
     groups: dict[tuple[int, tuple[int, ...]], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:
         dims = tuple(t.dims)
-        if t.data_type in _FLOATS and len(dims) > 1 and all(d > 0 for d in dims):
+        if t.data_type in FLOAT_TYPES and len(dims) > 1 and all(d > 0 for d in dims):
             groups.setdefault((t.data_type, dims), []).append(t)
     copies: dict[str, str] = {}
     for group in groups.values():
-        if len(group) < 2 or all(_PARAMETER.match(t.name) for t in group[1:]):
+        if len(group) < 2 or all(PARAMETER_PATH.match(t.name) for t in group[1:]):
             continue
         numel = int(np.prod(group[0].dims))
         head = np.arange(min(numel, _CORNER * _CORNER))
@@ -103,7 +91,7 @@ def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
             if got is None or _alike(got):
                 continue  # unreadable here, or all alike: no evidence
             original = first.setdefault(got.tobytes(), t)
-            if original is t or _PARAMETER.match(t.name):
+            if original is t or PARAMETER_PATH.match(t.name):
                 continue
             drawn = np.random.default_rng(_SEED).integers(0, numel, SAMPLES)
             want = elements(original, drawn, path)

@@ -35,7 +35,6 @@ cast to float, by the input's scale times the weight's, in two plain Muls.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
 from onnxcost.load.graph import GraphView
 from onnxcost.load.tensors import (
+    PARAMETER_PATH,
     SUBGRAPH_OPS,
     TensorInfo,
     UnknownShapeError,
@@ -183,7 +183,7 @@ class Weights:
         if len(inputs) != 1 or len(outputs) != 1 or inputs[0] not in self.stored:
             return False
         out = outputs[0]
-        if out in self.stored or not _PARAMETER_PATH.match(out):
+        if out in self.stored or not PARAMETER_PATH.match(out):
             return False  # a name the exporter made up, or an alias: an Identity like any other
         info = types.get(out)
         self.add_stored(out, info if info is not None else self.stored[inputs[0]].renamed(out))
@@ -472,11 +472,6 @@ def dequantising_scales(
             data = inputs[at] if op_types[at] == "Mul" else inputs[at][:1]
             scaled.extend(data)
     return frozenset(found)
-
-
-_PARAMETER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
-"""A parameter's path in its module as torch names it (``layer1.0.bn1.weight``): dotted, with
-none of the ``/``, ``:`` of the names exporters make up (``/bn/Identity_output_0``, ``onnx::``)."""
 
 
 def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:

@@ -8,6 +8,7 @@ and this module imports nothing else of onnxcost, so arrows run one way
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -16,6 +17,21 @@ from onnx import helper
 
 SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 """Ops of the default domain whose attributes hold subgraphs the analyzer walks."""
+
+FLOAT_TYPES = frozenset(
+    {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.BFLOAT16,
+        onnx.TensorProto.DOUBLE,
+    }
+)
+"""The element types of float weights (not the int64 shapes and indices an exporter stores)."""
+
+PARAMETER_PATH = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+\Z")
+"""A parameter's path in its module as torch names it (``layer1.0.bn1.weight``): dotted, with
+none of the ``/``, ``:`` of the names exporters make up for what they compute
+(``/bn/Identity_output_0``, ``onnx::MatMul_9``, ``val_180``)."""
 
 
 def normalize_domain(domain: str) -> str:

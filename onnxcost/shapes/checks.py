@@ -162,10 +162,9 @@ def _blame(
     if own and all(o.node != failures[0].node for o in own):
         return (
             f"the shapes from {', '.join(flags)} do not fit the model: {failures[0].text()}"
-            f"{more}; without them (each symbolic dim at 1) it breaks too, at {own[0].text()}: the "
-            f"model itself may be "
-            f"malformed (check it with onnxruntime or onnx.checker.check_model), or fix the "
-            f"flags to match its inputs"
+            f"{more}; without them (each symbolic dim at 1) it breaks too, at {own[0].text()}: "
+            f"the model itself may be malformed (check it with onnxruntime or "
+            f"onnx.checker.check_model), or fix the flags to match its inputs"
         )
     return (
         f"the shapes from {', '.join(flags)} do not fit the model: {failures[0].text()}{more}; "

@@ -715,7 +715,8 @@ def infer(
         return result
     if given:
         own = _own_failures(model, pristine, view)
-        caused = [f for f in failures if {o.node: o.inputs for o in own}.get(f.node) != f.inputs]
+        own_inputs = {o.node: o.inputs for o in own}
+        caused = [f for f in failures if own_inputs.get(f.node) != f.inputs]
         if caused:
             message = _blame(caused, input_shapes, dims, allow_reshape, pristine, own)
             raise ShapeError(message, node=caused[0].text())

@@ -138,3 +138,19 @@ def test_tiny_bert_from_the_dynamo_exporter_counts_every_param() -> None:
     # intermediate's 2 zero biases [64] a third (64): 128 + 448 + 64.
     a = onnxcost.analyze(EXPORTS / "bert.onnx")
     assert a.totals.params == 22_464
+
+
+def test_merged_and_dropped_params_train_as_the_stored_ones() -> None:
+    # The tiny GPT-2's 29,696 params all train: AdamW's two fp32 moments, 8 x 29,696 =
+    # 237,568 bytes (28,864 and 230,912 before). Each counts under its own param's path, so
+    # --freeze finds it: the 5 LayerNorms, 5 x 64 = 320, frozen leave 29,376; c_attn, its
+    # 2 x (32 x 96) weights and 2 x 96 dropped biases, 6,336, leave 23,360.
+    path = EXPORTS / "tiny_gpt2_dynamo_untrained.onnx"
+    trained = onnxcost.analyze(path, training=True).totals.training
+    assert trained is not None
+    assert trained.trainable_params == 29_696
+    assert trained.training_memory.optimizer_bytes == 8 * 29_696
+    for frozen, left in ((r"\.ln_", 29_376), (r"c_attn", 23_360)):
+        trained = onnxcost.analyze(path, training=True, frozen=frozen).totals.training
+        assert trained is not None
+        assert trained.trainable_params == left

@@ -62,8 +62,9 @@ _BIAS_ARGUMENT = re.compile(
 
 
 class Dropped(NamedTuple):
-    """A bias the optimizer dropped from a Gemm: its parameter's placeholder, its elements and
-    their type."""
+    """A bias the optimizer dropped from a Gemm: its param's path (the Gemm's module's
+    ``.bias``; the FX placeholder where the module is not recorded), its elements and their
+    type."""
 
     name: str
     elements: int
@@ -196,7 +197,9 @@ def _dropped_bias(
     if weight is None or len(weight.dims) != 2:
         return None
     trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
-    return Dropped(bias, int(weight.dims[0 if trans_b else 1]), weight.data_type)
+    module = _module(node)
+    name = bias if module is None else f"{module}.bias"
+    return Dropped(name, int(weight.dims[0 if trans_b else 1]), weight.data_type)
 
 
 __all__ = ["MERGED_LIMIT", "Dropped", "Merged", "from_dynamo", "merged_params"]

@@ -129,13 +129,14 @@ class TrainingResult:
 
 
 def trainable_roots(weights: Weights, frozen: re.Pattern[str] | None) -> dict[str, int]:
-    """Stored float weights counted as params that ``frozen`` does not match: name -> count."""
+    """Stored float weights counted as params that ``frozen`` does not match, and those torch's
+    exporter merged or dropped (``Weights.recovered_names``): name -> count."""
     roots: dict[str, int] = {}
     for name, counted in weights.counted.items():
         if (
             counted.role == "param"
             and counted.elem_type in FLOAT_TYPES
-            and name in weights.stored
+            and (name in weights.stored or name in weights.recovered_names)
             and not (frozen is not None and frozen.search(name))
         ):
             roots[name] = counted.elements

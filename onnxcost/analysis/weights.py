@@ -119,6 +119,9 @@ class Weights:
     no params."""
     recovered: int = 0
     """The params ``merged`` brought back: not stored in the file as they count."""
+    recovered_names: set[str] = field(default_factory=set)
+    """The names they count under (each param's path where the exporter's record gives it:
+    ``gpt2.transformer.h.1.ln_2.weight``): trainable params as the stored ones are."""
     one_unit: set[str] = field(default_factory=set)
     """Outputs of a MatMul by a constant of one column: a dense layer with one output unit
     (``_dense_bias``), whose bias, added next, is a stored tensor of one element."""
@@ -247,22 +250,24 @@ class Weights:
         module's tensor, each once per module, or dropped from it (``analysis.merged``)."""
         before = self.totals["param"]
         dropped = self.merged.dropped.get(reader)
-        if dropped is not None:
+        if dropped is not None and dropped.name not in self.stored:
             bits = element_bits(dropped.elem_type)
             nbytes = (dropped.elements * bits + 7) // 8
-            self._put(
-                f"{dropped.name} (dropped)",
-                Counted("param", dropped.elements, dropped.elem_type, nbytes),
-            )
+            self._put(dropped.name, Counted("param", dropped.elements, dropped.elem_type, nbytes))
+            self.recovered_names.add(dropped.name)
         for i, name in enumerate(inputs):
             if not name or not self._merged_elsewhere(name, reader):
                 continue
             role = _role(spec, i)
             info = self.stored.get(name)
-            key = f"{name} ({self.merged.shared[name][reader]})"
+            module = self.merged.shared[name][reader]
+            key = f"{module}.{name.rpartition('.')[2]}"  # that module's own param
+            if key in self.stored:
+                key = f"{name} ({module})"
             if role is None or info is None or key in self.counted or info.known_numel < 0:
                 continue
             self._put(key, Counted(role, info.known_numel, info.elem_type, info.known_nbytes))
+            self.recovered_names.add(key)
         self.recovered += self.totals["param"] - before
         return self.totals["param"] - before
 

@@ -154,3 +154,36 @@ def test_merged_and_dropped_params_train_as_the_stored_ones() -> None:
         trained = onnxcost.analyze(path, training=True, frozen=frozen).totals.training
         assert trained is not None
         assert trained.trainable_params == left
+
+
+def _conv(op: str, weight: tuple[int, ...], record: str, group: int = 1) -> int:
+    """x [1, 3, 4, 4] -> ``op`` by conv.weight (ones), written without B, its FX record
+    ``record``: the params counted."""
+    node = _node(op, ["x", "conv.weight"], ["y"], "conv")
+    node.attribute.append(helper.make_attribute("group", group))
+    entry = node.metadata_props.add()
+    entry.key, entry.value = "pkg.torch.onnx.fx_node", record
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", F, None)],
+        [numpy_helper.from_array(np.ones(weight, np.float32), "conv.weight")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_conv_bias_the_optimizer_dropped_is_counted_from_the_exporter_record() -> None:
+    # A fresh ViT's patch embedding: conv2d(x, %p_conv_weight, %p_conv_bias, [2, 2]) written
+    # as a Conv without B. W [8, 3, 3, 3] = 216, and a bias per output channel, 8: 224
+    record = (
+        "%conv2d : [num_users=1] = call_function[target=torch.ops.aten.conv2d.default]"
+        "(args = (%x, %p_conv_weight, %p_conv_bias, [2, 2]), kwargs = {})"
+    )
+    assert _conv("Conv", (8, 3, 3, 3), record) == 216 + 8
+    # ConvTranspose: W [3, 4, 2, 2] = 48, output channels W's second dim x groups, 4 x 1: 52
+    transposed = record.replace("aten.conv2d", "aten.conv_transpose2d")
+    assert _conv("ConvTranspose", (3, 4, 2, 2), transposed) == 48 + 4
+    # a conv without a bias (bias=False: conv2d(x, %p_conv_weight)) has none to add: 216
+    assert _conv("Conv", (8, 3, 3, 3), record.replace(", %p_conv_bias", "")) == 216

@@ -7,9 +7,10 @@ torch's dynamo exporter (``torch.onnx.export(..., dynamo=True)``, the default si
   elements that hold the same values and points every reader at it. In a freshly initialised
   model every LayerNorm weight is ones and every bias zeros, so GPT-2 small's 25 LayerNorm
   weights [768] became one tensor, read by 25 LayerNorms, and its 25 biases another.
-- **Dropped.** A Gemm whose C is all zeros loses its C: GPT-2's ``Conv1D`` layers (torch's
-  ``addmm``) store no bias at all, nor do a freshly initialised ViT's attention projections
-  and classifier head, or MobileNet's classifier (``linear`` on a 2-D input).
+- **Dropped.** A Gemm whose C is all zeros loses its C, and a Conv its B: GPT-2's ``Conv1D``
+  layers (torch's ``addmm``) store no bias at all, nor do a freshly initialised ViT's
+  attention projections, classifier head and patch embedding, or MobileNet's classifier
+  (``linear`` on a 2-D input).
 
 Counted as stored, GPT-2 small from the dynamo exporter had 124,320,000 params where torch
 has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores every one.
@@ -19,10 +20,11 @@ Both are read back from the exporter's own record of each node (its ``metadata_p
   one module, as ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per
   module that reads it (``shared``); a module called again (ALBERT's one shared layer) is one
   module;
-- a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's ``pkg.torch.onnx.fx_node``
-  names (``aten.addmm(%p_..._bias, x, %p_..._weight)``, ``aten.linear(x, %p_..._weight,
-  %p_..._bias)``) where the Gemm has no C and no initializer is that bias (``dropped``): N
-  params, the Gemm's output features, of its weight's element type.
+- a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's or Conv's
+  ``pkg.torch.onnx.fx_node`` names (``aten.addmm(%p_..._bias, x, %p_..._weight)``,
+  ``aten.linear(x, %p_..._weight, %p_..._bias)``, ``aten.conv2d(x, %p_..._weight,
+  %p_..._bias, ...)``) where the node has no bias input and no initializer is that bias
+  (``dropped``): N params, its output features, of its weight's element type.
 
 A model whose nodes carry no such record (every other exporter, a trained model's export
 where nothing was merged) is left as it is, at the cost of one look at its first node.
@@ -57,8 +59,12 @@ _QUOTED = re.compile(r"'([^']*)'")
 """A name scope in the exporter's list of them (module paths hold no quote)."""
 _BIAS_ARGUMENT = re.compile(
     r"aten\.addmm\.default\]\(args = \(%(p_\w+)"  # addmm(bias, x, weight): GPT-2's Conv1D
-    r"|aten\.linear\.default\]\(args = \(%\w+, %p_\w+, %(p_\w+)\)"  # linear(x, weight, bias)
+    # linear(x, weight, bias), conv2d(x, weight, bias, ...), conv_transpose2d(...), convolution
+    r"|aten\.(?:linear|conv[123]d|conv_transpose[123]d|convolution)\.default\]"
+    r"\(args = \(%\w+, %p_\w+, %(p_\w+)[,)]"
 )
+_WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}
+"""The ops whose bias the optimizer drops where it is all zeros: their inputs without it."""
 
 
 class Dropped(NamedTuple):
@@ -148,7 +154,7 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
             found.readers.update(modules)
     stored: set[str] = set()  # the initializers' names as the FX graph's placeholders hold them
     for k, op in enumerate(view.op_types):
-        if op == "Gemm" and len(view.inputs[k]) == 2:
+        if _WITH_BIAS.get(op) == len(view.inputs[k]):
             stored = stored or {name.replace(".", "_") for name in initializers}
             bias = _dropped_bias(nodes[k], initializers, stored)
             if bias is not None:
@@ -188,18 +194,26 @@ def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
 def _dropped_bias(
     node: onnx.NodeProto, initializers: dict[str, onnx.TensorProto], stored: set[str]
 ) -> Dropped | None:
-    """The bias a two-input Gemm's exporter record names that no initializer holds."""
+    """The bias a Gemm's, Conv's or ConvTranspose's exporter record names, written without it,
+    that no initializer holds: its output features (Gemm: B's columns, or rows with transB;
+    Conv: W's first dim; ConvTranspose: W's second times the groups)."""
     match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:_MAX_SCOPES_TEXT])
     bias = None if match is None else match.group(1) or match.group(2)
     if bias is None or bias[2:] in stored:
         return None
     weight = initializers.get(node.input[1])
-    if weight is None or len(weight.dims) != 2:
+    if weight is None or len(weight.dims) < 2:
         return None
-    trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+    ints = {a.name: a.i for a in node.attribute if a.type == onnx.AttributeProto.INT}
+    if node.op_type == "Gemm":
+        features = weight.dims[0 if ints.get("transB", 0) else 1]
+    elif node.op_type == "Conv":
+        features = weight.dims[0]
+    else:
+        features = weight.dims[1] * ints.get("group", 1)
     module = _module(node)
     name = bias if module is None else f"{module}.bias"
-    return Dropped(name, int(weight.dims[0 if trans_b else 1]), weight.data_type)
+    return Dropped(name, int(features), weight.data_type)
 
 
 __all__ = ["MERGED_LIMIT", "Dropped", "Merged", "from_dynamo", "merged_params"]

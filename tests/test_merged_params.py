@@ -187,3 +187,13 @@ def test_a_conv_bias_the_optimizer_dropped_is_counted_from_the_exporter_record()
     assert _conv("ConvTranspose", (3, 4, 2, 2), transposed) == 48 + 4
     # a conv without a bias (bias=False: conv2d(x, %p_conv_weight)) has none to add: 216
     assert _conv("Conv", (8, 3, 3, 3), record.replace(", %p_conv_bias", "")) == 216
+    # a BatchNorm folded into the Conv (ResNet's): the record is the BatchNorm's, and the
+    # folded bias, its shift (zeros, untrained), one per output channel: 216 + 8, as the
+    # TorchScript exporter stores it (torchvision's resnet18: 11,684,712, its 11,689,512 less
+    # its 4,800 BatchNorm channels, where 11,679,912 was counted)
+    folded = (
+        "%_native_batch_norm_legit_no_training : [num_users=1] = call_function[target=torch."
+        "ops.aten._native_batch_norm_legit_no_training.default](args = (%conv2d, %p_bn1_weight, "
+        "%p_bn1_bias, %b_bn1_running_mean, %b_bn1_running_var, 0.1, 1e-05), kwargs = {})"
+    )
+    assert _conv("Conv", (8, 3, 3, 3), folded) == 216 + 8

@@ -10,7 +10,8 @@ torch's dynamo exporter (``torch.onnx.export(..., dynamo=True)``, the default si
 - **Dropped.** A Gemm whose C is all zeros loses its C, and a Conv its B: GPT-2's ``Conv1D``
   layers (torch's ``addmm``) store no bias at all, nor do a freshly initialised ViT's
   attention projections, classifier head and patch embedding, or MobileNet's classifier
-  (``linear`` on a 2-D input).
+  (``linear`` on a 2-D input), nor a Conv with an untrained BatchNorm folded in (its bias,
+  the BatchNorm's shift, is zeros; the TorchScript exporter and a trained model store it).
 
 Counted as stored, GPT-2 small from the dynamo exporter had 124,320,000 params where torch
 has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores every one.
@@ -61,6 +62,10 @@ _BIAS_ARGUMENT = re.compile(
     r"aten\.addmm\.default\]\(args = \(%(p_\w+)"  # addmm(bias, x, weight): GPT-2's Conv1D
     # linear(x, weight, bias), conv2d(x, weight, bias, ...), conv_transpose2d(...), convolution
     r"|aten\.(?:linear|conv[123]d|conv_transpose[123]d|convolution)\.default\]"
+    r"\(args = \(%\w+, %p_\w+, %(p_\w+)[,)]"
+    # a Conv with a BatchNorm folded in: its bias is the BatchNorm's shift (its record the
+    # BatchNorm's, batch_norm(conv, %p_..._weight, %p_..._bias, ...))
+    r"|aten\.(?:_native_batch_norm_legit_no_training|batch_norm)\.default\]"
     r"\(args = \(%\w+, %p_\w+, %(p_\w+)[,)]"
 )
 _WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}
@@ -198,7 +203,9 @@ def _dropped_bias(
     that no initializer holds: its output features (Gemm: B's columns, or rows with transB;
     Conv: W's first dim; ConvTranspose: W's second times the groups)."""
     match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:_MAX_SCOPES_TEXT])
-    bias = None if match is None else match.group(1) or match.group(2)
+    bias = None if match is None else match.group(1) or match.group(2) or match.group(3)
+    if match is not None and match.group(3) and node.op_type != "Conv":
+        return None
     if bias is None or bias[2:] in stored:
         return None
     weight = initializers.get(node.input[1])

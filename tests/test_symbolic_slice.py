@@ -20,6 +20,23 @@ def _ints(name: str, *values: int) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
+def _model(
+    nodes: list[onnx.NodeProto],
+    inits: list[onnx.TensorProto],
+    x_shape: list[int | str],
+    out: str = "z",
+) -> onnx.ModelProto:
+    """A model of ``nodes`` over one float32 input x of ``x_shape``, writing ``out``."""
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _slice_model(start: int, end: int, step: int = 1) -> onnx.ModelProto:
     """x [b, s] (float32) -> x[:, start:end:step] -> Relu."""
     inits = [_ints("st", start), _ints("en", end), _ints("ax", 1), _ints("stp", step)]
@@ -27,14 +44,7 @@ def _slice_model(start: int, end: int, step: int = 1) -> onnx.ModelProto:
         helper.make_node("Slice", ["x", "st", "en", "ax", "stp"], ["y"]),
         helper.make_node("Relu", ["y"], ["z"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "slice",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model(nodes, inits, ["b", "s"])
 
 
 def _rows(start: int, end: int, step: int, s: int) -> int:
@@ -89,14 +99,7 @@ def test_a_symbolic_end_that_may_be_below_0_is_not_carried() -> None:
         helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"]),
         helper.make_node("Relu", ["y"], ["z"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "slice",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = _model(nodes, inits, ["b", "s"])
     assert onnxcost.analyze(model, dims={"b": 1, "s": 5}).nodes[3].bytes_written == 8
     assert ("Slice_3", "Slice", "a start or end, s - 6, that may be below 0") in (
         symbolic_shapes(model).uncarried
@@ -194,14 +197,7 @@ def test_f_pad_as_the_torchscript_exporter_writes_it_is_walked_once() -> None:
         helper.make_node("Pad", ["x", "pads"], ["y"]),
         helper.make_node("Relu", ["y"], ["z"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "pad_to_window",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 5, 5, 4])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = _model(nodes, inits, ["b", 5, 5, 4])
     assert symbolic_shapes(model).values["pads"] == (0, 0, 0, 0, 0, 0, 2, 0)
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
@@ -229,14 +225,7 @@ def test_an_empty_shape_value_is_known_where_its_class_was_seen_before() -> None
         helper.make_node("Reshape", ["y1", "c2"], ["y2"]),
         helper.make_node("Relu", ["y2"], ["z"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "empty_tail",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 6])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = _model(nodes, inits, ["b", 6])
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
     assert a.symbolic.analyses == 1, a.warnings
@@ -259,14 +248,7 @@ def test_an_end_within_the_dim_at_every_point_needs_no_min() -> None:
         helper.make_node("Reshape", ["first", "to"], ["r"]),
         helper.make_node("Relu", ["r"], ["z"]),
     ]
-    graph = helper.make_graph(
-        nodes,
-        "split",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = _model(nodes, inits, ["b", 4])
     a = onnxcost.analyze(model, symbolic=True)
     assert a.symbolic is not None
     assert a.symbolic.analyses == 1, a.warnings

@@ -18,6 +18,7 @@ shape) cannot be told from a zero weight and counts as stored.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +59,7 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
     for t in proto.graph.initializer:
         if t.name not in applied or t.data_type not in _LOWEST or PARAMETER_PATH.match(t.name):
             continue
-        numel = 1
-        for d in t.dims:
-            numel *= d
+        numel = math.prod(t.dims)
         if numel < 2:
             continue
         got = elements(t, np.arange(min(numel, _SAMPLES)), path)

@@ -33,6 +33,7 @@ where nothing was merged) is left as it is, at the cost of one look at its first
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -140,7 +141,7 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
         name
         for name, t in initializers.items()
         if t.data_type in FLOAT_TYPES
-        and 1 < _numel(t) <= MERGED_LIMIT
+        and 1 < math.prod(t.dims) <= MERGED_LIMIT
         and PARAMETER_PATH.match(name)
     }
     readers: dict[str, list[int]] = {}
@@ -168,13 +169,6 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     return found
 
 
-def _numel(t: onnx.TensorProto) -> int:
-    n = 1
-    for d in t.dims:
-        n *= d
-    return n
-
-
 def _metadata(node: onnx.NodeProto, key: str) -> str | None:
     return next((p.value for p in node.metadata_props if p.key == key), None)
 
@@ -192,7 +186,7 @@ def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
     """Whether every element of ``t`` is the same (an untrained LayerNorm's ones, a zero
     bias): the only way params of distinct modules hold one value. False where its data
     cannot be read here."""
-    got = elements(t, np.arange(_numel(t)), path)
+    got = elements(t, np.arange(math.prod(t.dims)), path)
     return got is not None and bool((got == got[0]).all())
 
 

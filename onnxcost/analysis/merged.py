@@ -41,12 +41,11 @@ from typing import NamedTuple
 import numpy as np
 import onnx
 
+from onnxcost.analysis.scopes import MAX_SCOPES_TEXT, from_dynamo, name_scopes
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
 from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
 
-SCOPES = "pkg.torch.onnx.name_scopes"
-"""The metadata key of a node's module path, as torch's dynamo exporter writes it."""
 FX_NODE = "pkg.torch.onnx.fx_node"
 """The metadata key of the torch FX node a node comes from."""
 
@@ -54,11 +53,6 @@ MERGED_LIMIT = 1024
 """onnxscript's ``DeduplicateInitializersPass`` merges initializers of at most this many
 elements (its ``size_limit``)."""
 
-_MAX_SCOPES_TEXT = 16_384
-"""A node's name scopes longer than this are not read, nor its FX node past it (a hostile
-model's)."""
-_QUOTED = re.compile(r"'([^']*)'")
-"""A name scope in the exporter's list of them (module paths hold no quote)."""
 _BIAS_ARGUMENT = re.compile(
     r"aten\.addmm\.default\]\(args = \(%(p_\w+)"  # addmm(bias, x, weight): GPT-2's Conv1D
     # linear(x, weight, bias), conv2d(x, weight, bias, ...), conv_transpose2d(...), convolution
@@ -123,11 +117,6 @@ class Merged:
         )
 
 
-def from_dynamo(view: GraphView) -> bool:
-    """Whether torch's dynamo exporter wrote the graph: its nodes carry their name scopes."""
-    return bool(view.order) and any(p.key == SCOPES for p in view.order[0].metadata_props)
-
-
 def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Merged:
     """The params torch's exporter merged or dropped from an untrained model (the module
     docstring), for the main graph of ``proto``; empty for a model without the exporter's
@@ -175,11 +164,8 @@ def _metadata(node: onnx.NodeProto, key: str) -> str | None:
 
 def _module(node: onnx.NodeProto) -> str | None:
     """The path of the module a node comes from (the last of its name scopes but its own)."""
-    text = _metadata(node, SCOPES)
-    if text is None or len(text) > _MAX_SCOPES_TEXT:
-        return None
-    scopes = _QUOTED.findall(text)  # ['', 'gpt2', ..., 'gpt2.transformer.h.1.ln_2', 'layer_norm_3']
-    return scopes[-2] if len(scopes) >= 2 else None
+    scopes = name_scopes(node)  # ['', 'gpt2', ..., 'gpt2.transformer.h.1.ln_2', 'layer_norm_3']
+    return scopes[-2] if scopes is not None and len(scopes) >= 2 else None
 
 
 def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
@@ -196,7 +182,7 @@ def _dropped_bias(
     """The bias a Gemm's, Conv's or ConvTranspose's exporter record names, written without it,
     that no initializer holds: its output features (Gemm: B's columns, or rows with transB;
     Conv: W's first dim; ConvTranspose: W's second times the groups)."""
-    match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:_MAX_SCOPES_TEXT])
+    match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:MAX_SCOPES_TEXT])
     bias = None if match is None else match.group(1) or match.group(2) or match.group(3)
     if match is not None and match.group(3) and node.op_type != "Conv":
         return None
@@ -217,4 +203,4 @@ def _dropped_bias(
     return Dropped(name, int(features), weight.data_type)
 
 
-__all__ = ["MERGED_LIMIT", "Dropped", "Merged", "from_dynamo", "merged_params"]
+__all__ = ["MERGED_LIMIT", "Dropped", "Merged", "merged_params"]

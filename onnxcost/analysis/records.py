@@ -62,6 +62,10 @@ class NodeRecord:
     """Of ``bytes_read``, the bytes of the KV cache (cache inputs, outputs and their copies)."""
     bytes_written_kv_cache: int = 0
     """Of ``bytes_written``, the bytes of the KV cache."""
+    scope: str | None = field(default=None, metadata={"json_omit_none": True})
+    """The module path torch's dynamo exporter recorded for the node (``analysis.scopes``:
+    ``/gpt2/transformer/h.2/mlp/act``), the scope the tree reads in place of the name's;
+    None for every other node."""
 
     JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
         "bytes_read_activations",

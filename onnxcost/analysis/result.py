@@ -145,7 +145,8 @@ class Analysis:
         """Costs aggregated by the first ``depth`` parts of each node name's scope, in graph order.
 
         ``/layer1/layer1.0/conv1/Conv`` at depth 2 falls under ``/layer1/layer1.0``; nodes
-        without a scope fall under their own name.
+        without a scope fall under their own name. A node of torch's dynamo exporter falls
+        under its module path (``NodeRecord.scope``) the same way.
         """
         if depth < 1:
             raise UsageError(f"--depth must be 1 or more, not {depth}")
@@ -201,9 +202,14 @@ class Analysis:
 
 
 def scope_of(rec: NodeRecord, depth: int) -> str:
+    """``Analysis.by_scope``'s group of ``rec``: the first ``depth`` parts of its subgraph's
+    scope and module path (``NodeRecord.scope``) or name."""
+    prefix = [p for p in rec.graph.split("/") if p]
+    if rec.scope is not None:
+        joined = "/".join([*prefix, *(p for p in rec.scope.split("/") if p)][:depth])
+        return "/" + joined if not prefix else joined
     name = rec.name
     parts = [p for p in name.split("/") if p]
-    prefix = [p for p in rec.graph.split("/") if p]
     if len(parts) > 1:
         parts = parts[:-1]  # the last part names the op itself
     scoped = [*prefix, *parts]

@@ -72,7 +72,7 @@ def weight_copies(proto: onnx.ModelProto, path: Path | None) -> dict[str, str]:
     not as a param's path; the two agree at their first ``_CORNER`` x ``_CORNER`` elements and
     at ``SAMPLES`` positions drawn over them, and are not all alike (two zero biases of one
     shape are two params, as Keras' untrained ones are). Asked of that exporter's models only
-    (``merged.from_dynamo``): reading the first elements of every weight that shares its shape
+    (``scopes.from_dynamo``): reading the first elements of every weight that shares its shape
     with another cost a TorchScript DeepLabV3's analysis 40%."""
     groups: dict[tuple[int, tuple[int, ...]], list[onnx.TensorProto]] = {}
     for t in proto.graph.initializer:

@@ -1,8 +1,6 @@
-"""The analysis pass: load -> graph -> shapes -> costs -> records.
-
-Walks every node in topological order, looks its formula up in the registry, counts
-parameters once per weight tensor, and computes peak activation memory by liveness.
-"""
+"""The analysis pass: load -> graph -> shapes -> costs -> records. Walks every node in
+topological order, looks its formula up in the registry, counts parameters once per weight
+tensor, and computes peak activation memory by liveness."""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from onnxcost.analysis.records import (
     Totals,
 )
 from onnxcost.analysis.result import NO_PEAK, SCHEMA, Analysis
+from onnxcost.analysis.scopes import ModuleScopes, from_dynamo
 from onnxcost.analysis.summaries import by_op_type, io_records, model_info
 from onnxcost.analysis.traffic import (
     NOTHING,
@@ -622,8 +621,11 @@ def _analysis(
         _Node, view.order, view.names, view.op_types, view.domains, view.inputs, view.outputs
     )
     main: list[NodeRecord] = []
+    scoped = None if lean or not from_dynamo(view) else ModuleScopes()
     for row, kind in zip(rows, kinds, strict=True):
         rec, cost = _record(walk, row, "", 1, True, kind)
+        if scoped is not None:  # (set before anything hashes the record)
+            rec.scope = scoped(row.proto)
         if training is not None:
             main.append(rec)
         total_macs += cost.macs

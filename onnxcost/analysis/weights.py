@@ -43,7 +43,8 @@ from typing import Literal
 import onnx
 
 from onnxcost.analysis.masks import additive_masks
-from onnxcost.analysis.merged import Merged, from_dynamo, merged_params
+from onnxcost.analysis.merged import Merged, merged_params
+from onnxcost.analysis.scopes import from_dynamo
 from onnxcost.analysis.tied import tied_copies, weight_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec

@@ -50,7 +50,12 @@ CSV_HEADERS = (
 
 def csv_table(nodes: Sequence[NodeRecord]) -> Table:
     """One row per node; counts are exact integers, shapes written like 1x3x224x224; with
-    training, each node's backward_macs and backward_flops after the other columns."""
+    training, each node's backward_macs and backward_flops after the other columns; for an
+    export of torch's dynamo exporter, each node's module path last (``scope``)."""
+    if any(n.scope is not None for n in nodes):
+        base = csv_table([replace(n, scope=None) for n in nodes])
+        rows_scoped = tuple((*row, n.scope or "") for row, n in zip(base.rows, nodes, strict=True))
+        return Table("nodes", (*base.columns, Column("scope")), rows_scoped)
     if nodes and nodes[0].backward_macs is not None:
         base = csv_table([replace(n, backward_macs=None, backward_flops=None) for n in nodes])
         headers = (*base.columns, Column("backward_macs"), Column("backward_flops"))

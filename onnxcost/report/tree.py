@@ -90,8 +90,12 @@ class _Building:
 
 
 def _all_parts(rec: NodeRecord) -> list[str]:
-    parts = [p for p in plain(rec.name).split("/") if p]
+    """The node's subgraph's scope, then its module path (``NodeRecord.scope``: torch's
+    dynamo exporter's record) or else its name's parts but the last."""
     prefix = [p for p in plain(rec.graph).split("/") if p]
+    if rec.scope is not None:
+        return [*prefix, *(p for p in rec.scope.split("/") if p)]
+    parts = [p for p in plain(rec.name).split("/") if p]
     return [*prefix, *parts[:-1]]
 
 
@@ -178,7 +182,10 @@ def _signature(s: Scope, depth: int) -> tuple[object, ...]:
     for d, c in [(0, s), *s.walk()]:
         out.append((d, c.repeat, c.levels, len(c.nodes)))
         for rec in c.nodes:
-            below = (*scope_parts(rec)[depth:], plain(rec.name).rsplit("/", 1)[-1])
+            # A name of its scope's nodes (``/h.0/attn/MatMul``: ``MatMul``); a node that has
+            # its scope from the exporter's record is named by number (``node_MatMul_42``).
+            own = "" if rec.scope is not None else plain(rec.name).rsplit("/", 1)[-1]
+            below = (*scope_parts(rec)[depth:], own)
             out.append(
                 (below, rec.op_type, rec.domain, rec.macs, rec.flops, rec.params, rec.bytes_total)
             )

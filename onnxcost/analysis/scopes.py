@@ -1,0 +1,93 @@
+"""The module path of each node of a torch dynamo export, as its scope.
+
+torch's TorchScript exporter names a node by the modules it runs in
+(``/transformer/h.2/mlp/act/Mul``), which the scope tree (``--depth``, ``--tree``, the HTML
+page) reads. Its dynamo exporter (``torch.onnx.export(..., dynamo=True)``, the default since
+torch 2.9) names nodes by op and number (``node_Mul_468``), and writes the module path into
+each node's ``pkg.torch.onnx.name_scopes`` metadata instead: the name of every module the
+node runs in, outermost first, then the FX node's own,
+``['', 'gpt2', 'gpt2.transformer', 'gpt2.transformer.h.2', 'gpt2.transformer.h.2.mlp',
+'gpt2.transformer.h.2.mlp.act', 'mul_468']``. Its scope is each module's name relative to
+the one it is in, the way TorchScript's names give them: ``/gpt2/transformer/h.2/mlp/act``
+(a ModuleList is never called, so ``h.2`` stays one part; joined with dots, the parts are
+the module's name in ``named_modules()``).
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from onnxcost.load.graph import GraphView
+
+SCOPES = "pkg.torch.onnx.name_scopes"
+"""The metadata key of a node's module path, as torch's dynamo exporter writes it."""
+MAX_SCOPES_TEXT = 16_384
+"""A node's name scopes longer than this are not read (a hostile model's)."""
+_AT = 3
+"""Where the exporter writes the name scopes among a node's metadata (after its namespace,
+class hierarchy and FX node): looked at first, the others only where it is not there."""
+
+
+def from_dynamo(view: GraphView) -> bool:
+    """Whether torch's dynamo exporter wrote the graph: its nodes carry their name scopes."""
+    return bool(view.order) and any(p.key == SCOPES for p in view.order[0].metadata_props)
+
+
+def _text(node: onnx.NodeProto) -> str | None:
+    """The node's name scopes as the exporter wrote them (``"['', 'gpt2', ..., 'mul_468']"``),
+    None without them or where they are longer than ``MAX_SCOPES_TEXT`` or no list."""
+    props = node.metadata_props
+    if len(props) > _AT and props[_AT].key == SCOPES:
+        text: str | None = props[_AT].value
+    else:
+        text = next((p.value for p in props if p.key == SCOPES), None)
+    if text is None or len(text) > MAX_SCOPES_TEXT or not text.startswith("['"):
+        return None
+    return text
+
+
+def name_scopes(node: onnx.NodeProto) -> list[str] | None:
+    """The node's name scopes (``['', 'gpt2', ..., 'mul_468']``), None without them (``_text``)."""
+    text = _text(node)
+    return None if text is None else text[2:-2].split("', '")  # the names hold no quote
+
+
+class ModuleScopes:
+    """Each node's scope from its name scopes, made once per module path (the nodes of one
+    module differ only in their own FX name, the last)."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[str, str | None] = {}
+
+    def __call__(self, node: onnx.NodeProto) -> str | None:
+        """``/gpt2/transformer/h.2/mlp/act`` for a node of that module; None for a node
+        outside every submodule (the root module's own ops), or without name scopes."""
+        text = _text(node)
+        if text is None:
+            return None
+        modules = text[: text.rfind("', '")]  # all but the node's own FX name
+        found = self._made.get(modules, "")
+        if found == "":
+            found = self._made[modules] = _scope(text[2:-2].split("', '"))
+        return found
+
+
+def _scope(chain: list[str]) -> str | None:
+    """The scope of the name scopes ``chain``: each module's name relative to the one before
+    it (whole where it does not start with that one's). None where the chain does not start
+    at the root module (``''``: the exporter's own nodes, such as the shape reads of
+    ``_empty_nn_module_stack_from_metadata_hook``) or has no submodule."""
+    if len(chain) < 3 or chain[0] != "":
+        return None
+    parts, outer = [], ""
+    for full in chain[1:-1]:
+        inner = full[len(outer) + 1 :] if outer and full.startswith(outer + ".") else full
+        if inner:
+            parts.append(inner.replace("/", "."))  # a part holds no separator
+        outer = full
+    return "/" + "/".join(parts) if parts else None
+
+
+__all__ = ["MAX_SCOPES_TEXT", "SCOPES", "ModuleScopes", "from_dynamo", "name_scopes"]

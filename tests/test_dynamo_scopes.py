@@ -157,3 +157,16 @@ def test_tiny_gpt2_from_the_dynamo_exporter_breaks_down_by_module() -> None:
     layer = {s.scope: s.params for s in a.by_scope(5)}
     assert layer["/gpt2/transformer/h.1/attn/c_attn"] == 3_168
     assert layer["/gpt2/transformer/h.1/mlp/c_proj"] == 4_128
+
+
+def test_the_node_tables_show_each_node_in_its_module(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(_two_blocks(), path)
+    got = CliRunner().invoke(app, ["analyze", str(path)], env={"COLUMNS": "200"})
+    assert got.exit_code == 0, got.output
+    assert "/net/h.1/act/node_Relu_9" in got.output  # the terminal table
+    assert " node_alias " in got.output  # a node without a scope, as named
+    page = tmp_path / "m.html"
+    got = CliRunner().invoke(app, ["analyze", str(path), "-f", "html", "-o", str(page)])
+    assert got.exit_code == 0, got.output
+    assert "/net/h.1/act/node_Relu_9" in page.read_text(encoding="utf-8")

@@ -170,3 +170,41 @@ def test_the_node_tables_show_each_node_in_its_module(tmp_path: Path) -> None:
     got = CliRunner().invoke(app, ["analyze", str(path), "-f", "html", "-o", str(page)])
     assert got.exit_code == 0, got.output
     assert "/net/h.1/act/node_Relu_9" in page.read_text(encoding="utf-8")
+
+
+def test_a_sequentials_children_and_a_conv_with_its_batchnorm_folded_in() -> None:
+    # torchvision's resnet18 as the dynamo exporter writes it: m.layer1 is a Sequential (it is
+    # called, so it is a scope of its own) whose child 0 TorchScript names layer1.0; the Conv
+    # of m.layer1.0.conv1 with m.layer1.0.bn1 folded in carries the BatchNorm's record, and
+    # its weight keeps the Conv's param path.
+    conv = helper.make_node(
+        "Conv", ["x", "m.layer1.0.conv1.weight", "m.layer1.0.conv1.weight_bias"], ["c"]
+    )
+    conv.name = "node_Conv_294"
+    for key, value in (
+        ("pkg.onnxscript.rewriter.rule_name", "FuseBatchNormIntoConv, RemoveOptionalBiasFromConv"),
+        ("pkg.torch.onnx.fx_node", "%_native_batch_norm_legit_no_training"),
+        (SCOPES, "['', 'm', 'm.layer1', 'm.layer1.0', 'm.layer1.0.bn1', '_native_batch_norm']"),
+    ):
+        entry = conv.metadata_props.add()
+        entry.key, entry.value = key, value
+    relu = _node(
+        "Relu",
+        ["c"],
+        ["y"],
+        "node_Relu_1",
+        "['', 'm', 'm.layer1', 'm.layer1.0', 'm.layer1.0.relu', 'relu']",
+    )
+    graph = helper.make_graph(
+        [conv, relu],
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", F, [1, 2, 1, 1])],
+        [
+            numpy_helper.from_array(np.ones((2, 2, 3, 3), np.float32), "m.layer1.0.conv1.weight"),
+            numpy_helper.from_array(np.ones(2, np.float32), "m.layer1.0.conv1.weight_bias"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    a = onnxcost.analyze(model)
+    assert [n.scope for n in a.nodes] == ["/m/layer1/layer1.0/conv1", "/m/layer1/layer1.0/relu"]

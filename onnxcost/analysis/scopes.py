@@ -9,8 +9,12 @@ node runs in, outermost first, then the FX node's own,
 ``['', 'gpt2', 'gpt2.transformer', 'gpt2.transformer.h.2', 'gpt2.transformer.h.2.mlp',
 'gpt2.transformer.h.2.mlp.act', 'mul_468']``. Its scope is each module's name relative to
 the one it is in, the way TorchScript's names give them: ``/gpt2/transformer/h.2/mlp/act``
-(a ModuleList is never called, so ``h.2`` stays one part; joined with dots, the parts are
-the module's name in ``named_modules()``).
+(a ModuleList is never called, so ``h.2`` is one part), and a numbered child of a Sequential
+with its parent's name before it, ``/m/layer1/layer1.0/conv1`` (``m.layer1.0.conv1``).
+
+A node the exporter's optimizer made of several carries the record of one of them: a Conv
+with a BatchNorm folded in has the BatchNorm's (``m.layer1.0.bn1``), and is put back in its
+own module where its weight names it (``m.layer1.0.conv1.weight``): ``/m/layer1/layer1.0/conv1``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ SCOPES = "pkg.torch.onnx.name_scopes"
 """The metadata key of a node's module path, as torch's dynamo exporter writes it."""
 MAX_SCOPES_TEXT = 16_384
 """A node's name scopes longer than this are not read (a hostile model's)."""
+_RULE = "pkg.onnxscript.rewriter.rule_name"
+"""The metadata key of the rewrite rules onnxscript's optimizer applied to a node."""
+_FUSED_NORM = "FuseBatchNormIntoConv"
 _AT = 3
 """Where the exporter writes the name scopes among a node's metadata (after its namespace,
 class hierarchy and FX node): looked at first, the others only where it is not there."""
@@ -61,17 +68,38 @@ class ModuleScopes:
     def __init__(self) -> None:
         self._made: dict[str, str | None] = {}
 
-    def __call__(self, node: onnx.NodeProto) -> str | None:
+    def __call__(self, node: onnx.NodeProto, op_type: str) -> str | None:
         """``/gpt2/transformer/h.2/mlp/act`` for a node of that module; None for a node
         outside every submodule (the root module's own ops), or without name scopes."""
         text = _text(node)
         if text is None:
             return None
+        if op_type == "Conv" and _FUSED_NORM in _metadata(node, _RULE):
+            return _scope(_conv_of(text[2:-2].split("', '"), node))
         modules = text[: text.rfind("', '")]  # all but the node's own FX name
         found = self._made.get(modules, "")
         if found == "":
             found = self._made[modules] = _scope(text[2:-2].split("', '"))
         return found
+
+
+def _metadata(node: onnx.NodeProto, key: str) -> str:
+    return next((p.value for p in node.metadata_props if p.key == key), "")[:MAX_SCOPES_TEXT]
+
+
+def _conv_of(chain: list[str], node: onnx.NodeProto) -> list[str]:
+    """The name scopes of a Conv the optimizer folded a BatchNorm into, whose record is the
+    BatchNorm's (``['', 'm', 'm.bn1', '_native_batch_norm_legit_no_training']``), with the
+    Conv's own module in place of the BatchNorm's where its weight is named as its param
+    (``m.conv1.weight``) beside it (``['', 'm', 'm.conv1', ...]``)."""
+    weight = node.input[1] if len(node.input) > 1 else ""
+    module = weight.removesuffix(".weight")
+    if len(chain) < 3 or module == weight or "'" in module:
+        return chain
+    outer = chain[-3]
+    if outer and not module.startswith(outer + "."):
+        return chain
+    return [*chain[:-2], module, chain[-1]]
 
 
 def _scope(chain: list[str]) -> str | None:
@@ -81,9 +109,12 @@ def _scope(chain: list[str]) -> str | None:
     ``_empty_nn_module_stack_from_metadata_hook``) or has no submodule."""
     if len(chain) < 3 or chain[0] != "":
         return None
-    parts, outer = [], ""
+    parts: list[str] = []
+    outer = ""
     for full in chain[1:-1]:
         inner = full[len(outer) + 1 :] if outer and full.startswith(outer + ".") else full
+        if inner.isdigit() and parts:  # a Sequential's child: layer1.0, as TorchScript names it
+            inner = f"{parts[-1]}.{inner}"
         if inner:
             parts.append(inner.replace("/", "."))  # a part holds no separator
         outer = full

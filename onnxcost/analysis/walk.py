@@ -625,7 +625,7 @@ def _analysis(
     for row, kind in zip(rows, kinds, strict=True):
         rec, cost = _record(walk, row, "", 1, True, kind)
         if scoped is not None:  # (set before anything hashes the record)
-            rec.scope = scoped(row.proto)
+            rec.scope = scoped(row.proto, row.op_type)
         if training is not None:
             main.append(rec)
         total_macs += cost.macs

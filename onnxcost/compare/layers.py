@@ -219,6 +219,7 @@ def compute_nodes(a: Analysis, g: ModelGraph) -> tuple[ComputeNode, ...]:
                 output_shape=rec.output_shapes[0] if rec.output_shapes else None,
                 bias=_bias_of(rec, node, g),
                 attrs=attrs,
+                scope=rec.scope,
             )
         )
     return tuple(out)

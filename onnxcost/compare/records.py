@@ -54,6 +54,13 @@ class ComputeNode:
     """Where the bias goes: '' none, 'inline' an input of the node, 'add' a following Add."""
     attrs: Mapping[str, AttrValue] = field(metadata=json_key("attributes"))
     """Attributes with the schema's defaults filled in (and Conv's implied ones)."""
+    scope: str | None = field(default=None, metadata={"json_omit_none": True})
+    """The module path of a torch dynamo export's node (``NodeRecord.scope``), else None."""
+
+    @property
+    def shown_name(self) -> str:
+        """The name as the tables show it: a dynamo export's node in its module."""
+        return self.name if self.scope is None else f"{self.scope}/{self.name}"
 
     @property
     def op_label(self) -> str:

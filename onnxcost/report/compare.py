@@ -144,7 +144,7 @@ def _shape_cell(nodes: Sequence[ComputeNode]) -> str:
 
 
 def _names(nodes: Sequence[ComputeNode]) -> str:
-    return ", ".join(plain(n.name) for n in nodes) if nodes else "-"
+    return ", ".join(plain(n.shown_name) for n in nodes) if nodes else "-"
 
 
 def _ops(nodes: Sequence[ComputeNode]) -> str:
@@ -156,7 +156,9 @@ def _macs(nodes: Sequence[ComputeNode]) -> str:
 
 
 def _node_cell(nodes: Sequence[ComputeNode]) -> str:
-    return ", ".join(f"{plain(n.name)} ({plain(n.op_label)})" for n in nodes) if nodes else "-"
+    return (
+        ", ".join(f"{plain(n.shown_name)} ({plain(n.op_label)})" for n in nodes) if nodes else "-"
+    )
 
 
 def _pair_row(k: int, p: AlignedPair) -> tuple[str, ...]:

@@ -208,3 +208,23 @@ def test_a_sequentials_children_and_a_conv_with_its_batchnorm_folded_in() -> Non
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
     a = onnxcost.analyze(model)
     assert [n.scope for n in a.nodes] == ["/m/layer1/layer1.0/conv1", "/m/layer1/layer1.0/relu"]
+
+
+def test_the_json_of_depth_lists_every_scope_to_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(_two_blocks(), path)
+    got = CliRunner().invoke(app, ["analyze", str(path), "--depth", "2", "-f", "json"])
+    assert got.exit_code == 0, got.output
+    scopes = [
+        (s["scope"], s["depth"], s["nodes"], s["macs"]) for s in json.loads(got.output)["scopes"]
+    ]
+    # Not folded: each block on its own, with its 16 MACs (1 x 4 x 4) and 2 nodes.
+    assert scopes == [
+        ("/net", 1, 5, 40),
+        ("/net/h.0", 2, 2, 16),
+        ("/net/h.1", 2, 2, 16),
+        ("/net/head", 2, 1, 8),
+        ("(other)", 1, 2, 0),
+    ]
+    plain = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])
+    assert "scopes" not in json.loads(plain.output)  # only where the tree is asked for

@@ -173,6 +173,10 @@ def _analysis_views(
         if cut != result.nodes:
             position = {id(n): k for k, n in enumerate(result.nodes)}
             data["nodes"] = [data["nodes"][position[id(n)]] for n in cut]
+        if tree or depth is not None:  # the scope tree, as the table shows it, unfolded
+            from onnxcost.report.tree import scope_json
+
+            data["scopes"] = scope_json(result, depth)
         return to_json(data)
 
     # The other formats' modules are imported where asked for: not at each table's start.

@@ -279,6 +279,27 @@ def tree_rows(
     return [(indent * (depth - 1) + label, s) for depth, label, s in scope_rows(root, max_depth)]
 
 
+def scope_json(a: Analysis, depth: int | None) -> list[dict[str, object]]:
+    """The scopes of ``a`` to ``depth`` levels (None: all), unfolded, depth first in graph
+    order, for the JSON of ``analyze --depth N`` / ``--tree``: each one's path (``/gpt2/
+    transformer/h.0``; ``(other)`` for the nodes without a scope), depth and the subtotal of
+    every node beneath it."""
+    root = scope_tree(a.counted_nodes, fold=False)
+    return [
+        {
+            "scope": s.path,
+            "depth": d,
+            "nodes": s.count,
+            "params": s.params,
+            "macs": s.macs,
+            "flops": s.flops,
+            "bytes_read": s.bytes_read,
+            "bytes_written": s.bytes_written,
+        }
+        for d, s in root.walk(depth)
+    ]
+
+
 TREE_HEADERS = ("scope", "nodes", "params", "MACs", "FLOPs", "% FLOPs", "read", "written")
 
 
@@ -315,6 +336,7 @@ __all__ = [
     "TREE_HEADERS",
     "Scope",
     "own_nodes",
+    "scope_json",
     "scope_parts",
     "scope_rows",
     "scope_tree",

@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import onnx
 
-from onnxcost.analysis.scopes import MAX_SCOPES_TEXT, from_dynamo, name_scopes
+from onnxcost.analysis.scopes import from_dynamo, metadata, name_scopes
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import elements
 from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
@@ -158,10 +158,6 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     return found
 
 
-def _metadata(node: onnx.NodeProto, key: str) -> str | None:
-    return next((p.value for p in node.metadata_props if p.key == key), None)
-
-
 def _module(node: onnx.NodeProto) -> str | None:
     """The path of the module a node comes from (the last of its name scopes but its own)."""
     scopes = name_scopes(node)  # ['', 'gpt2', ..., 'gpt2.transformer.h.1.ln_2', 'layer_norm_3']
@@ -182,7 +178,7 @@ def _dropped_bias(
     """The bias a Gemm's, Conv's or ConvTranspose's exporter record names, written without it,
     that no initializer holds: its output features (Gemm: B's columns, or rows with transB;
     Conv: W's first dim; ConvTranspose: W's second times the groups)."""
-    match = _BIAS_ARGUMENT.search((_metadata(node, FX_NODE) or "")[:MAX_SCOPES_TEXT])
+    match = _BIAS_ARGUMENT.search(metadata(node, FX_NODE))
     bias = None if match is None else match.group(1) or match.group(2) or match.group(3)
     if match is not None and match.group(3) and node.op_type != "Conv":
         return None

@@ -26,7 +26,8 @@ from onnxcost.load.graph import GraphView
 SCOPES = "pkg.torch.onnx.name_scopes"
 """The metadata key of a node's module path, as torch's dynamo exporter writes it."""
 MAX_SCOPES_TEXT = 16_384
-"""A node's name scopes longer than this are not read (a hostile model's)."""
+"""A node's name scopes longer than this are not read, nor other metadata past it (a hostile
+model's)."""
 _RULE = "pkg.onnxscript.rewriter.rule_name"
 """The metadata key of the rewrite rules onnxscript's optimizer applied to a node."""
 _FUSED_NORM = "FuseBatchNormIntoConv"
@@ -74,7 +75,7 @@ class ModuleScopes:
         text = _text(node)
         if text is None:
             return None
-        if op_type == "Conv" and _FUSED_NORM in _metadata(node, _RULE):
+        if op_type == "Conv" and _FUSED_NORM in metadata(node, _RULE):
             return _scope(_conv_of(text[2:-2].split("', '"), node))
         modules = text[: text.rfind("', '")]  # all but the node's own FX name
         found = self._made.get(modules, "")
@@ -83,7 +84,8 @@ class ModuleScopes:
         return found
 
 
-def _metadata(node: onnx.NodeProto, key: str) -> str:
+def metadata(node: onnx.NodeProto, key: str) -> str:
+    """The node's metadata ``key``, to ``MAX_SCOPES_TEXT`` characters; "" without it."""
     return next((p.value for p in node.metadata_props if p.key == key), "")[:MAX_SCOPES_TEXT]
 
 
@@ -121,4 +123,11 @@ def _scope(chain: list[str]) -> str | None:
     return "/" + "/".join(parts) if parts else None
 
 
-__all__ = ["MAX_SCOPES_TEXT", "SCOPES", "ModuleScopes", "from_dynamo", "name_scopes"]
+__all__ = [
+    "MAX_SCOPES_TEXT",
+    "SCOPES",
+    "ModuleScopes",
+    "from_dynamo",
+    "metadata",
+    "name_scopes",
+]

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 
 import onnx
 
-from onnxcost.analysis.records import Layout, NodeRecord
+from onnxcost.analysis.records import Layout, NodeRecord, When
 from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
@@ -360,6 +360,9 @@ class NodeProfile(PerRunTimes):
     per_run_us: tuple[float, ...] = ()
     """The row's time in each profiled run (its kernels added up), in run order; empty when
     unknown, and then the figures below fall back to ``mean_us``."""
+    scope: str | None = None
+    """For an export of torch's dynamo exporter, the module its source nodes share
+    (``NodeRecord.scope``, cut to their common part); None for every other row."""
 
     JSON_LAYOUT: ClassVar[Layout] = (
         "name",
@@ -388,8 +391,14 @@ class NodeProfile(PerRunTimes):
         "sources",
         "input_shapes",
         "output_shapes",
+        When("scope", ("scope",)),
     )
     """One entry of ``nodes`` in ``onnxcost.bench/1``."""
+
+    @property
+    def shown_name(self) -> str:
+        """The name as the tables show it: a dynamo export's nodes in their module."""
+        return self.name if self.scope is None else f"{self.scope}/{self.name}"
 
     @property
     def bytes_total(self) -> int:
@@ -515,9 +524,24 @@ def join(
                 input_shapes=timed[0].input_shapes,
                 output_shapes=timed[-1].output_shapes,
                 per_run_us=per_run,
+                scope=_common_scope(recs),
             )
         )
     return tuple(out)
+
+
+def _common_scope(recs: Sequence[NodeRecord]) -> str | None:
+    """The module path the records share (``/gpt2/transformer/h.0/attn`` of its ``c_attn``
+    and ``c_proj``), None where one has none or they share no part."""
+    if not recs or any(r.scope is None for r in recs):
+        return None
+    parts = [p.split("/") for p in {r.scope for r in recs if r.scope is not None}]
+    common = []
+    for level in zip(*parts, strict=False):
+        if any(p != level[0] for p in level):
+            break
+        common.append(level[0])
+    return "/".join(common) if len(common) > 1 else None
 
 
 def _added(stats: Sequence[KernelStat]) -> tuple[float, ...]:

@@ -66,7 +66,7 @@ def _spread(n: NodeProfile) -> str:
 
 _NODE_COLS: tuple[tuple[str, bool, Callable[[NodeProfile, float], str]], ...] = (
     # (header, numeric, cell text from the row and the cumulative share up to and including it)
-    ("node", False, lambda n, _c: n.name),
+    ("node", False, lambda n, _c: n.shown_name),
     ("op type", False, lambda n, _c: n.op_type),
     ("kernel", False, lambda n, _c: "+".join(dict.fromkeys(n.kernel_op_types))),
     ("mapping", False, lambda n, _c: n.mapping),

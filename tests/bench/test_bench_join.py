@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import onnxcost
-from onnxcost.analysis.records import NodeRecord
+from onnxcost.analysis.records import NodeRecord, to_jsonable
 from onnxcost.bench.join import (
     GraphNode,
     by_op_type,
@@ -284,3 +284,28 @@ def test_kernels_of_one_source_node_share_a_row(events: Events) -> None:
     assert rows["relu1"].kernels == ("relu1", "relu1_token_7")
     assert rows["relu1"].mean_us == pytest.approx(31 / 3)
     assert rows["relu1"].calls == 2
+
+
+def test_a_row_of_a_dynamo_exports_nodes_is_shown_in_their_shared_module(
+    events: Events, graph_json: Graph
+) -> None:
+    # The records as a torch dynamo export's: conv1 and bn1 of /m/block.0, relu1 of
+    # /m/block.0/act; conv2 and relu2 of /m/head. A row's scope is the part its nodes share.
+    scopes = {
+        "conv1": "/m/block.0",
+        "bn1": "/m/block.0",
+        "relu1": "/m/block.0/act",
+        "conv2": "/m/head",
+        "relu2": "/n",
+    }
+    scoped = tuple(replace(r, scope=scopes[r.name]) for r in CBR)
+    stats = kernel_stats(parse_trace(events("cbr_all"), skip_runs=3))
+    rows = {
+        r.name: r for r in join(stats, map_kernels(nodes_of(graph_json, "cbr_all"), scoped), scoped)
+    }
+    assert rows["conv1+bn1+relu1"].scope == "/m/block.0"
+    assert rows["conv1+bn1+relu1"].shown_name == "/m/block.0/conv1+bn1+relu1"
+    assert rows["conv2+relu2"].scope is None  # /m/head and /n share no module
+    assert rows["ReorderOutput"].scope is None  # no source node
+    assert to_jsonable(rows["conv1+bn1+relu1"])["scope"] == "/m/block.0"
+    assert "scope" not in to_jsonable(rows["conv2+relu2"])  # the key only where there is one

@@ -217,7 +217,7 @@ def bench_html(r: BenchResult) -> str:
         timed = [n for n in prof.nodes if n.median_us > 0]
         points = [
             {
-                "name": n.name,
+                "name": n.shown_name,
                 "op": n.op_type,
                 "us": n.median_us,
                 "flops": n.flops,
@@ -241,7 +241,7 @@ def bench_html(r: BenchResult) -> str:
             BENCH_NODE_COLUMNS,
             tuple(
                 (
-                    n.name,
+                    n.shown_name,
                     n.op_type,
                     "+".join(dict.fromkeys(n.kernel_op_types)),
                     n.provider.replace("ExecutionProvider", ""),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxcost
 
@@ -53,3 +53,52 @@ def test_what_is_not_a_mask_counts_as_stored() -> None:
     assert _scores_plus(np.linspace(-1, 1, 32, dtype=np.float32).reshape(2, 1, 4, 4), "v") == 32
     # a mask of zeros only cannot be told from a zero weight: 32
     assert _scores_plus(np.zeros((2, 1, 4, 4), np.float32), "val_7") == 32
+
+
+def _masked_fill(condition_stored: bool) -> int:
+    """scores [1, 4, 4] + mask -> Softmax, the mask Swin's way: m = ScatterND(zeros [4, 4]
+    from ConstantOfShape, 2 region labels at 2 positions), then Where(m != 0, -100, m); or,
+    with ``condition_stored``, Where(a stored bool [4, 4], w, 0.0) of a stored w [4, 4]: the
+    params."""
+    f = helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0])
+    nodes = [
+        helper.make_node("ConstantOfShape", ["mask_shape"], ["zeros"], value=f),
+        helper.make_node("ScatterND", ["zeros", "where_idx", "labels"], ["m"]),
+        helper.make_node("Equal", ["m", "zero_scalar"], ["is_zero"]),
+        helper.make_node("Not", ["is_zero"], ["nonzero"]),
+        helper.make_node("Where", ["nonzero", "fill", "m"], ["mask"]),
+        helper.make_node("Add", ["scores", "mask"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+    ]
+    stored = [
+        numpy_helper.from_array(np.array([4, 4], np.int64), "mask_shape"),
+        numpy_helper.from_array(np.array([[0, 1], [2, 3]], np.int64), "where_idx"),
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "labels"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero_scalar"),
+        numpy_helper.from_array(np.array(-100.0, np.float32), "fill"),
+    ]
+    if condition_stored:
+        nodes[4] = helper.make_node("Where", ["keep", "w", "fill"], ["mask"])
+        stored += [
+            numpy_helper.from_array(np.eye(4, dtype=bool), "keep"),
+            numpy_helper.from_array(np.ones((4, 4), np.float32), "w"),
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 4, 4])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 4, 4])],
+        stored,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_mask_filled_by_a_condition_computed_from_constants_is_no_param() -> None:
+    # torch's dynamo exporter computes Swin's shifted-window masks from constants
+    # (masked_fill(m != 0, -100.0) of a ScatterND'd ConstantOfShape): no param. Counted as a
+    # weight, this mask was its 16 elements plus the 2 labels; swin3d_t's 12,939,920.
+    assert _masked_fill(condition_stored=False) == 0
+    # A stored condition (a pruning mask over a weight) keeps the rule: w's 4 x 4 = 16
+    # count (the bool mask is no weight type, the fill a lone scalar).
+    assert _masked_fill(condition_stored=True) == 16

@@ -134,7 +134,9 @@ def test_hostile_name_scopes_are_not_read() -> None:
     model.graph.node[0].metadata_props[3].value = long
     model.graph.node[1].metadata_props[3].value = "not a list"
     a = onnxcost.analyze(model)
-    assert [n.scope for n in a.nodes[:3]] == [None, None, "/net/h.1/fc"]
+    # Neither text is read: each node is placed as one without name scopes, node 1 by its
+    # reader (h.1's fc), node 0 by none (its reader is node 1, its input the graph's).
+    assert [n.scope for n in a.nodes[:3]] == [None, "/net/h.1/fc", "/net/h.1/fc"]
 
 
 def test_tiny_gpt2_from_the_dynamo_exporter_breaks_down_by_module() -> None:
@@ -228,3 +230,51 @@ def test_the_json_of_depth_lists_every_scope_to_it(tmp_path: Path) -> None:
     ]
     plain = CliRunner().invoke(app, ["analyze", str(path), "-f", "json"])
     assert "scopes" not in json.loads(plain.output)  # only where the tree is asked for
+
+
+def test_a_node_the_optimizer_wrote_goes_where_its_readers_are() -> None:
+    # x -> MatMul (/net/h.0/fc) -> Split, which the exporter's optimizer wrote for chunk()
+    # and left without name scopes -> Relu (/net/h.1/left) and Relu (/net/h.1/right) ->
+    # Concat (/net/h.1) -> Identity, also without: the Split is h.1's (its readers share
+    # it), the last Identity, read by no node, its writer's (h.1).
+    chain = "['', 'net', 'net.h.{k}', {m}'{fx}']"
+    nodes = [
+        _node(
+            "MatMul",
+            ["x", "w0"],
+            ["a"],
+            "node_MatMul_1",
+            chain.format(k=0, m="'net.h.0.fc', ", fx="mm"),
+        ),
+        helper.make_node("Split", ["a"], ["l", "r"], name="node_Split_2", axis=1, num_outputs=2),
+        _node(
+            "Relu", ["l"], ["rl"], "node_Relu_3", chain.format(k=1, m="'net.h.1.left', ", fx="relu")
+        ),
+        _node(
+            "Relu",
+            ["r"],
+            ["rr"],
+            "node_Relu_4",
+            chain.format(k=1, m="'net.h.1.right', ", fx="relu_1"),
+        ),
+        _node("Concat", ["rl", "rr"], ["c"], "node_cat", chain.format(k=1, m="", fx="cat")),
+        helper.make_node("Identity", ["c"], ["y"], name="node_Identity_5"),
+    ]
+    nodes[4].attribute.append(helper.make_attribute("axis", 1))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4])],
+        [helper.make_tensor_value_info("y", F, [1, 4])],
+        [numpy_helper.from_array(np.ones((4, 4), np.float32), "w0")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    a = onnxcost.analyze(model)
+    assert [n.scope for n in a.nodes] == [
+        "/net/h.0/fc",
+        "/net/h.1",
+        "/net/h.1/left",
+        "/net/h.1/right",
+        "/net/h.1",
+        "/net/h.1",
+    ]

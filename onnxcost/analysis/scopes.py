@@ -19,9 +19,15 @@ own module where its weight names it (``m.layer1.0.conv1.weight``): ``/m/layer1/
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import onnx
 
 from onnxcost.load.graph import GraphView
+
+if TYPE_CHECKING:
+    from onnxcost.analysis.records import NodeRecord
 
 SCOPES = "pkg.torch.onnx.name_scopes"
 """The metadata key of a node's module path, as torch's dynamo exporter writes it."""
@@ -62,18 +68,22 @@ def name_scopes(node: onnx.NodeProto) -> list[str] | None:
 
 class ModuleScopes:
     """Each node's scope from its name scopes, made once per module path (the nodes of one
-    module differ only in their own FX name, the last)."""
+    module differ only in their own FX name, the last); ``place`` then finds one for the
+    nodes the exporter's optimizer made, which have none."""
 
-    __slots__ = ("_made",)
+    __slots__ = ("_made", "_unplaced")
 
     def __init__(self) -> None:
         self._made: dict[str, str | None] = {}
+        self._unplaced: list[NodeRecord] = []
 
-    def __call__(self, node: onnx.NodeProto, op_type: str) -> str | None:
+    def __call__(self, node: onnx.NodeProto, op_type: str, rec: NodeRecord) -> str | None:
         """``/gpt2/transformer/h.2/mlp/act`` for a node of that module; None for a node
-        outside every submodule (the root module's own ops), or without name scopes."""
+        outside every submodule (the root module's own ops), or without name scopes (``rec``
+        is then placed by ``place``)."""
         text = _text(node)
         if text is None:
+            self._unplaced.append(rec)
             return None
         if op_type == "Conv" and _FUSED_NORM in metadata(node, _RULE):
             return _scope(_conv_of(text[2:-2].split("', '"), node))
@@ -82,6 +92,47 @@ class ModuleScopes:
         if found == "":
             found = self._made[modules] = _scope(text[2:-2].split("', '"))
         return found
+
+    def place(self, records: Iterable[NodeRecord | None]) -> None:
+        """Give each node without name scopes (a Split the optimizer wrote for ``chunk``,
+        shufflenet's and RAFT's) the module its readers share (``common_scope``: a block's
+        chunk read by two of its branches is the block's), else its first input's writer's;
+        ``records``: every record of the main graph, in order. Called once, before anything
+        hashes a record."""
+        if not self._unplaced:
+            return
+        outputs = {o: rec for rec in self._unplaced for o in rec.outputs if o}
+        readers: dict[int, list[str]] = {}
+        writer: dict[str, str] = {}
+        for rec in records:
+            if rec is None or rec.scope is None:
+                continue
+            for name in rec.inputs:
+                unplaced = outputs.get(name)
+                if unplaced is not None:
+                    readers.setdefault(id(unplaced), []).append(rec.scope)
+            for name in rec.outputs:
+                writer[name] = rec.scope
+        for rec in self._unplaced:
+            found = common_scope(readers.get(id(rec), ()))
+            if found is None and rec.inputs:
+                found = writer.get(rec.inputs[0])
+            rec.scope = found
+        self._unplaced.clear()
+
+
+def common_scope(scopes: Iterable[str]) -> str | None:
+    """The module path ``scopes`` share (``/gpt2/transformer/h.0/attn`` of its ``c_attn``
+    and ``c_proj``), None where there is none or they share no module."""
+    parts = [s.split("/") for s in set(scopes)]
+    if not parts:
+        return None
+    common = []
+    for level in zip(*parts, strict=False):
+        if any(p != level[0] for p in level):
+            break
+        common.append(level[0])
+    return "/".join(common) if len(common) > 1 else None
 
 
 def metadata(node: onnx.NodeProto, key: str) -> str:
@@ -127,6 +178,7 @@ __all__ = [
     "MAX_SCOPES_TEXT",
     "SCOPES",
     "ModuleScopes",
+    "common_scope",
     "from_dynamo",
     "metadata",
     "name_scopes",

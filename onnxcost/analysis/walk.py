@@ -118,11 +118,9 @@ class _Walk:
 @dataclass(slots=True)
 class _Node:
     """One node and the fields the walk reads, each read from the protobuf once (the main
-    graph's come straight from the graph view's columns).
-
-    Read-only by contract, not frozen (like ``NodeRecord``): the walk makes one per node,
-    and a frozen dataclass's constructor is the slower (frozen, one analysis of the llama
-    built-in runs ~9% more instructions)."""
+    graph's come straight from the graph view's columns). Read-only by contract, not frozen
+    (like ``NodeRecord``): the walk makes one per node, and a frozen dataclass's constructor
+    is the slower (frozen, one analysis of the llama built-in runs ~9% more instructions)."""
 
     proto: onnx.NodeProto
     name: str
@@ -625,7 +623,7 @@ def _analysis(
     for row, kind in zip(rows, kinds, strict=True):
         rec, cost = _record(walk, row, "", 1, True, kind)
         if scoped is not None:  # (set before anything hashes the record)
-            rec.scope = scoped(row.proto, row.op_type)
+            rec.scope = scoped(row.proto, row.op_type, rec)
         if training is not None:
             main.append(rec)
         total_macs += cost.macs
@@ -635,6 +633,8 @@ def _analysis(
         read_weights += rec.bytes_read_weights
         read_kv += rec.bytes_read_kv_cache
         written_kv += rec.bytes_written_kv_cache
+    if scoped is not None:
+        scoped.place(walk.records)
     if walk.unsupported and not lean:
         listed = ", ".join(f"{op} ({n})" for op, n in sorted(walk.unsupported.items()))
         walk.warnings.append(

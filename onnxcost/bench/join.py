@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Literal
 import onnx
 
 from onnxcost.analysis.records import Layout, NodeRecord, When
+from onnxcost.analysis.scopes import common_scope
 from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
 
 MappingKind = Literal["direct", "renamed", "fused", "inserted", "unattributed"]
@@ -531,17 +532,10 @@ def join(
 
 
 def _common_scope(recs: Sequence[NodeRecord]) -> str | None:
-    """The module path the records share (``/gpt2/transformer/h.0/attn`` of its ``c_attn``
-    and ``c_proj``), None where one has none or they share no part."""
+    """The module path the records share, None where one has none (``scopes.common_scope``)."""
     if not recs or any(r.scope is None for r in recs):
         return None
-    parts = [p.split("/") for p in {r.scope for r in recs if r.scope is not None}]
-    common = []
-    for level in zip(*parts, strict=False):
-        if any(p != level[0] for p in level):
-            break
-        common.append(level[0])
-    return "/".join(common) if len(common) > 1 else None
+    return common_scope(r.scope for r in recs if r.scope is not None)
 
 
 def _added(stats: Sequence[KernelStat]) -> tuple[float, ...]:

@@ -278,3 +278,17 @@ def test_a_node_the_optimizer_wrote_goes_where_its_readers_are() -> None:
         "/net/h.1",
         "/net/h.1",
     ]
+
+
+def test_the_csv_of_depth_lists_the_scopes_instead_of_the_nodes(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(_two_blocks(), path)
+    got = CliRunner().invoke(app, ["analyze", str(path), "--depth", "1", "-f", "csv"])
+    assert got.exit_code == 0, got.output
+    rows = list(csv.DictReader(io.StringIO(got.output)))
+    # /net: 16 + 16 + 8 = 40 MACs and as many params over its 5 nodes; the root module's
+    # Identity and the exporter's own are (other), 0 of each.
+    assert [(r["scope"], r["nodes"], r["macs"], r["params"]) for r in rows] == [
+        ("/net", "5", "40", "40"),
+        ("(other)", "2", "0", "0"),
+    ]

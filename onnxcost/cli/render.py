@@ -183,6 +183,8 @@ def _analysis_views(
     def as_csv() -> str:
         from onnxcost.report import as_text
 
+        if tree or depth is not None:  # the scope tree instead of the nodes, as the table
+            return as_text.scopes_csv(result, depth)
         return as_text.to_csv(cut)
 
     def as_markdown() -> str:

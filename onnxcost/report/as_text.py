@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import cast
 
 from onnxcost import units
 from onnxcost.analysis.records import NodeRecord
@@ -22,9 +23,9 @@ from onnxcost.report.columns import (
     with_cumulative,
 )
 from onnxcost.report.safe_text import md, md_code
-from onnxcost.report.tables import Column, Table
+from onnxcost.report.tables import Cell, Column, Table
 from onnxcost.report.training import training_table
-from onnxcost.report.tree import tree_view
+from onnxcost.report.tree import scope_json, tree_view
 from onnxcost.report.writers.csv import to_csv as csv_text
 from onnxcost.report.writers.markdown import to_markdown as md_lines
 
@@ -86,6 +87,15 @@ def csv_table(nodes: Sequence[NodeRecord]) -> Table:
         for n in nodes
     )
     return Table("nodes", tuple(map(Column, CSV_HEADERS)), rows)
+
+
+def scopes_csv(a: Analysis, depth: int | None) -> str:
+    """``analyze --depth N -f csv`` (or ``--tree``): one row per scope of the tree to that
+    depth, unfolded, with its subtotals (the JSON's ``scopes``: ``tree.scope_json``)."""
+    scopes = scope_json(a, depth)
+    keys = ("scope", "depth", "nodes", "params", "macs", "flops", "bytes_read", "bytes_written")
+    rows = tuple(tuple(cast("Cell", s[k]) for k in keys) for s in scopes)
+    return csv_text(Table("scopes", tuple(map(Column, keys)), rows))
 
 
 def to_csv(nodes: Sequence[NodeRecord]) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -68,13 +69,14 @@ _WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}
 
 
 class Dropped(NamedTuple):
-    """A bias the optimizer dropped from a Gemm: its param's path (the Gemm's module's
-    ``.bias``; the FX placeholder where the module is not recorded), its elements and their
-    type."""
+    """A bias the optimizer dropped from a Gemm, Conv or ConvTranspose (``op_type``): its
+    param's path (the node's module's ``.bias``; the FX placeholder where the module is not
+    recorded), its elements and their type."""
 
     name: str
     elements: int
     elem_type: int
+    op_type: str = "Gemm"
 
 
 class Merged:
@@ -89,7 +91,7 @@ class Merged:
         """Initializer -> {reader node's name: its module}, for a tensor that stands for one
         param per module."""
         self.dropped: dict[str, Dropped] = {}
-        """Gemm node's name -> the bias it was written without."""
+        """Gemm's (Conv's, ConvTranspose's) node name -> the bias it was written without."""
         self.readers: set[str] = set()
         """The nodes that read a param merged or dropped: the others are counted as ever."""
 
@@ -100,16 +102,17 @@ class Merged:
         """What was counted beyond the file's tensors, and why, for the analysis' warnings."""
         parts = []
         if self.shared:
+            n = len(self.shared)
             parts.append(
-                f"merged {len(self.shared)} tensors of equal values that params of several "
-                f"modules shared (an untrained model's LayerNorm ones, zero biases; counted once "
-                f"per module that reads them)"
+                f"merged {n} {'tensor' if n == 1 else 'tensors'} of equal values that params of "
+                f"several modules shared (an untrained model's LayerNorm ones, zero biases; "
+                f"counted once per module that reads them)"
             )
         if self.dropped:
-            parts.append(
-                f"dropped {len(self.dropped)} Gemm biases of zeros (counted from its record of "
-                f"each Gemm)"
-            )
+            ops = Counter(d.op_type for d in self.dropped.values())
+            listed = " and ".join(f"{n} {op}" for op, n in sorted(ops.items()))
+            biases = "bias" if len(self.dropped) == 1 else "biases"
+            parts.append(f"dropped {listed} {biases} of zeros (counted from its record of each)")
         return (
             f"torch's exporter {', and '.join(parts)}: {recovered:,} params that the file does "
             f"not store as such are counted as the model's own (an export of the trained model "
@@ -196,7 +199,7 @@ def _dropped_bias(
         features = weight.dims[1] * ints.get("group", 1)
     module = _module(node)
     name = bias if module is None else f"{module}.bias"
-    return Dropped(name, int(features), weight.data_type)
+    return Dropped(name, int(features), weight.data_type, node.op_type)
 
 
 __all__ = ["MERGED_LIMIT", "Dropped", "Merged", "merged_params"]

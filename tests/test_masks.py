@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 import onnxcost
 
 
-def _scores_plus(mask: np.ndarray, name: str) -> int:
+def _scores_plus(mask: np.ndarray, name: str, scores: tuple[int, ...] = (2, 1, 4, 4)) -> int:
     """scores [2, 1, 4, 4] + ``mask`` (an initializer named ``name``) -> Softmax: the params."""
     elem = helper.np_dtype_to_tensor_dtype(mask.dtype)
     graph = helper.make_graph(
@@ -19,8 +19,8 @@ def _scores_plus(mask: np.ndarray, name: str) -> int:
             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
         ],
         "g",
-        [helper.make_tensor_value_info("scores", elem, [2, 1, 4, 4])],
-        [helper.make_tensor_value_info("p", elem, [2, 1, 4, 4])],
+        [helper.make_tensor_value_info("scores", elem, list(scores))],
+        [helper.make_tensor_value_info("p", elem, list(scores))],
         [numpy_helper.from_array(mask, name)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
@@ -51,8 +51,23 @@ def test_what_is_not_a_mask_counts_as_stored() -> None:
     assert _scores_plus(_causal(float(np.finfo(np.float32).min)), "bias.table") == 32
     # an exporter-named tensor of ordinary values (a folded weight): 32
     assert _scores_plus(np.linspace(-1, 1, 32, dtype=np.float32).reshape(2, 1, 4, 4), "v") == 32
-    # a mask of zeros only cannot be told from a zero weight: 32
-    assert _scores_plus(np.zeros((2, 1, 4, 4), np.float32), "val_7") == 32
+    # zeros named as a param's path (an untrained model's): 32
+    assert _scores_plus(np.zeros((2, 1, 4, 4), np.float32), "attn.bias") == 32
+    # zeros of fewer than 3 dims (a bias [4], added to every row): 4
+    assert _scores_plus(np.zeros(4, np.float32), "val_7") == 4
+    # zeros but one element, the last (read whole below 65,536 elements): 32
+    assert _scores_plus(np.eye(1, 32, 31, dtype=np.float32).reshape(2, 1, 4, 4), "val_7") == 32
+
+
+def test_a_folded_mask_of_zeros_is_no_param() -> None:
+    # A static encoder's padding mask from a mask of ones, nothing masked: dynamo's val_74
+    # [2, 1, 4, 4] (BERT's, RoBERTa's, DistilBERT's), 32 elements counted before; -0.0 too
+    assert _scores_plus(np.zeros((2, 1, 4, 4), np.float32), "val_74") == 0
+    assert _scores_plus(np.full((2, 1, 4, 4), -0.0, np.float32), "val_74") == 0
+    assert _scores_plus(np.zeros((2, 1, 4, 4), np.float16), "onnx::Add_12") == 0
+    # past 65,536 elements, its first 4,096 and 4,096 spread over the rest are read
+    big = (1, 1, 300, 300)
+    assert _scores_plus(np.zeros(big, np.float32), "val_9", big) == 0
 
 
 def _masked_fill(condition_stored: bool) -> int:

@@ -12,8 +12,14 @@ one of its first ``_SAMPLES`` elements (a causal mask's second already; a paddin
 first row), is a mask. Those elements lie together: a few pages of a tensor left in the file.
 Only the tensors an Add, Sub, Where or Min reads, named as an exporter names what it computes
 (``val_160``, ``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a
-model's own weights are left unread. A mask of zeros only (no position masked at the traced
-shape) cannot be told from a zero weight and counts as stored.
+model's own weights are left unread.
+
+A mask of zeros only, no position masked at the traced shape (an encoder's padding mask from
+a mask of ones: ``val_74`` [2, 1, 8, 8] in a static BERT, RoBERTa or DistilBERT, [2, 1, 17,
+17] in a ViT, T5's zero position bias of cross-attention [2, 4, 4, 8]), is one as well where
+it has 3 dims or more: a bias has one, and a weight the exporter computed and named is read
+by a MatMul or Conv, not added. Its elements are all read up to ``_ALL`` of them, else the
+first ``_SAMPLES`` and ``_SAMPLES`` spread over the rest.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from onnxcost.load.tensors import PARAMETER_PATH
 
 _SAMPLES = 4096
 """Elements read of each candidate, from its first."""
+_ALL = 65_536
+"""A candidate of zeros up to this many elements is read whole."""
 
 
 _LOWEST = {
@@ -66,9 +74,26 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if got is None:
             continue
         minus_inf, lowest = _LOWEST[t.data_type]
-        if bool(((got == minus_inf) | (got == lowest)).any()):
+        if bool(((got == minus_inf) | (got == lowest)).any()) or _zeros(t, got, path):
             found.add(t.name)
     return frozenset(found)
+
+
+def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
+    """Whether ``t``, of 3 dims or more, holds zeros only (+0 or -0), as far as read: its
+    first elements (``first``, their bit patterns) and the rest whole, or spread."""
+    if len(t.dims) < 3 or bool((first << 1).any()):  # a sign bit alone is -0.0
+        return False
+    numel = math.prod(t.dims)
+    if numel <= len(first):
+        return True
+    rest = (
+        np.arange(len(first), numel)
+        if numel <= _ALL
+        else np.linspace(len(first), numel - 1, _SAMPLES).astype(np.int64)
+    )
+    got = elements(t, rest, path)
+    return got is not None and not bool((got << 1).any())
 
 
 __all__ = ["additive_masks"]

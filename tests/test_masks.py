@@ -57,6 +57,11 @@ def test_what_is_not_a_mask_counts_as_stored() -> None:
     assert _scores_plus(np.zeros(4, np.float32), "val_7") == 4
     # zeros but one element, the last (read whole below 65,536 elements): 32
     assert _scores_plus(np.eye(1, 32, 31, dtype=np.float32).reshape(2, 1, 4, 4), "val_7") == 32
+    # learned zeros the exporter named, shaped otherwise than a mask [..., 1, S, T]: an
+    # attention bias expanded to [heads, N, N] (timm's LeViT): 2 x 4 x 4 = 32; a GroupNorm's
+    # bias [C, 1, 1] (PoolFormer's), added to [2, 2, 4, 4]: 2
+    assert _scores_plus(np.zeros((2, 4, 4), np.float32), "val_3") == 32
+    assert _scores_plus(np.zeros((2, 1, 1), np.float32), "view", (2, 2, 4, 4)) == 2
 
 
 def test_a_folded_mask_of_zeros_is_no_param() -> None:
@@ -117,3 +122,52 @@ def test_a_mask_filled_by_a_condition_computed_from_constants_is_no_param() -> N
     # A stored condition (a pruning mask over a weight) keeps the rule: w's 4 x 4 = 16
     # count (the bool mask is no weight type, the fill a lone scalar).
     assert _masked_fill(condition_stored=True) == 16
+
+
+def _scores_plus_unsqueezed(mask: np.ndarray, name: str, constant: bool = False) -> int:
+    """scores [1, 2, 4, 4] + Unsqueeze(``mask`` [2, 4, 4], axis 0), the mask an initializer
+    named ``name``, or (``constant``) a Constant node's value: the params."""
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    nodes = [
+        helper.make_node("Unsqueeze", [name, "axes"], ["m"]),
+        helper.make_node("Add", ["scores", "m"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+    ]
+    stored = [axes]
+    if constant:
+        nodes.insert(
+            0, helper.make_node("Constant", [], [name], value=numpy_helper.from_array(mask))
+        )
+    else:
+        stored.append(numpy_helper.from_array(mask, name))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2, 4, 4])],
+        stored,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_mask_filled_with_minus_100_is_no_param() -> None:
+    # Swin's shifted windows, masked_fill(m != 0, -100.0), [2, 4, 4] here (timm's
+    # [64, 49, 49] ...), unsqueezed before the Add: 32 elements counted before, each way
+    # timm's Swin is stored (timm's swin_tiny: +220,892).
+    windows = np.zeros((2, 4, 4), np.float32)
+    windows[1, :2, 2:] = windows[1, 2:, :2] = -100.0
+    assert _scores_plus_unsqueezed(windows, "layers.0.blocks.1.attn_mask") == 0  # dynamo's
+    assert _scores_plus_unsqueezed(windows, "/blocks.1/Constant_13_output_0", constant=True) == 0
+
+
+def test_what_is_no_filled_mask_counts() -> None:
+    windows = np.zeros((2, 4, 4), np.float32)
+    windows[1, :2, 2:] = -100.0
+    # a param's path that does not name a mask is not read: 2 x 4 x 4 = 32
+    assert _scores_plus_unsqueezed(windows, "blocks.1.attn.relative_position_bias") == 32
+    # a learned tensor named a mask holds both signs (a mask token): 32
+    signed = np.linspace(-1, 1, 32, dtype=np.float32).reshape(2, 4, 4)
+    assert _scores_plus_unsqueezed(signed, "blocks.1.mask_token") == 32
+    # zeros and a small negative (above -1): no fill, a weight: 32
+    assert _scores_plus_unsqueezed(np.where(windows < 0, -0.5, 0).astype(np.float32), "val_3") == 32

@@ -10,22 +10,33 @@ and a mask grows with batch x seq².
 No learned weight holds -inf or its type's lowest value, so a float initializer that does, at
 one of its first ``_SAMPLES`` elements (a causal mask's second already; a padding mask's
 first row), is a mask. Those elements lie together: a few pages of a tensor left in the file.
-Only the tensors an Add, Sub, Where or Min reads, named as an exporter names what it computes
+Only the tensors an Add, Sub, Where or Min reads (or an Unsqueeze, Reshape, Cast ... before
+it), named as an exporter names what it computes
 (``val_160``, ``onnx::Add_123``, ``/Constant_output_0``), not as a param's path, are read: a
 model's own weights are left unread.
 
+A mask filled with another value than the lowest, 0 where a position may attend and -1 or
+less where it may not (Swin's shifted windows, ``masked_fill(m != 0, -100.0)``: the
+TorchScript exporter stores timm's as a Constant, the dynamo exporter as the buffer it is,
+``layers.0.blocks.1.attn_mask``, unsqueezed before the Add), is one as well (``_filled``);
+of the tensors named as a param's path, only one whose last part holds ``mask`` is read.
+
 A mask of zeros only, no position masked at the traced shape (an encoder's padding mask from
 a mask of ones: ``val_74`` [2, 1, 8, 8] in a static BERT, RoBERTa or DistilBERT, [2, 1, 17,
-17] in a ViT, T5's zero position bias of cross-attention [2, 4, 4, 8]), is one as well where
-it has 3 dims or more: a bias has one, and a weight the exporter computed and named is read
-by a MatMul or Conv, not added. Its elements are all read up to ``_ALL`` of them, else the
-first ``_SAMPLES`` and ``_SAMPLES`` spread over the rest.
+17] in a ViT), is one as well where it is shaped as one, [..., 1, S, T], one for every head
+(``_zeros``): a zero-initialised attention bias has a row per head ([heads, N, N]: T5's zero
+position bias of cross-attention, [2, 4, 4, 8], counts), a GroupNorm's bias [C, 1, 1], and
+a weight the exporter computed and named is read by a MatMul or Conv, not added. Its
+elements are all read up to ``_ALL`` of them, else the first ``_SAMPLES`` and ``_SAMPLES``
+spread over the rest.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -40,7 +51,7 @@ _ALL = 65_536
 """A candidate of zeros up to this many elements is read whole."""
 
 
-_LOWEST = {
+_LOWEST: dict[int, tuple[int, int]] = {
     # element type -> the bit patterns of its -inf and of its lowest finite value
     onnx.TensorProto.FLOAT: (0xFF800000, 0xFF7FFFFF),
     onnx.TensorProto.FLOAT16: (0xFC00, 0xFBFF),
@@ -49,6 +60,8 @@ _LOWEST = {
 }
 
 
+_CARRIED_BY = frozenset({"Unsqueeze", "Reshape", "Squeeze", "Expand", "Cast", "Identity"})
+"""Ops through which a stored mask reaches the op that applies it (timm's Swin: an Unsqueeze)."""
 _APPLIED_BY = frozenset({"Add", "Sub", "Where", "Min"})
 """The ops that apply an additive mask (or select by it): a tensor no such op reads is no mask,
 and is not read (a convolution's weights)."""
@@ -63,10 +76,17 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if op in _APPLIED_BY
         for name in ins
     }
+    rows = zip(view.op_types, view.inputs, view.outputs, strict=True)
+    for op, ins, outs in reversed(list(rows)):  # a mask unsqueezed, reshaped or cast first
+        if op in _CARRIED_BY and ins and outs and outs[0] in applied:
+            applied.add(ins[0])
     found = set()
-    for t in proto.graph.initializer:
-        if t.name not in applied or t.data_type not in _LOWEST or PARAMETER_PATH.match(t.name):
+    for name, t in _stored(proto, view, applied):
+        if t.data_type not in _LOWEST:
             continue
+        buffer = PARAMETER_PATH.match(name) is not None
+        if buffer and "mask" not in name.rpartition(".")[2].lower():
+            continue  # a param's path: a model's own weight, left unread
         numel = math.prod(t.dims)
         if numel < 2:
             continue
@@ -74,16 +94,67 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if got is None:
             continue
         minus_inf, lowest = _LOWEST[t.data_type]
-        if bool(((got == minus_inf) | (got == lowest)).any()) or _zeros(t, got, path):
-            found.add(t.name)
+        exporters = not buffer and (
+            bool(((got == minus_inf) | (got == lowest)).any()) or _zeros(t, got, path)
+        )
+        if exporters or _filled(t, got, path):
+            found.add(name)
     return frozenset(found)
 
 
-def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
-    """Whether ``t``, of 3 dims or more, holds zeros only (+0 or -0), as far as read: its
-    first elements (``first``, their bit patterns) and the rest whole, or spread."""
-    if len(t.dims) < 3 or bool((first << 1).any()):  # a sign bit alone is -0.0
+def _stored(
+    proto: onnx.ModelProto, view: GraphView, applied: set[str]
+) -> Iterator[tuple[str, onnx.TensorProto]]:
+    """The tensors of ``applied`` the graph stores: initializers, and Constants' values (the
+    TorchScript exporter writes a mask it computed from constants as a Constant)."""
+    for t in proto.graph.initializer:
+        if t.name in applied:
+            yield t.name, t
+    for k, op in enumerate(view.op_types):
+        outs = view.outputs[k]
+        if op == "Constant" and len(outs) == 1 and outs[0] in applied:
+            for a in view.order[k].attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    yield outs[0], a.t
+
+
+def _filled(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
+    """Whether ``t`` holds 0 where a position may attend and a fill of -1 or less where it
+    may not, both, and nothing else, as far as read (``first`` and ``_SAMPLES`` spread over
+    the rest): Swin's shifted windows, ``masked_fill(m != 0, -100.0)`` (timm stores them as
+    the buffer ``layers.0.blocks.1.attn_mask``, the TorchScript exporter as a Constant). No
+    learned weight is so: its values are spread, of both signs."""
+    numel = math.prod(t.dims)
+    spread = np.linspace(len(first), numel - 1, _SAMPLES).astype(np.int64)
+    rest = elements(t, spread, path) if numel > len(first) else first[:0]
+    if rest is None:
         return False
+    values = _floats(np.concatenate([first, rest]), t.data_type)
+    zero, fill = values == 0, values <= -1
+    return bool((zero | fill).all() and zero.any() and fill.any())
+
+
+def _floats(bits: np.ndarray, elem_type: int) -> np.ndarray:
+    """Bit patterns (``load.samples.elements``) as the float values they hold."""
+    if elem_type == onnx.TensorProto.BFLOAT16:
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    floats: dict[int, type[np.floating[Any]]] = {
+        onnx.TensorProto.FLOAT: np.float32,
+        onnx.TensorProto.FLOAT16: np.float16,
+        onnx.TensorProto.DOUBLE: np.float64,
+    }
+    return bits.view(floats[elem_type])
+
+
+def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
+    """Whether ``t`` is shaped as an attention mask, [..., 1, S, T] (one for every head, T
+    above 1), and holds zeros only (+0 or -0), as far as read: its first elements
+    (``first``, their bit patterns) and the rest whole, or spread. A learned zero stored so
+    is no mask: a GroupNorm's bias as [C, 1, 1] (PoolFormer's), a zero-initialised attention
+    bias expanded to [heads, N, N] (LeViT's, EfficientFormer's)."""
+    dims = t.dims
+    if len(dims) < 3 or dims[-3] != 1 or dims[-1] < 2 or bool((first << 1).any()):
+        return False  # (a sign bit alone is -0.0)
     numel = math.prod(t.dims)
     if numel <= len(first):
         return True

@@ -164,3 +164,49 @@ def test_a_weight_the_exporter_wrote_once_per_call_counts_once() -> None:
     assert _shared_layer(w, w, ("a.weight", "b.weight")) == 32
     # another exporter's model (no record of modules) is not read for copies: as stored, 32
     assert _shared_layer(w, w, ("val_106", "val_180"), dynamo=False) == 32
+
+
+def _two_convs(weight: np.ndarray, bias: np.ndarray) -> int:
+    """x [1, 4, 3, 3] -> Conv -> Conv, both 1x1 [4, 4, 1, 1], as the TorchScript exporter
+    writes two whose weights and biases held equal values: conv1 reads ``onnx::Conv_7`` and
+    ``onnx::Conv_8``, conv2 the same through Identity nodes (``onnx::Conv_10``,
+    ``onnx::Conv_11``), its de-duplication pass's way. The params."""
+    nodes = [
+        helper.make_node("Identity", ["onnx::Conv_7"], ["onnx::Conv_10"]),
+        helper.make_node("Identity", ["onnx::Conv_8"], ["onnx::Conv_11"]),
+        helper.make_node("Conv", ["x", "onnx::Conv_7", "onnx::Conv_8"], ["h"], name="/conv1/Conv"),
+        helper.make_node(
+            "Conv", ["h", "onnx::Conv_10", "onnx::Conv_11"], ["y"], name="/conv2/Conv"
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 3, 3])],
+        [
+            numpy_helper.from_array(weight, "onnx::Conv_7"),
+            numpy_helper.from_array(bias, "onnx::Conv_8"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return onnxcost.analyze(model).totals.params
+
+
+def test_params_the_torchscript_exporter_deduplicated_count_apart() -> None:
+    # An untrained model's folded BatchNorm shifts (zeros) and the weights a zero BatchNorm
+    # scale folded into (+0 and -0, W x 0): two convolutions' params held equal values, one is
+    # stored. By hand, each conv 4 x 4 x 1 x 1 = 16 weights and 4 biases: 2 x 20 = 40
+    # (16 + 4 = 20 counted before).
+    signed_zeros = np.zeros((4, 4, 1, 1), np.float32)
+    signed_zeros[::2] = -0.0
+    assert _two_convs(signed_zeros, np.zeros(4, np.float32)) == 40
+    # Ones, any one value: 40
+    assert _two_convs(np.ones((4, 4, 1, 1), np.float32), np.full(4, 0.5, np.float32)) == 40
+    # Values that are not all alike read through an Identity: one weight shared (a tied
+    # weight is read as it is): the weight counts once, 16, the alike bias twice, 8: 24
+    rng = np.random.default_rng(0)
+    assert (
+        _two_convs(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), np.zeros(4, np.float32))
+        == 24
+    )

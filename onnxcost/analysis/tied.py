@@ -19,6 +19,7 @@ is any tensor whose data cannot be read here (a built-in model's, a typed field)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -158,4 +159,50 @@ def _find(
                 break
 
 
-__all__ = ["SAMPLES", "tied_copies", "weight_copies"]
+def deduplicated(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> frozenset[str]:
+    """The outputs of the Identity nodes through which the TorchScript exporter reads a param
+    that equalled another: its ``_jit_pass_onnx_deduplicate_initializers`` keeps one of the
+    equal initializers and writes ``Identity(kept) -> onnx::Conv_197`` for each other one. In
+    an untrained model, the biases a BatchNorm folded into a convolution (its shift: zeros)
+    are equal for every convolution of one width: torchvision's resnet18 counted 11,680,872,
+    one bias per width, where it has 11,684,712 (the BatchNorm channels fewer than torch's
+    11,689,512, as trained); timm's resnet50, whose last BatchNorm of each block starts at
+    zero, 21,870,696 of 25,557,032. Each such output is a param of its own (``Weights.see``):
+    an Identity of the main graph, named by the exporter (``onnx::``), of a float initializer
+    whose elements are all alike (+0 and -0 as one; read whole up to ``SAMPLES``, else
+    ``SAMPLES`` of them, spread): distinct params hold one value only so, and a tied weight is
+    read as it is."""
+    initializers = {t.name: t for t in proto.graph.initializer}
+    found: set[str] = set()
+    alike: dict[str, bool] = {}
+    for k, op in enumerate(view.op_types):
+        ins, outs = view.inputs[k], view.outputs[k]
+        if op != "Identity" or view.domains[k] not in ("", "ai.onnx") or len(ins) != 1:
+            continue
+        t = initializers.get(ins[0])
+        if t is None or len(outs) != 1 or not outs[0].startswith("onnx::"):
+            continue
+        if t.data_type not in FLOAT_TYPES or math.prod(t.dims) < 2:
+            continue
+        if ins[0] not in alike:
+            alike[ins[0]] = _all_alike(t, path)
+        if alike[ins[0]]:
+            found.add(outs[0])
+    return frozenset(found)
+
+
+def _all_alike(t: onnx.TensorProto, path: Path | None) -> bool:
+    numel = math.prod(t.dims)
+    positions = (
+        np.arange(numel)
+        if numel <= SAMPLES
+        else np.linspace(0, numel - 1, SAMPLES).astype(np.int64)
+    )
+    got = elements(t, positions, path)
+    if got is None:
+        return False
+    # A weight a zero BatchNorm scale folded into is +0 and -0 (W x 0): its bits differ.
+    return _alike(np.where(got << 1 == 0, 0, got))
+
+
+__all__ = ["SAMPLES", "deduplicated", "tied_copies", "weight_copies"]

@@ -593,7 +593,7 @@ def _analysis(
         scales=dequantising_scales(view.op_types, view.domains, view.inputs, view.outputs)
     )
     weights.add_initializers(proto.graph.initializer)
-    weights.copies, weights.merged, weights.masks = stored
+    stored.put(weights)
     walk = _Walk(
         shapes,
         opsets,

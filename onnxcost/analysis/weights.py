@@ -38,14 +38,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import onnx
 
 from onnxcost.analysis.masks import additive_masks
 from onnxcost.analysis.merged import Merged, merged_params
 from onnxcost.analysis.scopes import from_dynamo
-from onnxcost.analysis.tied import tied_copies, weight_copies
+from onnxcost.analysis.tied import deduplicated, tied_copies, weight_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
 from onnxcost.load.graph import GraphView
@@ -118,6 +118,9 @@ class Weights:
     masks: frozenset[str] = frozenset()
     """Initializers that are additive attention masks an exporter folded (``analysis.masks``):
     no params."""
+    separate: frozenset[str] = frozenset()
+    """Outputs of the Identity nodes through which the TorchScript exporter reads a param that
+    equalled another (``tied.deduplicated``): each a param of its own."""
     recovered: int = 0
     """The params ``merged`` brought back: not stored in the file as they count."""
     recovered_names: set[str] = field(default_factory=set)
@@ -187,7 +190,7 @@ class Weights:
         if len(inputs) != 1 or len(outputs) != 1 or inputs[0] not in self.stored:
             return False
         out = outputs[0]
-        if out in self.stored or not PARAMETER_PATH.match(out):
+        if out in self.stored or not (PARAMETER_PATH.match(out) or out in self.separate):
             return False  # a name the exporter made up, or an alias: an Identity like any other
         info = types.get(out)
         self.add_stored(out, info if info is not None else self.stored[inputs[0]].renamed(out))
@@ -436,20 +439,33 @@ _SCALE_PATH = frozenset({"Mul", "Cast", "Identity", "Reshape", "Unsqueeze", "Squ
 dequantised product is carried (its Cast to float)."""
 
 
-def read_stored(
-    proto: onnx.ModelProto, view: GraphView, path: Path | None
-) -> tuple[dict[str, str], Merged, frozenset[str]]:
+class Stored(NamedTuple):
+    """What ``read_stored`` finds: ``Weights``' fields of the same names."""
+
+    copies: dict[str, str]
+    merged: Merged
+    masks: frozenset[str]
+    separate: frozenset[str]
+
+    def put(self, weights: Weights) -> None:
+        weights.copies, weights.merged = self.copies, self.merged
+        weights.masks, weights.separate = self.masks, self.separate
+
+
+def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Stored:
     """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
-    ``copies``, ``merged`` and ``masks``): the tensors stored twice (``analysis.tied``; a
-    weight torch's dynamo exporter folded once per call too), the params it merged or dropped
-    (``analysis.merged``), the attention masks an exporter folded (``analysis.masks``). Read
-    before shape inference detaches initializers."""
+    ``copies``, ``merged``, ``masks`` and ``separate``): the tensors stored twice
+    (``analysis.tied``; a weight torch's dynamo exporter folded once per call too), the params
+    it merged or dropped (``analysis.merged``), the attention masks an exporter folded
+    (``analysis.masks``), the params the TorchScript exporter de-duplicated
+    (``tied.deduplicated``). Read before shape inference detaches initializers."""
     copies = tied_copies(proto, view, path)
     merged = Merged()
     if from_dynamo(view):
         copies = {**weight_copies(proto, path), **copies}
         merged = merged_params(proto, view, path)
-    return copies, merged, additive_masks(proto, view, path)
+    masks = additive_masks(proto, view, path)
+    return Stored(copies, merged, masks, deduplicated(proto, view, path))
 
 
 def dequantising_scales(

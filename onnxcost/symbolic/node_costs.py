@@ -309,7 +309,7 @@ def node_costs(
     )
     weights.add_initializers(graph.initializer)
     if count_params:  # a tied LM head stored twice counts once, as in analysis.walk
-        weights.copies, weights.merged, weights.masks = read_stored(proto, view, prepared.path)
+        read_stored(proto, view, prepared.path).put(weights)
     graph_inputs = [vi.name for vi in graph.input]
     graph_outputs = frozenset(vi.name for vi in graph.output)
     w = _Walk(

@@ -3,28 +3,43 @@ param. Expected counts are worked out by hand in the comments."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnxcost
 
 
-def _scores_plus(mask: np.ndarray, name: str, scores: tuple[int, ...] = (2, 1, 4, 4)) -> int:
-    """scores [2, 1, 4, 4] + ``mask`` (an initializer named ``name``) -> Softmax: the params."""
-    elem = helper.np_dtype_to_tensor_dtype(mask.dtype)
+def _params(
+    nodes: list[onnx.NodeProto],
+    stored: list[onnx.TensorProto],
+    scores: Sequence[int],
+    elem: int = TensorProto.FLOAT,
+) -> int:
+    """The params of ``nodes`` (reading ``stored``) from the input ``scores`` to the output
+    ``p`` of the same shape."""
     graph = helper.make_graph(
-        [
-            helper.make_node("Add", ["scores", name], ["s"]),
-            helper.make_node("Softmax", ["s"], ["p"], axis=-1),
-        ],
+        nodes,
         "g",
         [helper.make_tensor_value_info("scores", elem, list(scores))],
         [helper.make_tensor_value_info("p", elem, list(scores))],
-        [numpy_helper.from_array(mask, name)],
+        stored,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return onnxcost.analyze(model).totals.params
+
+
+def _scores_plus(mask: np.ndarray, name: str, scores: tuple[int, ...] = (2, 1, 4, 4)) -> int:
+    """scores [2, 1, 4, 4] + ``mask`` (an initializer named ``name``) -> Softmax: the params."""
+    nodes = [
+        helper.make_node("Add", ["scores", name], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+    ]
+    elem = helper.np_dtype_to_tensor_dtype(mask.dtype)
+    return _params(nodes, [numpy_helper.from_array(mask, name)], scores, elem)
 
 
 def _causal(lowest: float, dtype: type = np.float32) -> np.ndarray:
@@ -103,15 +118,7 @@ def _masked_fill(condition_stored: bool) -> int:
             numpy_helper.from_array(np.eye(4, dtype=bool), "keep"),
             numpy_helper.from_array(np.ones((4, 4), np.float32), "w"),
         ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 4, 4])],
-        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 4, 4])],
-        stored,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return onnxcost.analyze(model).totals.params
+    return _params(nodes, stored, (1, 4, 4))
 
 
 def test_a_mask_filled_by_a_condition_computed_from_constants_is_no_param() -> None:
@@ -140,15 +147,7 @@ def _scores_plus_unsqueezed(mask: np.ndarray, name: str, constant: bool = False)
         )
     else:
         stored.append(numpy_helper.from_array(mask, name))
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, 4, 4])],
-        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 2, 4, 4])],
-        stored,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return onnxcost.analyze(model).totals.params
+    return _params(nodes, stored, (1, 2, 4, 4))
 
 
 def test_a_mask_filled_with_minus_100_is_no_param() -> None:

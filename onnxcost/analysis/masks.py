@@ -62,6 +62,8 @@ _LOWEST: dict[int, tuple[int, int]] = {
 
 _CARRIED_BY = frozenset({"Unsqueeze", "Reshape", "Squeeze", "Expand", "Cast", "Identity"})
 """Ops through which a stored mask reaches the op that applies it (timm's Swin: an Unsqueeze)."""
+_CARRIED_MAX = 4
+"""The most such ops followed back from the op that applies a mask."""
 _APPLIED_BY = frozenset({"Add", "Sub", "Where", "Min"})
 """The ops that apply an additive mask (or select by it): a tensor no such op reads is no mask,
 and is not read (a convolution's weights)."""
@@ -76,12 +78,22 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if op in _APPLIED_BY
         for name in ins
     }
-    rows = zip(view.op_types, view.inputs, view.outputs, strict=True)
-    for op, ins, outs in reversed(list(rows)):  # a mask unsqueezed, reshaped or cast first
-        if op in _CARRIED_BY and ins and outs and outs[0] in applied:
-            applied.add(ins[0])
+    constants: dict[str, int] = {}  # a Constant's output -> its node's index
+    for name in list(applied):  # a mask unsqueezed, reshaped or cast first; a Constant's
+        for _ in range(_CARRIED_MAX):
+            k = view.writer.get(name)
+            if k is None:
+                break
+            op, ins = view.op_types[k], view.inputs[k]
+            if op == "Constant" and len(view.outputs[k]) == 1:
+                constants[name] = k
+                break
+            if op not in _CARRIED_BY or not ins or not ins[0]:
+                break
+            name = ins[0]
+            applied.add(name)
     found = set()
-    for name, t in _stored(proto, view, applied):
+    for name, t in _stored(proto, view, applied, constants):
         if t.data_type not in _LOWEST:
             continue
         buffer = PARAMETER_PATH.match(name) is not None
@@ -103,19 +115,18 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
 
 
 def _stored(
-    proto: onnx.ModelProto, view: GraphView, applied: set[str]
+    proto: onnx.ModelProto, view: GraphView, applied: set[str], constants: dict[str, int]
 ) -> Iterator[tuple[str, onnx.TensorProto]]:
     """The tensors of ``applied`` the graph stores: initializers, and Constants' values (the
-    TorchScript exporter writes a mask it computed from constants as a Constant)."""
+    TorchScript exporter writes a mask it computed from constants as a Constant; ``constants``:
+    each one's output -> its node's index in ``view``)."""
     for t in proto.graph.initializer:
         if t.name in applied:
             yield t.name, t
-    for k, op in enumerate(view.op_types):
-        outs = view.outputs[k]
-        if op == "Constant" and len(outs) == 1 and outs[0] in applied:
-            for a in view.order[k].attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    yield outs[0], a.t
+    for name in applied.intersection(constants):
+        for a in view.order[constants[name]].attribute:
+            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                yield name, a.t
 
 
 def _filled(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:

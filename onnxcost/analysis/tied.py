@@ -175,9 +175,9 @@ def deduplicated(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> 
     initializers = {t.name: t for t in proto.graph.initializer}
     found: set[str] = set()
     alike: dict[str, bool] = {}
-    for k, op in enumerate(view.op_types):
+    for k in [k for k, op in enumerate(view.op_types) if op == "Identity"]:
         ins, outs = view.inputs[k], view.outputs[k]
-        if op != "Identity" or view.domains[k] not in ("", "ai.onnx") or len(ins) != 1:
+        if view.domains[k] not in ("", "ai.onnx") or len(ins) != 1:
             continue
         t = initializers.get(ins[0])
         if t is None or len(outs) != 1 or not outs[0].startswith("onnx::"):

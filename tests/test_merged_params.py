@@ -200,3 +200,71 @@ def test_a_conv_bias_the_optimizer_dropped_is_counted_from_the_exporter_record()
         "%p_bn1_bias, %b_bn1_running_mean, %b_bn1_running_var, 0.1, 1e-05), kwargs = {})"
     )
     assert _conv("Conv", (8, 3, 3, 3), folded) == 216 + 8
+
+
+def _recorded(op: str, ins: list[str], out: str, chain: list[str], fx: str) -> onnx.NodeProto:
+    """A node of module ``chain[-1]`` (its name scopes, then ``out``) with its FX record."""
+    node = helper.make_node(op, ins, [out], name=f"node_{out}")
+    for key, value in ((SCOPES, repr(["", *chain, out])), ("pkg.torch.onnx.fx_node", fx)):
+        entry = node.metadata_props.add()
+        entry.key, entry.value = key, value
+    return node
+
+
+def test_two_params_of_one_module_merged_count_as_two() -> None:
+    # CaiT's blocks: gamma_1 and gamma_2 (layer scales, each [4] of one value at init) of
+    # blocks.0 and blocks.1, all four merged into blocks.0.gamma_1 and read by 4 Muls. Each
+    # Mul's FX record names its param: 4 params of 4 = 16 (8 were counted: once a module).
+    chains = (["blocks", "blocks.0"], ["blocks", "blocks.1"])
+    muls = []
+    for b, chain in enumerate(chains):
+        for g in (1, 2):
+            fx = f"%mul_{b}{g} = aten.mul.Tensor](args = (%p_blocks_{b}_gamma_{g}, %x), kwargs = {{}})"
+            muls.append((chain, g, fx))
+    nodes, last = [], "x"
+    for k, (chain, _g, fx) in enumerate(muls):
+        nodes.append(_recorded("Mul", [last, "blocks.0.gamma_1"], f"mul_{k}", chain, fx))
+        last = f"mul_{k}"
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info(last, F, [2, 4])],
+        [numpy_helper.from_array(np.full(4, 1e-5, np.float32), "blocks.0.gamma_1")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    assert onnxcost.analyze(model).totals.params == 16
+
+
+def test_a_batchnorms_weight_and_bias_merged_count_apart() -> None:
+    # LeViT's BatchNorm1d layers with weight and bias both zeros at init: the optimizer keeps
+    # one tensor, bn1.weight [4], and two BatchNorms read it as weight (input 1) and bias
+    # (input 2). Each module's weight and bias: 2 x (4 + 4) = 16 params (8 were counted),
+    # and their running statistics, 2 x (4 + 4) = 16 statistics.
+    nodes = []
+    for k, module in enumerate(("bn1", "bn2")):
+        ins = [
+            "x" if k == 0 else "h",
+            "bn1.weight",
+            "bn1.weight",
+            f"{module}.mean",
+            f"{module}.var",
+        ]
+        fx = f"%bn_{k} = aten._native_batch_norm_legit_no_training.default](args = (%x, ...))"
+        nodes.append(_recorded("BatchNormalization", ins, "h" if k == 0 else "y", [module], fx))
+    stored = [numpy_helper.from_array(np.zeros(4, np.float32), "bn1.weight")]
+    for module in ("bn1", "bn2"):
+        stored += [
+            numpy_helper.from_array(np.zeros(4, np.float32), f"{module}.mean"),
+            numpy_helper.from_array(np.ones(4, np.float32), f"{module}.var"),
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info("y", F, [2, 4])],
+        stored,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    a = onnxcost.analyze(model)
+    assert (a.totals.params, a.totals.stat_params) == (16, 16)

@@ -64,6 +64,16 @@ _BIAS_ARGUMENT = re.compile(
     r"|aten\.(?:_native_batch_norm_legit_no_training|batch_norm)\.default\]"
     r"\(args = \(%\w+, %p_\w+, %(p_\w+)[,)]"
 )
+_PLACEHOLDER = re.compile(r"%(p_\w+)")
+"""A param's placeholder in an FX record (``%p_blocks_0_gamma_2``)."""
+_WEIGHT_BIAS_OPS = frozenset(
+    {
+        "LayerNormalization", "BatchNormalization", "InstanceNormalization",
+        "GroupNormalization", "Gemm", "Conv", "ConvTranspose",
+    }
+)  # fmt: skip
+"""The ops whose inputs 1 and 2 are their module's weight and bias, as torch names them."""
+_WEIGHT_BIAS = {1: "weight", 2: "bias"}
 _WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}
 """The ops whose bias the optimizer drops where it is all zeros: their inputs without it."""
 
@@ -84,12 +94,16 @@ class Merged:
     the biases dropped from Gemms. (A plain class: every analysis imports it, and a dataclass
     costs a start-up of its own.)"""
 
-    __slots__ = ("dropped", "readers", "shared")
+    __slots__ = ("dropped", "leaves", "readers", "shared")
 
     def __init__(self) -> None:
         self.shared: dict[str, dict[str, str]] = {}
         """Initializer -> {reader node's name: its module}, for a tensor that stands for one
         param per module."""
+        self.leaves: dict[tuple[str, str, int], str] = {}
+        """(initializer, reader, input index) -> the last part of the param it stands for
+        there, where that is not the initializer's own (``_leaf``): two params of one module
+        merged (CaiT's ``gamma_1`` and ``gamma_2``), or a BatchNorm's weight and bias."""
         self.dropped: dict[str, Dropped] = {}
         """Gemm's (Conv's, ConvTranspose's) node name -> the bias it was written without."""
         self.readers: set[str] = set()
@@ -150,6 +164,12 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
         if _alike(initializers[name], path):
             found.shared[name] = {n: m for n, m in modules.items() if m is not None}
             found.readers.update(modules)
+            own = name.rpartition(".")[2]
+            for k in dict.fromkeys(ks):
+                for i, read in enumerate(view.inputs[k]):
+                    leaf = _leaf(nodes[k], view.op_types[k], i, modules[view.names[k]])
+                    if read == name and leaf is not None and leaf != own:
+                        found.leaves[name, view.names[k], i] = leaf
     stored: set[str] = set()  # the initializers' names as the FX graph's placeholders hold them
     for k, op in enumerate(view.op_types):
         if _WITH_BIAS.get(op) == len(view.inputs[k]):
@@ -159,6 +179,20 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
                 found.dropped[view.names[k]] = bias
                 found.readers.add(view.names[k])
     return found
+
+
+def _leaf(node: onnx.NodeProto, op_type: str, index: int, module: str | None) -> str | None:
+    """The last part of the param that input ``index`` of ``node`` (of ``module``) reads: a
+    normalization's, Gemm's or Conv's weight (input 1) or bias (input 2); else the one param
+    placeholder its FX record names, where it is of the module (``aten.mul(%p_blocks_0_gamma_2,
+    x)`` in ``blocks.0``: ``gamma_2``). None where it cannot be told."""
+    if op_type in _WEIGHT_BIAS_OPS:
+        return _WEIGHT_BIAS.get(index)
+    found = _PLACEHOLDER.findall(metadata(node, FX_NODE))
+    prefix = None if module is None else "p_" + module.replace(".", "_") + "_"
+    if len(found) != 1 or prefix is None or not found[0].startswith(prefix):
+        return None
+    return found[0][len(prefix) :] or None
 
 
 def _module(node: onnx.NodeProto) -> str | None:

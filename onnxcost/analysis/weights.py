@@ -228,7 +228,7 @@ class Weights:
             role: Role | None = "quant" if name in self.scales else _role(spec, i)
             if role is None:
                 continue
-            if reader in self.merged.readers and self._merged_elsewhere(name, reader):
+            if reader in self.merged.readers and self._merged_elsewhere(name, reader, i):
                 continue  # counted by _count_merged as this module's own
             before = self.totals["param"]
             if self._count_roots(name, role) and generated:
@@ -243,11 +243,14 @@ class Weights:
             params += self._dense_bias(spec.op_type, inputs, outputs, types)
         return params
 
-    def _merged_elsewhere(self, name: str, reader: str) -> bool:
-        """Whether ``reader`` reads ``name`` as a module other than the one it is named for:
-        a merged tensor standing for that module's own param."""
+    def _merged_elsewhere(self, name: str, reader: str, index: int) -> bool:
+        """Whether ``reader`` reads ``name`` (at input ``index``) as another param than the one
+        it is named for, of another module or another of the same: a merged tensor standing
+        for that param."""
         module = self.merged.shared.get(name, {}).get(reader)
-        return module is not None and module != name.rpartition(".")[0]
+        owner, _, own = name.rpartition(".")
+        leaf = self.merged.leaves.get((name, reader, index), own)
+        return module is not None and (module != owner or leaf != own)
 
     def _count_merged(self, inputs: Sequence[str], spec: OpSpec | None, reader: str) -> int:
         """The params of ``reader`` (a node's name) that torch's exporter merged into another
@@ -260,12 +263,13 @@ class Weights:
             self._put(dropped.name, Counted("param", dropped.elements, dropped.elem_type, nbytes))
             self.recovered_names.add(dropped.name)
         for i, name in enumerate(inputs):
-            if not name or not self._merged_elsewhere(name, reader):
+            if not name or not self._merged_elsewhere(name, reader, i):
                 continue
             role = _role(spec, i)
             info = self.stored.get(name)
             module = self.merged.shared[name][reader]
-            key = f"{module}.{name.rpartition('.')[2]}"  # that module's own param
+            leaf = self.merged.leaves.get((name, reader, i), name.rpartition(".")[2])
+            key = f"{module}.{leaf}"  # that module's own param
             if key in self.stored:
                 key = f"{name} ({module})"
             if role is None or info is None or key in self.counted or info.known_numel < 0:

@@ -77,6 +77,8 @@ def test_what_is_not_a_mask_counts_as_stored() -> None:
     # bias [C, 1, 1] (PoolFormer's), added to [2, 2, 4, 4]: 2
     assert _scores_plus(np.zeros((2, 4, 4), np.float32), "val_3") == 32
     assert _scores_plus(np.zeros((2, 1, 1), np.float32), "view", (2, 2, 4, 4)) == 2
+    # a position table [1, N, D] of zeros, folded (sliced at the traced rows): 1 x 4 x 4 = 16
+    assert _scores_plus(np.zeros((1, 4, 4), np.float32), "embedding_1", (2, 4, 4)) == 16
 
 
 def test_a_folded_mask_of_zeros_is_no_param() -> None:

@@ -23,7 +23,7 @@ of the tensors named as a param's path, only one whose last part holds ``mask`` 
 
 A mask of zeros only, no position masked at the traced shape (an encoder's padding mask from
 a mask of ones: ``val_74`` [2, 1, 8, 8] in a static BERT, RoBERTa or DistilBERT, [2, 1, 17,
-17] in a ViT), is one as well where it is shaped as one, [..., 1, S, T], one for every head
+17] in a ViT), is one as well where it is shaped as one, [B, 1, S, T], one for every head
 (``_zeros``): a zero-initialised attention bias has a row per head ([heads, N, N]: T5's zero
 position bias of cross-attention, [2, 4, 4, 8], counts), a GroupNorm's bias [C, 1, 1], and
 a weight the exporter computed and named is read by a MatMul or Conv, not added. Its
@@ -158,13 +158,14 @@ def _floats(bits: np.ndarray, elem_type: int) -> np.ndarray:
 
 
 def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
-    """Whether ``t`` is shaped as an attention mask, [..., 1, S, T] (one for every head, T
-    above 1), and holds zeros only (+0 or -0), as far as read: its first elements
-    (``first``, their bit patterns) and the rest whole, or spread. A learned zero stored so
-    is no mask: a GroupNorm's bias as [C, 1, 1] (PoolFormer's), a zero-initialised attention
-    bias expanded to [heads, N, N] (LeViT's, EfficientFormer's)."""
+    """Whether ``t`` is shaped as an attention mask, [B, 1, S, T] (4 dims or more, one for
+    every head, T above 1), and holds zeros only (+0 or -0), as far as read: its first
+    elements (``first``, their bit patterns) and the rest whole, or spread. A learned zero
+    shaped otherwise is no mask: a GroupNorm's bias as [C, 1, 1] (PoolFormer's), a
+    zero-initialised attention bias expanded to [heads, N, N] (LeViT's, EfficientFormer's), a
+    position table [1, N, D]."""
     dims = t.dims
-    if len(dims) < 3 or dims[-3] != 1 or dims[-1] < 2 or bool((first << 1).any()):
+    if len(dims) < 4 or dims[-3] != 1 or dims[-1] < 2 or bool((first << 1).any()):
         return False  # (a sign bit alone is -0.0)
     numel = math.prod(t.dims)
     if numel <= len(first):

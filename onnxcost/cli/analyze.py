@@ -70,8 +70,9 @@ def analyze(
     depth: Annotated[
         int | None,
         typer.Option(
-            help="Show the scope tree from node names to this depth instead of the nodes: "
-            "subtotals and share per scope, repeated blocks folded.",
+            help="Show the scope tree from node names (a torch dynamo export's module paths) "
+            "to this depth instead of the nodes: subtotals and share per scope, repeated "
+            "blocks folded.",
             min=1,
         ),
     ] = None,

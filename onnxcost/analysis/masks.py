@@ -135,9 +135,7 @@ def _filled(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
     the rest): Swin's shifted windows, ``masked_fill(m != 0, -100.0)`` (timm stores them as
     the buffer ``layers.0.blocks.1.attn_mask``, the TorchScript exporter as a Constant). No
     learned weight is so: its values are spread, of both signs."""
-    numel = math.prod(t.dims)
-    spread = np.linspace(len(first), numel - 1, _SAMPLES).astype(np.int64)
-    rest = elements(t, spread, path) if numel > len(first) else first[:0]
+    rest = _rest(t, first, path, whole=False)
     if rest is None:
         return False
     values = _floats(np.concatenate([first, rest]), t.data_type)
@@ -167,16 +165,24 @@ def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
     dims = t.dims
     if len(dims) < 4 or dims[-3] != 1 or dims[-1] < 2 or bool((first << 1).any()):
         return False  # (a sign bit alone is -0.0)
+    got = _rest(t, first, path, whole=True)
+    return got is not None and not bool((got << 1).any())
+
+
+def _rest(
+    t: onnx.TensorProto, first: np.ndarray, path: Path | None, *, whole: bool
+) -> np.ndarray | None:
+    """``t``'s elements past its ``first`` (bit patterns; None where they cannot be read):
+    all of them where ``whole`` and there are at most ``_ALL``, else ``_SAMPLES`` spread."""
     numel = math.prod(t.dims)
     if numel <= len(first):
-        return True
-    rest = (
+        return first[:0]
+    positions = (
         np.arange(len(first), numel)
-        if numel <= _ALL
+        if whole and numel <= _ALL
         else np.linspace(len(first), numel - 1, _SAMPLES).astype(np.int64)
     )
-    got = elements(t, rest, path)
-    return got is not None and not bool((got << 1).any())
+    return elements(t, positions, path)
 
 
 __all__ = ["additive_masks"]

@@ -166,9 +166,9 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
             found.readers.update(modules)
             own = name.rpartition(".")[2]
             for k in dict.fromkeys(ks):
-                for i, read in enumerate(view.inputs[k]):
+                for i in (i for i, read in enumerate(view.inputs[k]) if read == name):
                     leaf = _leaf(nodes[k], view.op_types[k], i, modules[view.names[k]])
-                    if read == name and leaf is not None and leaf != own:
+                    if leaf is not None and leaf != own:
                         found.leaves[name, view.names[k], i] = leaf
     stored: set[str] = set()  # the initializers' names as the FX graph's placeholders hold them
     for k, op in enumerate(view.op_types):

@@ -13,6 +13,14 @@ Status = Literal["ok", "zero", "unsupported", "unknown_shape", "error"]
 Convention = Literal["onnxcost", "torch", "fvcore"]
 ShapeOut = tuple[int | str | None, ...] | None
 
+
+def shown(name: str, scope: str | None) -> str:
+    """A node's name as the tables show it: a torch dynamo export's in its module
+    (``/gpt2/transformer/h.0/mlp/c_fc/node_Gemm_1357``, ``NodeRecord.scope``), every other
+    as it is."""
+    return name if scope is None else f"{scope}/{name}"
+
+
 NOT_IN_JSON = {"json": False}
 """Field metadata: the field is left out of the record's JSON."""
 
@@ -71,6 +79,11 @@ class NodeRecord:
         "bytes_read_activations",
         "bytes_written_activations",
     )
+
+    @property
+    def shown_name(self) -> str:
+        """The name as the tables show it: a dynamo export's node in its module."""
+        return shown(self.name, self.scope)
 
     @property
     def bytes_read_activations(self) -> int:

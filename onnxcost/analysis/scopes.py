@@ -60,10 +60,15 @@ def _text(node: onnx.NodeProto) -> str | None:
     return text
 
 
+def _split(text: str) -> list[str]:
+    """``_text``'s list as its names (``['', 'gpt2', ..., 'mul_468']``): they hold no quote."""
+    return text[2:-2].split("', '")
+
+
 def name_scopes(node: onnx.NodeProto) -> list[str] | None:
     """The node's name scopes (``['', 'gpt2', ..., 'mul_468']``), None without them (``_text``)."""
     text = _text(node)
-    return None if text is None else text[2:-2].split("', '")  # the names hold no quote
+    return None if text is None else _split(text)
 
 
 class ModuleScopes:
@@ -86,11 +91,11 @@ class ModuleScopes:
             self._unplaced.append(rec)
             return None
         if op_type == "Conv" and _FUSED_NORM in metadata(node, _RULE):
-            return _scope(_conv_of(text[2:-2].split("', '"), node))
+            return _scope(_conv_of(_split(text), node))
         modules = text[: text.rfind("', '")]  # all but the node's own FX name
         found = self._made.get(modules, "")
         if found == "":
-            found = self._made[modules] = _scope(text[2:-2].split("', '"))
+            found = self._made[modules] = _scope(_split(text))
         return found
 
     def place(self, records: Iterable[NodeRecord | None]) -> None:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 
 import onnx
 
-from onnxcost.analysis.records import Layout, NodeRecord, When
+from onnxcost.analysis.records import Layout, NodeRecord, When, shown
 from onnxcost.analysis.scopes import common_scope
 from onnxcost.bench.profile import KernelStat, PerRunTimes, Spread
 
@@ -399,7 +399,7 @@ class NodeProfile(PerRunTimes):
     @property
     def shown_name(self) -> str:
         """The name as the tables show it: a dynamo export's nodes in their module."""
-        return self.name if self.scope is None else f"{self.scope}/{self.name}"
+        return shown(self.name, self.scope)
 
     @property
     def bytes_total(self) -> int:

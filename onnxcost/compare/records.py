@@ -17,6 +17,7 @@ from onnxcost.analysis.records import (
     ShapeOut,
     When,
     json_key,
+    shown,
     to_jsonable,
 )
 from onnxcost.analysis.result import Analysis
@@ -60,7 +61,7 @@ class ComputeNode:
     @property
     def shown_name(self) -> str:
         """The name as the tables show it: a dynamo export's node in its module."""
-        return self.name if self.scope is None else f"{self.scope}/{self.name}"
+        return shown(self.name, self.scope)
 
     @property
     def op_label(self) -> str:

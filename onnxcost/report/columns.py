@@ -58,12 +58,7 @@ def _t(header: str, get: Callable[[Any], str]) -> Field:
 NODE_COLUMNS: Sequence[Field] = (
     # A node of a torch dynamo export (``node_Gemm_1406``) shown in its module, as the
     # TorchScript exporter's names are (``/transformer/h.2/mlp/c_proj/Gemm``).
-    Field(
-        "name",
-        lambda r: r.name,
-        lambda r: r.name if r.scope is None else f"{r.scope}/{r.name}",
-        numeric=False,
-    ),
+    Field("name", lambda r: r.name, lambda r: r.shown_name, numeric=False),
     _t("op", lambda r: r.op_type if not r.domain else f"{r.domain}::{r.op_type}"),
     _t("in shapes", lambda r: units.shapes(r.input_shapes)),
     _t("out shapes", lambda r: units.shapes(r.output_shapes)),

@@ -58,9 +58,7 @@ NODE_TABLE_COLUMNS: tuple[Column, ...] = (
 def _node_rows(nodes: Sequence[NodeRecord]) -> tuple[tuple[Cell, ...], ...]:
     return tuple(
         (
-            n.name
-            if n.scope is None
-            else f"{n.scope}/{n.name}",  # a dynamo export's, in its module
+            n.shown_name,  # a dynamo export's in its module
             op_label(n.op_type, n.domain),
             n.status,
             units.shapes(n.input_shapes),

@@ -38,6 +38,17 @@
     return e;
   }
 
+  // A name's text with a line break allowed after each "/" and "+" (<wbr>: nothing added to
+  // what is copied): a node in its module, /gpt2/transformer/h.0/mlp/c_fc/node_Gemm_1357, or
+  // the nodes one kernel ran, node_mul_180+node_pow_1, wrap between their parts.
+  function breakable(td, text) {
+    var parts = text.split(/(?<=[\/+])/);
+    for (var k = 0; k < parts.length; k++) {
+      if (k) td.appendChild(document.createElement("wbr"));
+      td.appendChild(document.createTextNode(parts[k]));
+    }
+  }
+
   function makeTable(spec) {
     var host = document.getElementById(spec.id);
     if (!host) return;
@@ -107,7 +118,9 @@
         var tr = el("tr"), row = view[r];
         for (var i = 0; i < cols.length; i++) {
           var c = cols[i], v = row[i];
-          var td = el("td", c.numeric ? "num" : (c.kind === "text" ? "text" : "plain"), FORMAT[c.kind || "text"](v));
+          var td = el("td", c.numeric ? "num" : (c.kind === "text" ? "text" : "plain"));
+          if (c.kind === "text" || !c.kind) breakable(td, FORMAT.text(v));
+          else td.textContent = FORMAT[c.kind](v);
           if (c.numeric && v !== null && v !== undefined && (c.kind === "count" || c.kind === "bytes")) td.title = Number(v).toLocaleString("en-US");
           tr.appendChild(td);
         }

@@ -268,3 +268,81 @@ def test_a_batchnorms_weight_and_bias_merged_count_apart() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     a = onnxcost.analyze(model)
     assert (a.totals.params, a.totals.stat_params) == (16, 16)
+
+
+def _scaled(tensor: str, values: list[str], op: str = "Mul", fx: str = "") -> int:
+    """x [2, 4] through one ``op`` per module blocks.0, blocks.1, blocks.2, each reading
+    ``tensor`` (4 elements of 1e-6: a layer scale at init), the k-th's FX record naming
+    ``values[k]`` as its argument (``fx`` with k for {k}, where given, in its place): the
+    params counted."""
+    nodes, last = [], "x"
+    for k, value in enumerate(values):
+        record = f"%m_{k} = aten.mul.Tensor](args = (%permute_{k}, %{value}))"
+        if fx:
+            record = fx.format(k=k)
+        chain = ["blocks", f"blocks.{k}"]
+        nodes.append(_recorded(op, [last, tensor], f"out_{k}", chain, record))
+        last = f"out_{k}"
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info(last, F, [2, 4])],
+        [numpy_helper.from_array(np.full(4, 1e-6, np.float32), tensor)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_a_layer_scale_folded_and_merged_counts_once_per_module() -> None:
+    # timm's ConvNeXt blocks: x * gamma.view(1, -1, 1, 1), gamma 1e-6 x ones at init; the
+    # optimizer folds each view and merges the three into the first, ``view``. Each Mul's
+    # record names its own view: 3 blocks x 4 = 12 (4 were counted: timm's convnext_tiny
+    # from the dynamo exporter had 5,184 params fewer than torch, 28,589,128 now).
+    assert _scaled("view", ["view", "view_1", "view_2"]) == 12
+    # one value torch itself shares, every record naming it: 4, once
+    assert _scaled("view", ["view", "view", "view"]) == 4
+    # a mask folded and merged (``where``: computed, no param): 4, once, as ever
+    assert _scaled("where", ["where", "where_1", "where_2"]) == 4
+
+
+def test_a_groupnorm_taken_apart_counts_its_weight_in_each_module() -> None:
+    # poolformer's GroupNorm(1, C) as the dynamo exporter writes it: InstanceNormalization,
+    # then times weight.view(C, 1, 1) (``val_21``) plus bias.view(C, 1, 1). The weights
+    # are ones at init, merged into one tensor read by each block's Mul, whose record is
+    # group_norm's, naming the block's weight and bias: 3 x 4 = 12 (4 were counted).
+    def group_norm(k: int) -> str:
+        return (
+            f"%group_norm_{k} = aten.group_norm.default](args = (%x, 1, "
+            f"%p_blocks_{k}_weight, %p_blocks_{k}_bias, 1e-05))"
+        )
+
+    nodes, last = [], "x"
+    for k in range(3):
+        chain = ["blocks", f"blocks.{k}"]
+        nodes.append(_recorded("Mul", [last, "val_21"], f"m_{k}", chain, group_norm(k)))
+        nodes.append(_recorded("Add", [f"m_{k}", "val_23"], f"a_{k}", chain, group_norm(k)))
+        last = f"a_{k}"
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info(last, F, [2, 4])],
+        [
+            numpy_helper.from_array(np.ones(4, np.float32), "val_21"),
+            numpy_helper.from_array(np.zeros(4, np.float32), "val_23"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    # weights 3 x 4 and biases 3 x 4: 24 (8 were counted)
+    assert onnxcost.analyze(model).totals.params == 24
+
+
+def test_a_constant_an_op_was_given_is_no_param_of_each_module() -> None:
+    # read by an InstanceNormalization per block (a GroupNorm(2, C) taken apart), not by a
+    # Mul or Add: the scale of ones [groups] the exporter made up for the op, though the
+    # record names the block's params; counted as stored, once: 4
+    record = "%gn = aten.group_norm](args = (%x, 2, %p_blocks_{k}_weight, %p_blocks_{k}_bias))"
+    assert _scaled("val_8", ["", "", ""], op="InstanceNormalization", fx=record) == 4
+    # the same record on a Mul: the weight of each block, 3 x 4 = 12
+    assert _scaled("val_8", ["", "", ""], op="Mul", fx=record) == 12

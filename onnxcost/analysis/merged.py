@@ -17,10 +17,12 @@ Counted as stored, GPT-2 small from the dynamo exporter had 124,320,000 params w
 has 124,439,808 (36,864 merged, 82,944 dropped); trained, the same export stores every one.
 Both are read back from the exporter's own record of each node (its ``metadata_props``):
 
-- a merged tensor (named as a param, all of its elements alike, read by nodes of more than
-  one module, as ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per
-  module that reads it (``shared``); a module called again (ALBERT's one shared layer) is one
-  module;
+- a merged tensor (all of its elements alike, read by nodes of more than one module, as
+  ``pkg.torch.onnx.name_scopes`` names the module of each) counts once per module that reads
+  it (``shared``); a module called again (ALBERT's one shared layer) is one module. It is
+  named as a param, or it is a param laid out anew and folded (a ConvNeXt layer scale,
+  ``gamma.view(1, -1, 1, 1)``, stored as ``view``; a GroupNorm's weight taken apart, as
+  ``val_21``), as its readers' records show (``_folded_params``);
 - a dropped bias is the ``%p_..._bias`` placeholder that a Gemm's or Conv's
   ``pkg.torch.onnx.fx_node`` names (``aten.addmm(%p_..._bias, x, %p_..._weight)``,
   ``aten.linear(x, %p_..._weight, %p_..._bias)``, ``aten.conv2d(x, %p_..._weight,
@@ -74,6 +76,12 @@ _WEIGHT_BIAS_OPS = frozenset(
 )  # fmt: skip
 """The ops whose inputs 1 and 2 are their module's weight and bias, as torch names them."""
 _WEIGHT_BIAS = {1: "weight", 2: "bias"}
+_SCALE_SHIFT = {"Mul": "weight", "Add": "bias"}
+"""A normalization taken apart: its output times its weight, plus its bias."""
+_LAYOUT = frozenset({"view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "permute", "t"})
+"""FX values that lay a param out anew (``gamma.view(1, -1, 1, 1)``), computing nothing."""
+_NUMBERED = re.compile(r"_\d+\Z")
+"""The number the exporter adds to a name it made once already (``view_3``)."""
 _WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}
 """The ops whose bias the optimizer drops where it is all zeros: their inputs without it."""
 
@@ -119,8 +127,8 @@ class Merged:
             n = len(self.shared)
             parts.append(
                 f"merged {n} {'tensor' if n == 1 else 'tensors'} of equal values that params of "
-                f"several modules shared (an untrained model's LayerNorm ones, zero biases; "
-                f"counted once per module that reads them)"
+                f"several modules shared (an untrained model's LayerNorm ones, zero biases, "
+                f"layer scales; counted once per module that reads them)"
             )
         if self.dropped:
             ops = Counter(d.op_type for d in self.dropped.values())
@@ -143,12 +151,10 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     if not from_dynamo(view):
         return found
     initializers = {t.name: t for t in proto.graph.initializer}
-    small = {  # named as a param (not a folded mask: ``where``), small enough to be merged
+    small = {  # small enough to be merged
         name
         for name, t in initializers.items()
-        if t.data_type in FLOAT_TYPES
-        and 1 < math.prod(t.dims) <= MERGED_LIMIT
-        and PARAMETER_PATH.match(name)
+        if t.data_type in FLOAT_TYPES and 1 < math.prod(t.dims) <= MERGED_LIMIT
     }
     readers: dict[str, list[int]] = {}
     for k, ins in enumerate(view.inputs):
@@ -161,6 +167,8 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
         modules = {view.names[k]: _module(nodes[k]) for k in ks}
         if None in modules.values() or len(set(modules.values())) < 2:
             continue
+        if not PARAMETER_PATH.match(name) and not _folded_params(name, ks, view, modules):
+            continue  # a tensor the exporter computed (a folded mask, ``where``): no param
         if _alike(initializers[name], path):
             found.shared[name] = {n: m for n, m in modules.items() if m is not None}
             found.readers.update(modules)
@@ -181,6 +189,37 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     return found
 
 
+def _folded_params(
+    name: str, readers: list[int], view: GraphView, modules: dict[str, str | None]
+) -> bool:
+    """Whether a tensor the exporter named (``view``, ``val_21``) stands for a param of each
+    module that reads it, folded (reshaped) and then merged, as its readers' FX records tell:
+    each names one FX value of the tensor's own name, an op that only lays a tensor out
+    (``aten.mul(%permute_5, %view_1)``: a ConvNeXt block's layer scale, ``gamma.view(1, -1,
+    1, 1)``), and they name more than one (``where``, ``expand``: a mask, counted as ever);
+    or each is a Mul or Add whose record names a param of its module (a GroupNorm taken
+    apart, ``aten.group_norm(x, 1, %p_norm1_weight, %p_norm1_bias, ...)``: x times its weight
+    plus its bias). A value that torch itself shares (a buffer many modules read) is named
+    alike by every reader, and a constant made up for an op (an InstanceNormalization's ones)
+    is read by no Mul or Add that names a param."""
+    stem = _NUMBERED.sub("", name)
+    values: set[str] = set()
+    by_value, by_param = stem in _LAYOUT, True
+    for k in readers:
+        record = metadata(view.order[k], FX_NODE)
+        found = re.findall(rf"%({stem}(?:_\d+)?)\b", record) if by_value else []
+        by_value = by_value and len(found) == 1
+        values.update(found)
+        module = modules[view.names[k]]
+        by_param = (
+            by_param
+            and view.op_types[k] in _SCALE_SHIFT
+            and module is not None
+            and f"%p_{module.replace('.', '_')}_" in record
+        )
+    return (by_value and len(values) > 1 and name in values) or by_param
+
+
 def _leaf(node: onnx.NodeProto, op_type: str, index: int, module: str | None) -> str | None:
     """The last part of the param that input ``index`` of ``node`` (of ``module``) reads: a
     normalization's, Gemm's or Conv's weight (input 1) or bias (input 2); else the one param
@@ -190,9 +229,14 @@ def _leaf(node: onnx.NodeProto, op_type: str, index: int, module: str | None) ->
         return _WEIGHT_BIAS.get(index)
     found = _PLACEHOLDER.findall(metadata(node, FX_NODE))
     prefix = None if module is None else "p_" + module.replace(".", "_") + "_"
-    if len(found) != 1 or prefix is None or not found[0].startswith(prefix):
+    if prefix is None or not found or not all(p.startswith(prefix) for p in found):
         return None
-    return found[0][len(prefix) :] or None
+    leaves = [p[len(prefix) :] for p in found]
+    if leaves == ["weight", "bias"] and op_type in _SCALE_SHIFT:  # a norm taken apart
+        return _SCALE_SHIFT[op_type]
+    if len(leaves) != 1:
+        return None
+    return leaves[0] or None
 
 
 def _module(node: onnx.NodeProto) -> str | None:

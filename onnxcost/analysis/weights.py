@@ -44,6 +44,7 @@ import onnx
 
 from onnxcost.analysis.masks import additive_masks
 from onnxcost.analysis.merged import Merged, merged_params
+from onnxcost.analysis.position_bias import gathered_tables
 from onnxcost.analysis.scopes import from_dynamo
 from onnxcost.analysis.tied import deduplicated, tied_copies, weight_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
@@ -121,6 +122,9 @@ class Weights:
     separate: frozenset[str] = frozenset()
     """Outputs of the Identity nodes through which the TorchScript exporter reads a param that
     equalled another (``tied.deduplicated``): each a param of its own."""
+    tables: dict[str, int] = field(default_factory=dict)
+    """Initializer -> the elements of the table it was gathered from (``analysis.position_bias``:
+    Swin's relative position bias, stored expanded): counted as that table."""
     recovered: int = 0
     """The params ``merged`` brought back: not stored in the file as they count."""
     recovered_names: set[str] = field(default_factory=set)
@@ -381,10 +385,13 @@ class Weights:
             name, info = original, self.stored[original]  # a copy counts as what it copies
         if name in self.counted or info.elem_type in NON_WEIGHT_TYPES or name in self.masks:
             return
-        numel = info.known_numel
+        numel, nbytes = info.known_numel, info.known_nbytes
         if numel < 0 or (numel <= 1 and role != "quant"):
             return  # unknown, or a lone scalar (an epsilon, a scale)
-        self._put(name, Counted(role, numel, info.elem_type, info.known_nbytes))
+        table = self.tables.get(name)
+        if table is not None:  # (a float type: a whole number of bytes an element)
+            numel, nbytes = table, nbytes // numel * table
+        self._put(name, Counted(role, numel, info.elem_type, nbytes))
 
     def _put(self, name: str, counted: Counted) -> None:
         old = self.counted.get(name)
@@ -450,26 +457,30 @@ class Stored(NamedTuple):
     merged: Merged
     masks: frozenset[str]
     separate: frozenset[str]
+    tables: dict[str, int]
 
     def put(self, weights: Weights) -> None:
         weights.copies, weights.merged = self.copies, self.merged
         weights.masks, weights.separate = self.masks, self.separate
+        weights.tables = self.tables
 
 
 def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Stored:
     """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
-    ``copies``, ``merged``, ``masks`` and ``separate``): the tensors stored twice
+    ``copies``, ``merged``, ``masks``, ``separate`` and ``tables``): the tensors stored twice
     (``analysis.tied``; a weight torch's dynamo exporter folded once per call too), the params
     it merged or dropped (``analysis.merged``), the attention masks an exporter folded
     (``analysis.masks``), the params the TorchScript exporter de-duplicated
-    (``tied.deduplicated``). Read before shape inference detaches initializers."""
+    (``tied.deduplicated``), the position biases stored expanded
+    (``analysis.position_bias``). Read before shape inference detaches initializers."""
     copies = tied_copies(proto, view, path)
     merged = Merged()
     if from_dynamo(view):
         copies = {**weight_copies(proto, path), **copies}
         merged = merged_params(proto, view, path)
     masks = additive_masks(proto, view, path)
-    return Stored(copies, merged, masks, deduplicated(proto, view, path))
+    tables = gathered_tables(proto, view, path)
+    return Stored(copies, merged, masks, deduplicated(proto, view, path), tables)
 
 
 def dequantising_scales(

@@ -44,6 +44,7 @@ import onnx
 
 from onnxcost.analysis.masks import additive_masks
 from onnxcost.analysis.merged import Merged, merged_params
+from onnxcost.analysis.norms import made_up_norm_params
 from onnxcost.analysis.position_bias import gathered_tables
 from onnxcost.analysis.scopes import from_dynamo
 from onnxcost.analysis.tied import deduplicated, tied_copies, weight_copies
@@ -117,8 +118,9 @@ class Weights:
     """The params torch's exporter merged into one tensor or dropped from an untrained model
     (``analysis.merged``): counted as the model's own, per module and per Gemm."""
     masks: frozenset[str] = frozenset()
-    """Initializers that are additive attention masks an exporter folded (``analysis.masks``):
-    no params."""
+    """Initializers that are additive attention masks an exporter folded (``analysis.masks``),
+    and the ones and zeros torch's exporters give an InstanceNormalization that torch's norm
+    has no params for (``analysis.norms``): no params."""
     separate: frozenset[str] = frozenset()
     """Outputs of the Identity nodes through which the TorchScript exporter reads a param that
     equalled another (``tied.deduplicated``): each a param of its own."""
@@ -470,15 +472,15 @@ def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> S
     ``copies``, ``merged``, ``masks``, ``separate`` and ``tables``): the tensors stored twice
     (``analysis.tied``; a weight torch's dynamo exporter folded once per call too), the params
     it merged or dropped (``analysis.merged``), the attention masks an exporter folded
-    (``analysis.masks``), the params the TorchScript exporter de-duplicated
-    (``tied.deduplicated``), the position biases stored expanded
-    (``analysis.position_bias``). Read before shape inference detaches initializers."""
+    (``analysis.masks``) and the norms' params torch's made up (``analysis.norms``), the params
+    the TorchScript exporter de-duplicated (``tied.deduplicated``), the position biases stored
+    expanded (``analysis.position_bias``). Read before shape inference detaches initializers."""
     copies = tied_copies(proto, view, path)
     merged = Merged()
     if from_dynamo(view):
         copies = {**weight_copies(proto, path), **copies}
         merged = merged_params(proto, view, path)
-    masks = additive_masks(proto, view, path)
+    masks = additive_masks(proto, view, path) | made_up_norm_params(proto, view)
     tables = gathered_tables(proto, view, path)
     return Stored(copies, merged, masks, deduplicated(proto, view, path), tables)
 

@@ -1,0 +1,81 @@
+"""The scale and bias torch's exporters give an InstanceNormalization that has none in torch.
+
+ONNX's InstanceNormalization takes a scale and a bias, one a channel; torch's norms without
+an affine transform of their own are written with ones and zeros made up for them:
+
+- ``nn.InstanceNorm2d()`` (``affine=False``, its default: RAFT's feature encoder);
+- ``nn.GroupNorm(G, C)``, which both exporters write as an InstanceNormalization over the
+  input reshaped to [N, G, -1], scale ones [G] and bias zeros [G], then a Mul by the
+  GroupNorm's weight and an Add of its bias, its own params.
+
+Counted as stored, they were 2 x C params per InstanceNorm2d and 2 x G per GroupNorm that
+torch does not have (a diffusion UNet's GroupNorm(32) layers, RAFT's 1,536 and 2,880). Read
+as no params where the model is torch's (``producer_name`` "pytorch"), the scale is ones and
+the bias zeros, and neither is named as a param's path (``val_8``, the dynamo exporter's; a
+Constant's output, ``/g1/Constant_1_output_0``, the TorchScript exporter's): an
+``InstanceNorm2d(affine=True)``'s own ``norm.weight`` and ``norm.bias`` count, ones at init
+or not. Other producers' InstanceNormalization params count as stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from onnxcost.load.graph import GraphView
+from onnxcost.load.tensors import PARAMETER_PATH
+
+_READ = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE})
+"""The element types whose ones and zeros are read (torch's norms run in these)."""
+
+
+def made_up_norm_params(proto: onnx.ModelProto, view: GraphView) -> frozenset[str]:
+    """The stored scales and biases of ``proto``'s main graph (indexed by ``view``) that torch's
+    exporter made up for an InstanceNormalization (the module docstring)."""
+    if proto.producer_name != "pytorch" or "InstanceNormalization" not in view.op_types:
+        return frozenset()
+    stored: dict[str, onnx.TensorProto] = {t.name: t for t in proto.graph.initializer}
+    found: set[str] = set()
+    for k, op in enumerate(view.op_types):
+        ins = view.inputs[k]
+        if op != "InstanceNormalization" or view.domains[k] not in ("", "ai.onnx") or len(ins) != 3:
+            continue
+        scale, bias = ins[1], ins[2]
+        if PARAMETER_PATH.match(scale) or PARAMETER_PATH.match(bias):
+            continue
+        if _all(_value(scale, stored, view), 1.0) and _all(_value(bias, stored, view), 0.0):
+            found.update((scale, bias))
+    return frozenset(found)
+
+
+def _value(
+    name: str, stored: dict[str, onnx.TensorProto], view: GraphView
+) -> onnx.TensorProto | None:
+    """The tensor ``name`` holds: an initializer's, or a Constant's ``value``."""
+    if name in stored:
+        return stored[name]
+    k = view.writer.get(name)
+    if k is None or view.op_types[k] != "Constant":
+        return None
+    for a in view.order[k].attribute:
+        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+            value: onnx.TensorProto = a.t
+            return value
+    return None
+
+
+def _all(tensor: onnx.TensorProto | None, value: float) -> bool:
+    """Whether ``tensor`` is stored in the file (not as external data), of a float type read,
+    and holds ``value`` throughout."""
+    if (
+        tensor is None
+        or tensor.data_type not in _READ
+        or tensor.data_location == onnx.TensorProto.EXTERNAL
+    ):
+        return False
+    array = numpy_helper.to_array(tensor)
+    return array.size > 0 and bool(np.all(array == value))
+
+
+__all__ = ["made_up_norm_params"]

@@ -1,0 +1,103 @@
+"""analysis.norms: the ones and zeros torch's exporters give an InstanceNormalization for a
+norm that has no such params in torch are none. Expected counts are worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxcost
+
+F = TensorProto.FLOAT
+
+
+def _instance_norm(
+    scale: np.ndarray,
+    bias: np.ndarray,
+    names: tuple[str, str] = ("val_8", "val_11"),
+    *,
+    producer: str = "pytorch",
+    as_constants: bool = False,
+) -> int:
+    """x [1, 4, 3, 3] -> InstanceNormalization(x, scale, bias), the two stored as initializers
+    named ``names`` (or as Constants' outputs, as the TorchScript exporter writes them), in a
+    model made by ``producer``: the params counted."""
+    nodes = [helper.make_node("InstanceNormalization", ["x", *names], ["y"])]
+    values = [
+        numpy_helper.from_array(v.astype(np.float32), n)
+        for v, n in zip((scale, bias), names, strict=True)
+    ]
+    inits = values
+    if as_constants:
+        inits = []
+        nodes = [
+            *(helper.make_node("Constant", [], [v.name], value=v) for v in values),
+            *nodes,
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4, 3, 3])],
+        [helper.make_tensor_value_info("y", F, [1, 4, 3, 3])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model.producer_name = producer
+    onnx.checker.check_model(model)
+    return onnxcost.analyze(model).totals.params
+
+
+def test_torchs_instance_norm_without_affine_params_has_none() -> None:
+    ones, zeros = np.ones(4), np.zeros(4)
+    # nn.InstanceNorm2d(4) (affine=False) from the dynamo exporter: ones [4] and zeros [4]
+    # named val_8 and val_11, made up for the op: 0 (8 were counted)
+    assert _instance_norm(ones, zeros) == 0
+    # from the TorchScript exporter, two Constants: 0
+    names = ("/i/Constant_output_0", "/i/Constant_1_output_0")
+    assert _instance_norm(ones, zeros, names, as_constants=True) == 0
+
+
+def test_instance_norm_params_that_are_the_models_own_count() -> None:
+    ones, zeros = np.ones(4), np.zeros(4)
+    # nn.InstanceNorm2d(4, affine=True) at init: its own norm.weight and norm.bias, 4 + 4
+    assert _instance_norm(ones, zeros, ("norm.weight", "norm.bias")) == 8
+    # trained (not ones and zeros), whatever their names: 8
+    assert _instance_norm(np.full(4, 0.5), zeros) == 8
+    # another producer's (tf2onnx: a learned gamma and beta at init): 8
+    assert _instance_norm(ones, zeros, producer="tf2onnx") == 8
+
+
+def test_a_groupnorm_from_torch_counts_its_weight_and_bias_only() -> None:
+    # nn.GroupNorm(2, 4) as torch's exporters write it: x [1, 4, 3, 3] reshaped to [1, 2, 18],
+    # InstanceNormalization with ones [2] and zeros [2] (made up), reshaped back, times the
+    # weight [4, 1, 1] plus the bias [4, 1, 1]: 4 + 4 = 8, torch's (12 were counted)
+    nodes = [
+        helper.make_node("Reshape", ["x", "grouped"], ["g"]),
+        helper.make_node("InstanceNormalization", ["g", "val_8", "val_11"], ["n"]),
+        helper.make_node("Reshape", ["n", "back"], ["r"]),
+        helper.make_node("Mul", ["r", "gn.weight"], ["m"]),
+        helper.make_node("Add", ["m", "gn.bias"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([1, 2, 18], np.int64), "grouped"),
+        numpy_helper.from_array(np.array([1, 4, 3, 3], np.int64), "back"),
+        numpy_helper.from_array(np.ones(2, np.float32), "val_8"),
+        numpy_helper.from_array(np.zeros(2, np.float32), "val_11"),
+        numpy_helper.from_array(
+            np.linspace(0.5, 1.5, 4, dtype=np.float32).reshape(4, 1, 1), "gn.weight"
+        ),
+        numpy_helper.from_array(
+            np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1, 1), "gn.bias"
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4, 3, 3])],
+        [helper.make_tensor_value_info("y", F, [1, 4, 3, 3])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model.producer_name = "pytorch"
+    assert onnxcost.analyze(model).totals.params == 8

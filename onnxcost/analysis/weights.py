@@ -47,6 +47,7 @@ from onnxcost.analysis.merged import Merged, merged_params
 from onnxcost.analysis.norms import made_up_norm_params
 from onnxcost.analysis.position_bias import gathered_tables
 from onnxcost.analysis.scopes import from_dynamo
+from onnxcost.analysis.signature import buffers
 from onnxcost.analysis.tied import deduplicated, tied_copies, weight_copies
 from onnxcost.costs._context import InvalidAttributeError, OpContext
 from onnxcost.costs._registry import OpSpec
@@ -124,6 +125,9 @@ class Weights:
     separate: frozenset[str] = frozenset()
     """Outputs of the Identity nodes through which the TorchScript exporter reads a param that
     equalled another (``tied.deduplicated``): each a param of its own."""
+    buffers: frozenset[str] = frozenset()
+    """Initializers that torch's graph signature names as buffers or constants
+    (``analysis.signature``): no params (a BatchNorm's statistics still count as such)."""
     tables: dict[str, int] = field(default_factory=dict)
     """Initializer -> the elements of the table it was gathered from (``analysis.position_bias``:
     Swin's relative position bias, stored expanded): counted as that table."""
@@ -387,6 +391,8 @@ class Weights:
             name, info = original, self.stored[original]  # a copy counts as what it copies
         if name in self.counted or info.elem_type in NON_WEIGHT_TYPES or name in self.masks:
             return
+        if role == "param" and name in self.buffers:
+            return  # a rotary embedding's inv_freq: torch's buffer, read as a weight
         numel, nbytes = info.known_numel, info.known_nbytes
         if numel < 0 or (numel <= 1 and role != "quant"):
             return  # unknown, or a lone scalar (an epsilon, a scale)
@@ -460,21 +466,24 @@ class Stored(NamedTuple):
     masks: frozenset[str]
     separate: frozenset[str]
     tables: dict[str, int]
+    buffers: frozenset[str]
 
     def put(self, weights: Weights) -> None:
         weights.copies, weights.merged = self.copies, self.merged
         weights.masks, weights.separate = self.masks, self.separate
-        weights.tables = self.tables
+        weights.tables, weights.buffers = self.tables, self.buffers
 
 
 def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Stored:
     """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
-    ``copies``, ``merged``, ``masks``, ``separate`` and ``tables``): the tensors stored twice
-    (``analysis.tied``; a weight torch's dynamo exporter folded once per call too), the params
-    it merged or dropped (``analysis.merged``), the attention masks an exporter folded
-    (``analysis.masks``) and the norms' params torch's made up (``analysis.norms``), the params
-    the TorchScript exporter de-duplicated (``tied.deduplicated``), the position biases stored
-    expanded (``analysis.position_bias``). Read before shape inference detaches initializers."""
+    ``copies``, ``merged``, ``masks``, ``separate``, ``tables`` and ``buffers``): the tensors
+    stored twice (``analysis.tied``; a weight torch's dynamo exporter folded once per call
+    too), the params it merged or dropped (``analysis.merged``), the attention masks an
+    exporter folded (``analysis.masks``) and the norms' params torch's made up
+    (``analysis.norms``), the params the TorchScript exporter de-duplicated
+    (``tied.deduplicated``), the position biases stored expanded (``analysis.position_bias``),
+    torch's buffers (``analysis.signature``). Read before shape inference detaches
+    initializers."""
     copies = tied_copies(proto, view, path)
     merged = Merged()
     if from_dynamo(view):
@@ -482,7 +491,8 @@ def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> S
         merged = merged_params(proto, view, path)
     masks = additive_masks(proto, view, path) | made_up_norm_params(proto, view)
     tables = gathered_tables(proto, view, path)
-    return Stored(copies, merged, masks, deduplicated(proto, view, path), tables)
+    separate = deduplicated(proto, view, path)
+    return Stored(copies, merged, masks, separate, tables, buffers(proto))
 
 
 def dequantising_scales(

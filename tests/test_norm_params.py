@@ -101,3 +101,20 @@ def test_a_groupnorm_from_torch_counts_its_weight_and_bias_only() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     model.producer_name = "pytorch"
     assert onnxcost.analyze(model).totals.params == 8
+
+
+def test_a_scale_whose_data_and_dims_disagree_is_read_as_no_made_up_one() -> None:
+    # 3 bytes for 4 floats: no ones are read in it, so both count as stored, 4 + 4 (the
+    # analysis goes on; the file is broken where a runtime loads it)
+    scale = onnx.TensorProto(name="val_8", data_type=F, dims=[4], raw_data=b"\0" * 3)
+    bias = numpy_helper.from_array(np.zeros(4, np.float32), "val_11")
+    graph = helper.make_graph(
+        [helper.make_node("InstanceNormalization", ["x", "val_8", "val_11"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4, 3, 3])],
+        [helper.make_tensor_value_info("y", F, [1, 4, 3, 3])],
+        [scale, bias],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model.producer_name = "pytorch"
+    assert onnxcost.analyze(model).totals.params == 8

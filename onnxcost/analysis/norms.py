@@ -19,6 +19,8 @@ or not. Other producers' InstanceNormalization params count as stored.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -28,6 +30,8 @@ from onnxcost.load.tensors import PARAMETER_PATH
 
 _READ = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE})
 """The element types whose ones and zeros are read (torch's norms run in these)."""
+_MOST = 1 << 16
+"""The most elements read of a scale or bias (a norm's channels)."""
 
 
 def made_up_norm_params(proto: onnx.ModelProto, view: GraphView) -> frozenset[str]:
@@ -72,9 +76,13 @@ def _all(tensor: onnx.TensorProto | None, value: float) -> bool:
         tensor is None
         or tensor.data_type not in _READ
         or tensor.data_location == onnx.TensorProto.EXTERNAL
+        or not 0 < math.prod(tensor.dims) <= _MOST
     ):
         return False
-    array = numpy_helper.to_array(tensor)
+    try:
+        array = numpy_helper.to_array(tensor)
+    except (ValueError, TypeError):  # its data and its dims disagree: a broken file
+        return False
     return array.size > 0 and bool(np.all(array == value))
 
 

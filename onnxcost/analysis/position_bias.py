@@ -8,8 +8,8 @@ gives, [heads, M², M²] (2,401 a head at M = 7): torchvision's swin_t counted 3
 more than its 138 heads' tables hold, timm's as many, MaxViT's grid and block attention
 alike. LeViT's and EfficientFormer's biases are indexed by (|dy|, |dx|): M² rows a head.
 
-A float initializer read only on the way to the scores (by an Add, a Reshape, a Transpose,
-an Unsqueeze), shaped [..., heads, N, N] with N = M² (M of 3 or more) or [N², heads] (the
+A float initializer read only on the way to the scores (by an Add, a Reshape, an
+Unsqueeze), shaped [..., heads, N, N] with N = M² (M of 3 or more) or [N², heads] (the
 gather's result, as torch's dynamo exporter stores Swin's later stages' biases), and whose
 values for each head are equal wherever two pairs have the same offset,
 counts as the table it was gathered from: heads x M² where the offsets' sizes (|dy|, |dx|)
@@ -35,8 +35,9 @@ from onnxcost.load.tensors import FLOAT_TYPES
 
 _LEAST_SIDE = 3
 """The smallest window side M read (Swin's are 7 to 24, LeViT's resolutions 4 to 14)."""
-_READERS = frozenset({"Add", "Reshape", "Transpose", "Unsqueeze"})
-"""The ops through which a bias reaches the scores it is added to."""
+_READERS = frozenset({"Add", "Reshape", "Unsqueeze"})
+"""The ops that read a bias on its way to the scores it is added to (a weight is transposed
+or multiplied)."""
 _VALUES = 3
 """The fewest distinct values of a bias counted as its table: a mask has two (0 where a
 position may attend, -inf or -100 where not), a zero-initialised bias one, and a causal
@@ -51,7 +52,10 @@ def gathered_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) 
     candidates = {
         t.name: (t, n)
         for t in proto.graph.initializer
-        if t.data_type in FLOAT_TYPES and math.prod(t.dims) <= _MOST and (n := _pairs(t.dims)) > 0
+        if t.data_type in FLOAT_TYPES
+        and all(d > 0 for d in t.dims)
+        and math.prod(t.dims) <= _MOST
+        and (n := _pairs(t.dims)) > 0
     }
     if not candidates:
         return {}
@@ -64,28 +68,42 @@ def gathered_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) 
     for name, (t, n) in candidates.items():
         if not readers.get(name, {""}) <= _READERS:
             continue
+        pairs_last = t.dims[-1] == n
+        diagonal = np.arange(n) * (n + 1)  # each position with itself: offset 0, one row
+        first = elements(t, diagonal if pairs_last else diagonal * t.dims[-1], path)
+        if first is None or bool((first != first[0]).any()):
+            continue  # (a weight: its first head's diagonal is no one value)
         got = elements(t, np.arange(math.prod(t.dims)), path)
-        if got is None or len(np.unique(got)) < _VALUES:
+        if got is None:
             continue
-        if t.dims[-1] == n:
-            heads = got.reshape(-1, n, n)
-        else:  # [pairs, heads]
-            heads = got.reshape(n * n, -1).T.reshape(-1, n, n)
+        # each head's N x N, from [..., heads, N, N] or from [pairs, heads]
+        heads = got.reshape(-1, n, n) if pairs_last else got.reshape(n * n, -1).T.reshape(-1, n, n)
         for rows, index in _offsets(_side(n)):
             table = np.empty((heads.shape[0], rows), heads.dtype)
             table[:, index] = heads  # (of the pairs at one offset, the last is kept)
             if np.array_equal(table[:, index], heads):
-                found[name] = heads.shape[0] * rows
+                if _values(table) >= _VALUES:
+                    found[name] = table.size
                 break
     return found
 
 
+def _values(table: np.ndarray) -> int:
+    """How many distinct values ``table`` holds, up to 3 (np.unique sorts or hashes them all)."""
+    rest = table.ravel()
+    for seen in range(_VALUES):
+        if not rest.size:
+            return seen
+        rest = rest[rest != rest[0]]
+    return _VALUES
+
+
 def _pairs(dims: Sequence[int]) -> int:
     """N where ``dims`` may hold a bias for each pair of an M x M window's N = M² positions,
-    each head's N x N last ([heads, N, N], [1, heads, N, N]) or each pair's heads last
-    ([N², heads]: the gather's own result, reshaped and transposed where it is added); else
-    0."""
-    if len(dims) >= 2 and dims[-1] == dims[-2] and _side(dims[-1]):
+    each head's N x N last ([heads, N, N], [1, heads, N, N]: a square weight, [N, N], has no
+    heads) or each pair's heads last ([N², heads]: the gather's own result, reshaped and
+    transposed where it is added); else 0."""
+    if len(dims) >= 3 and dims[-1] == dims[-2] and _side(dims[-1]):
         return dims[-1]
     if len(dims) == 2 and _side(dims[0]) and _side(_side(dims[0])):
         return _side(dims[0])

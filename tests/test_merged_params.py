@@ -211,6 +211,19 @@ def _recorded(op: str, ins: list[str], out: str, chain: list[str], fx: str) -> o
     return node
 
 
+def _params_of(nodes: list[onnx.NodeProto], out: str, stored: list[onnx.TensorProto]) -> int:
+    """The params counted in the graph of ``nodes`` from x [2, 4] to ``out`` [2, 4]."""
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [2, 4])],
+        [helper.make_tensor_value_info(out, F, [2, 4])],
+        stored,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnxcost.analyze(model).totals.params
+
+
 def test_two_params_of_one_module_merged_count_as_two() -> None:
     # CaiT's blocks: gamma_1 and gamma_2 (layer scales, each [4] of one value at init) of
     # blocks.0 and blocks.1, all four merged into blocks.0.gamma_1 and read by 4 Muls. Each
@@ -225,15 +238,8 @@ def test_two_params_of_one_module_merged_count_as_two() -> None:
     for k, (chain, _g, fx) in enumerate(muls):
         nodes.append(_recorded("Mul", [last, "blocks.0.gamma_1"], f"mul_{k}", chain, fx))
         last = f"mul_{k}"
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", F, [2, 4])],
-        [helper.make_tensor_value_info(last, F, [2, 4])],
-        [numpy_helper.from_array(np.full(4, 1e-5, np.float32), "blocks.0.gamma_1")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    assert onnxcost.analyze(model).totals.params == 16
+    gamma = numpy_helper.from_array(np.full(4, 1e-5, np.float32), "blocks.0.gamma_1")
+    assert _params_of(nodes, last, [gamma]) == 16
 
 
 def test_a_batchnorms_weight_and_bias_merged_count_apart() -> None:
@@ -283,15 +289,7 @@ def _scaled(tensor: str, values: list[str], op: str = "Mul", fx: str = "") -> in
         chain = ["blocks", f"blocks.{k}"]
         nodes.append(_recorded(op, [last, tensor], f"out_{k}", chain, record))
         last = f"out_{k}"
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", F, [2, 4])],
-        [helper.make_tensor_value_info(last, F, [2, 4])],
-        [numpy_helper.from_array(np.full(4, 1e-6, np.float32), tensor)],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return onnxcost.analyze(model).totals.params
+    return _params_of(nodes, last, [numpy_helper.from_array(np.full(4, 1e-6, np.float32), tensor)])
 
 
 def test_a_layer_scale_folded_and_merged_counts_once_per_module() -> None:
@@ -323,19 +321,12 @@ def test_a_groupnorm_taken_apart_counts_its_weight_in_each_module() -> None:
         nodes.append(_recorded("Mul", [last, "val_21"], f"m_{k}", chain, group_norm(k)))
         nodes.append(_recorded("Add", [f"m_{k}", "val_23"], f"a_{k}", chain, group_norm(k)))
         last = f"a_{k}"
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", F, [2, 4])],
-        [helper.make_tensor_value_info(last, F, [2, 4])],
-        [
-            numpy_helper.from_array(np.ones(4, np.float32), "val_21"),
-            numpy_helper.from_array(np.zeros(4, np.float32), "val_23"),
-        ],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    stored = [
+        numpy_helper.from_array(np.ones(4, np.float32), "val_21"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "val_23"),
+    ]
     # weights 3 x 4 and biases 3 x 4: 24 (8 were counted)
-    assert onnxcost.analyze(model).totals.params == 24
+    assert _params_of(nodes, last, stored) == 24
 
 
 def test_a_constant_an_op_was_given_is_no_param_of_each_module() -> None:

@@ -109,4 +109,7 @@ def test_torchvisions_tiny_swin_counts_torchs_params() -> None:
     # blocks 2,082; the final norm 16; the head 4 x 8 + 4 = 36. 2,542, torch's
     # sum(p.numel()). Each block's table is stored gathered, 49 x 49 = 2,401 a head:
     # 2 x (2,401 - 169) = 4,464 more were counted (7,006).
-    assert onnxcost.analyze(EXPORTS / "tv_tiny_swin_script.onnx").totals.params == 2_542
+    totals = onnxcost.analyze(EXPORTS / "tv_tiny_swin_script.onnx").totals
+    assert totals.params == 2_542
+    # the bytes stay those the file stores: 4 x 7,006 = 28,024 (as a packed weight's)
+    assert totals.param_bytes == 28_024

@@ -396,9 +396,9 @@ class Weights:
         numel, nbytes = info.known_numel, info.known_nbytes
         if numel < 0 or (numel <= 1 and role != "quant"):
             return  # unknown, or a lone scalar (an epsilon, a scale)
-        table = self.tables.get(name)
-        if table is not None:  # (a float type: a whole number of bytes an element)
-            numel, nbytes = table, nbytes // numel * table
+        # a position bias stored expanded: its table's elements, the bytes it takes in the
+        # file (as a packed weight's: MatMulNBits')
+        numel = self.tables.get(name, numel)
         self._put(name, Counted(role, numel, info.elem_type, nbytes))
 
     def _put(self, name: str, counted: Counted) -> None:

@@ -36,13 +36,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
 
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import elements
+from onnxcost.load.samples import as_floats, elements
 from onnxcost.load.tensors import PARAMETER_PATH
 
 _SAMPLES = 4096
@@ -138,21 +137,9 @@ def _filled(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:
     rest = _rest(t, first, path, whole=False)
     if rest is None:
         return False
-    values = _floats(np.concatenate([first, rest]), t.data_type)
+    values = as_floats(np.concatenate([first, rest]), t.data_type)
     zero, fill = values == 0, values <= -1
     return bool((zero | fill).all() and zero.any() and fill.any())
-
-
-def _floats(bits: np.ndarray, elem_type: int) -> np.ndarray:
-    """Bit patterns (``load.samples.elements``) as the float values they hold."""
-    if elem_type == onnx.TensorProto.BFLOAT16:
-        return (bits.astype(np.uint32) << 16).view(np.float32)
-    floats: dict[int, type[np.floating[Any]]] = {
-        onnx.TensorProto.FLOAT: np.float32,
-        onnx.TensorProto.FLOAT16: np.float16,
-        onnx.TensorProto.DOUBLE: np.float64,
-    }
-    return bits.view(floats[elem_type])
 
 
 def _zeros(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:

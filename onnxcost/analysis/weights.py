@@ -46,6 +46,7 @@ from onnxcost.analysis.masks import additive_masks
 from onnxcost.analysis.merged import Merged, merged_params
 from onnxcost.analysis.norms import made_up_norm_params
 from onnxcost.analysis.position_bias import gathered_tables
+from onnxcost.analysis.rotary import rotary_tables
 from onnxcost.analysis.scopes import from_dynamo
 from onnxcost.analysis.signature import buffers
 from onnxcost.analysis.tied import deduplicated, tied_copies, weight_copies
@@ -118,10 +119,11 @@ class Weights:
     merged: Merged = field(default_factory=Merged)
     """The params torch's exporter merged into one tensor or dropped from an untrained model
     (``analysis.merged``): counted as the model's own, per module and per Gemm."""
-    masks: frozenset[str] = frozenset()
-    """Initializers that are additive attention masks an exporter folded (``analysis.masks``),
-    and the ones and zeros torch's exporters give an InstanceNormalization that torch's norm
-    has no params for (``analysis.norms``): no params."""
+    no_params: frozenset[str] = frozenset()
+    """Stored tensors that are no params: the additive attention masks an exporter folded
+    (``analysis.masks``), the ones and zeros torch's exporters give an InstanceNormalization
+    that torch's norm has no params for (``analysis.norms``), the rotary position tables an
+    exporter folded (``analysis.rotary``)."""
     separate: frozenset[str] = frozenset()
     """Outputs of the Identity nodes through which the TorchScript exporter reads a param that
     equalled another (``tied.deduplicated``): each a param of its own."""
@@ -357,7 +359,7 @@ class Weights:
                 self._count_stored(name, info, r)
                 continue
             producer = self.producers.get(name)
-            if producer is None or self._masked_fill(producer):
+            if producer is None or self._masked_fill(producer) or _trigonometric(producer):
                 continue
             pushed = False
             for j, source in enumerate(producer.inputs):
@@ -389,7 +391,7 @@ class Weights:
         original = self.copies.get(name)
         if original is not None and original in self.stored:
             name, info = original, self.stored[original]  # a copy counts as what it copies
-        if name in self.counted or info.elem_type in NON_WEIGHT_TYPES or name in self.masks:
+        if name in self.counted or info.elem_type in NON_WEIGHT_TYPES or name in self.no_params:
             return
         if role == "param" and name in self.buffers:
             return  # a rotary embedding's inv_freq: torch's buffer, read as a weight
@@ -463,24 +465,25 @@ class Stored(NamedTuple):
 
     copies: dict[str, str]
     merged: Merged
-    masks: frozenset[str]
+    no_params: frozenset[str]
     separate: frozenset[str]
     tables: dict[str, int]
     buffers: frozenset[str]
 
     def put(self, weights: Weights) -> None:
         weights.copies, weights.merged = self.copies, self.merged
-        weights.masks, weights.separate = self.masks, self.separate
+        weights.no_params, weights.separate = self.no_params, self.separate
         weights.tables, weights.buffers = self.tables, self.buffers
 
 
 def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> Stored:
     """What the stored tensors of ``proto``'s main graph say before any is counted (``Weights``'
-    ``copies``, ``merged``, ``masks``, ``separate``, ``tables`` and ``buffers``): the tensors
-    stored twice (``analysis.tied``; a weight torch's dynamo exporter folded once per call
-    too), the params it merged or dropped (``analysis.merged``), the attention masks an
-    exporter folded (``analysis.masks``) and the norms' params torch's made up
-    (``analysis.norms``), the params the TorchScript exporter de-duplicated
+    ``copies``, ``merged``, ``no_params``, ``separate``, ``tables`` and ``buffers``): the
+    tensors stored twice (``analysis.tied``; a weight torch's dynamo exporter folded once per
+    call too), the params it merged or dropped (``analysis.merged``), the attention masks an
+    exporter folded (``analysis.masks``), the norms' params torch's made up
+    (``analysis.norms``) and the rotary tables folded (``analysis.rotary``), the params the
+    TorchScript exporter de-duplicated
     (``tied.deduplicated``), the position biases stored expanded (``analysis.position_bias``),
     torch's buffers (``analysis.signature``). Read before shape inference detaches
     initializers."""
@@ -489,10 +492,14 @@ def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> S
     if from_dynamo(view):
         copies = {**weight_copies(proto, path), **copies}
         merged = merged_params(proto, view, path)
-    masks = additive_masks(proto, view, path) | made_up_norm_params(proto, view)
+    no_params = (
+        additive_masks(proto, view, path)
+        | made_up_norm_params(proto, view)
+        | rotary_tables(proto, view, path)
+    )
     tables = gathered_tables(proto, view, path)
     separate = deduplicated(proto, view, path)
-    return Stored(copies, merged, masks, separate, tables, buffers(proto))
+    return Stored(copies, merged, no_params, separate, tables, buffers(proto))
 
 
 def dequantising_scales(
@@ -538,6 +545,17 @@ def dequantising_scales(
             data = inputs[at] if op_types[at] == "Mul" else inputs[at][:1]
             scaled.extend(data)
     return frozenset(found)
+
+
+_TRIGONOMETRIC = frozenset({"Cos", "Sin"})
+
+
+def _trigonometric(producer: _Producer) -> bool:
+    """Whether ``producer`` is a Cos or Sin of constants: a position table (a rotary
+    embedding's cos and sin, computed from its ``inv_freq`` and the positions at the traced
+    length; a sinusoidal encoding), which no learned weight is: nothing behind it counts."""
+    spec = producer.spec
+    return spec is not None and spec.op_type in _TRIGONOMETRIC and spec.domain == ""
 
 
 def _role(spec: OpSpec | None, i: int, role: Role = "param") -> Role | None:

@@ -13,6 +13,7 @@ not read from a file) the answer is None.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -60,4 +61,17 @@ def elements(
         return None
 
 
-__all__ = ["elements"]
+def as_floats(bits: np.ndarray, elem_type: int) -> np.ndarray:
+    """Bit patterns (``elements``) of a FLOAT, FLOAT16, BFLOAT16 or DOUBLE tensor as the float
+    values they hold."""
+    if elem_type == onnx.TensorProto.BFLOAT16:
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    floats: dict[int, type[np.floating[Any]]] = {
+        onnx.TensorProto.FLOAT: np.float32,
+        onnx.TensorProto.FLOAT16: np.float16,
+        onnx.TensorProto.DOUBLE: np.float64,
+    }
+    return bits.view(floats[elem_type])
+
+
+__all__ = ["as_floats", "elements"]

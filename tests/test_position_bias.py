@@ -78,6 +78,24 @@ def test_a_swin_bias_counts_as_its_table() -> None:
     assert _scores_plus(bias, pairs_first=True) == 50
 
 
+def test_a_beit_bias_with_its_class_token_counts_as_its_table() -> None:
+    # BEiT's index (transformers' BeitRelativePositionBias) for a 3 x 3 window and a class
+    # token first, 10 positions: (dy, dx) between patches, 25 rows, then row 25 for the token
+    # to each patch, 26 for each patch to the token, 27 for the token to itself: 28 rows a
+    # head, 2 heads, 56 params (2 x 10 x 10 = 200 stored)
+    m, rows = 3, 25
+    by_offset = _pairs(m)[0]
+    index = np.empty((10, 10), np.int64)
+    index[1:, 1:] = by_offset
+    index[0, 0:] = rows
+    index[0:, 0] = rows + 1
+    index[0, 0] = rows + 2
+    table = RNG.normal(0.0, 0.02, (rows + 3, 2))
+    bias = table[index].transpose(2, 0, 1)[None]
+    assert _scores_plus(bias) == 56
+    assert _scores_plus(bias, pairs_first=True) == 56
+
+
 def test_a_levit_bias_counts_as_its_table() -> None:
     # LeViT indexes by (|dy|, |dx|): a 4 x 4 resolution, 3 heads, 16 rows a head, 48 params
     # (3 x 16 x 16 = 768 stored)

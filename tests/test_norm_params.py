@@ -106,3 +106,39 @@ def test_a_scale_whose_data_and_dims_disagree_is_read_as_no_made_up_one() -> Non
     bias = numpy_helper.from_array(np.zeros(4, np.float32), "val_11")
     nodes = [helper.make_node("InstanceNormalization", ["x", "val_8", "val_11"], ["y"])]
     assert _params_of(nodes, [scale, bias], "pytorch") == 8
+
+
+def test_a_layer_norm_without_a_bias_counts_its_weight_only() -> None:
+    # nn.LayerNorm(3, bias=False) over x's last dim, from the TorchScript exporter: its
+    # weight ln.weight and a Constant of zeros [3] for the bias: 3, torch's (6 were counted)
+    weight = numpy_helper.from_array(np.linspace(0.5, 1.5, 3, dtype=np.float32), "ln.weight")
+    zeros = numpy_helper.from_array(np.zeros(3, np.float32), "/ln/Constant_output_0")
+    ones = numpy_helper.from_array(np.ones(3, np.float32), "/ln/Constant_1_output_0")
+
+    def layer_norm(scale: onnx.TensorProto, producer: str = "pytorch") -> int:
+        nodes = [
+            helper.make_node("Constant", [], [zeros.name], value=zeros),
+            helper.make_node("LayerNormalization", ["x", scale.name, zeros.name], ["y"], axis=-1),
+        ]
+        stored = [scale]
+        if scale is ones:
+            nodes.insert(0, helper.make_node("Constant", [], [ones.name], value=ones))
+            stored = []
+        return _params_of(nodes, stored, producer)
+
+    assert layer_norm(weight) == 3
+    # elementwise_affine=False: ones and zeros, both made up: 0
+    assert layer_norm(ones) == 0
+    # another producer's: as stored, 3 + 3
+    assert layer_norm(weight, producer="tf2onnx") == 6
+
+
+def test_a_layer_norms_stored_ones_and_zeros_are_its_params() -> None:
+    # an untrained LayerNorm(3) whose params are stored under names that are no param paths
+    # (gamma_1, beta_2: onnxruntime's test models): its own, 3 + 3 = 6
+    stored = [
+        numpy_helper.from_array(np.ones(3, np.float32), "gamma_1"),
+        numpy_helper.from_array(np.zeros(3, np.float32), "beta_2"),
+    ]
+    nodes = [helper.make_node("LayerNormalization", ["x", "gamma_1", "beta_2"], ["y"], axis=-1)]
+    assert _params_of(nodes, stored, "pytorch") == 6

@@ -298,6 +298,9 @@ def test_a_layer_scale_folded_and_merged_counts_once_per_module() -> None:
     # record names its own view: 3 blocks x 4 = 12 (4 were counted: timm's convnext_tiny
     # from the dynamo exporter had 5,184 params fewer than torch, 28,589,128 now).
     assert _scaled("view", ["view", "view_1", "view_2"]) == 12
+    # Gemma's norms scale by 1 + weight (zeros at init): each folded to ones, merged into
+    # add_4, the records naming add_4, add_9, add_12: 3 x 4 = 12
+    assert _scaled("add_4", ["add_4", "add_9", "add_12"]) == 12
     # one value torch itself shares, every record naming it: 4, once
     assert _scaled("view", ["view", "view", "view"]) == 4
     # a mask folded and merged (``where``: computed, no param): 4, once, as ever

@@ -78,8 +78,11 @@ _WEIGHT_BIAS_OPS = frozenset(
 _WEIGHT_BIAS = {1: "weight", 2: "bias"}
 _SCALE_SHIFT = {"Mul": "weight", "Add": "bias"}
 """A normalization taken apart: its output times its weight, plus its bias."""
-_LAYOUT = frozenset({"view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "permute", "t"})
-"""FX values that lay a param out anew (``gamma.view(1, -1, 1, 1)``), computing nothing."""
+_LAYOUT = frozenset(
+    {"view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "permute", "t", "add"}
+)
+"""FX values that lay a param out anew (``gamma.view(1, -1, 1, 1)``), computing nothing; or
+add one to it (Gemma's norms scale by ``1 + weight``, ``add_4``: zeros at init, so ones)."""
 _NUMBERED = re.compile(r"_\d+\Z")
 """The number the exporter adds to a name it made once already (``view_3``)."""
 _WITH_BIAS = {"Gemm": 2, "Conv": 2, "ConvTranspose": 2}

@@ -286,6 +286,8 @@ class Weights:
                 key = f"{name} ({module})"
             if role is None or info is None or key in self.counted or info.known_numel < 0:
                 continue
+            if name in self.no_params:  # a mask merged: none in any module
+                continue
             self._put(key, Counted(role, info.known_numel, info.elem_type, info.known_nbytes))
             self.recovered_names.add(key)
         self.recovered += self.totals["param"] - before

@@ -57,9 +57,10 @@ def test_folded_cos_and_sin_tables_are_no_params() -> None:
     # circle to float32's precision) varies over no position: 16, as stored
     ones, small = np.ones((1, 1, 4, 2), np.float32), np.full((1, 1, 4, 2), 1e-5, np.float32)
     assert _applied(ones, small) == 16
-    # named as a param's path: the model's own, 16
+    # stored under a path (a buffer's, rope.cos and rope.sin): no learned weight is on the
+    # unit circle two by two, 0
     named = ("rope.cos", "rope.sin")
-    assert _applied(cos.astype(np.float32), sin.astype(np.float32), names=named) == 16
+    assert _applied(cos.astype(np.float32), sin.astype(np.float32), names=named) == 0
 
 
 def test_sin_and_cos_side_by_side_are_no_params() -> None:
@@ -77,6 +78,20 @@ def test_sin_and_cos_side_by_side_are_no_params() -> None:
         numpy_helper.from_array(np.array([2, 2], np.int64), "halves"),
     ]
     assert _params_of(nodes, stored, [1, 4, 2]) == 0
+
+
+def test_a_table_in_a_constant_gathered_at_the_positions_is_no_param() -> None:
+    # the TorchScript export of GPT-J: embed_positions ([4 positions, sin | cos], a buffer) as
+    # a Constant, gathered at the positions: 0 (16 were counted)
+    table = np.concatenate([np.sin(ANGLES), np.cos(ANGLES)], axis=-1).astype(np.float32)
+    value = numpy_helper.from_array(table, "/rotary_emb/Constant_output_0")
+    nodes = [
+        helper.make_node("Constant", [], [value.name], value=value),
+        helper.make_node("Gather", [value.name, "positions"], ["rows"]),
+        helper.make_node("Mul", ["x", "rows"], ["y"]),
+    ]
+    stored = [numpy_helper.from_array(np.arange(4, dtype=np.int64), "positions")]
+    assert _params_of(nodes, stored, [4, 4]) == 0
 
 
 def test_a_table_computed_from_constants_by_cos_is_no_param() -> None:

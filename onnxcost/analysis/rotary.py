@@ -10,16 +10,20 @@ GPT-J's and CodeGen's sin and cos side by side in one (``embed_positions``, ``in
 exporter computes them in the graph instead, a Cos or Sin of constants, the weights walk
 stops there (``weights._trigonometric``).
 
-A pair of float initializers of one shape, neither named as a param's path, read only by the
-ops that apply or slice a table (Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s
+A pair of stored float tensors (initializers, Constants) of one shape, read only by the ops
+that apply or slice a table
+(Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s
 have c² + s² = 1 throughout (to their type's precision), each of three values or more, are
 rotary tables; so is one such initializer whose last dim's halves are. No learned weight is
-so: its values are drawn, not on the unit circle two by two.
+so: its values are drawn, not on the unit circle two by two; so a table stored under a
+buffer's path (GPT-J's ``transformer.embed_positions`` from the TorchScript exporter, which
+keeps no record of what is a buffer) is one too.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 
@@ -28,7 +32,6 @@ import onnx
 
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import as_floats, elements
-from onnxcost.load.tensors import PARAMETER_PATH
 
 _TOLERANCE: dict[int, float] = {
     onnx.TensorProto.FLOAT: 1e-5,
@@ -48,15 +51,14 @@ _PAIRED = 16
 
 
 def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> frozenset[str]:
-    """The initializers of ``proto``'s main graph (indexed by ``view``) that are rotary
-    position tables (the module docstring)."""
+    """The stored tensors of ``proto``'s main graph (indexed by ``view``: initializers and
+    Constants' outputs) that are rotary position tables (the module docstring)."""
     candidates = {
-        t.name: t
-        for t in proto.graph.initializer
+        name: t
+        for name, t in _stored(proto, view)
         if t.data_type in _TOLERANCE
         and all(d > 0 for d in t.dims)
         and 2 <= math.prod(t.dims) <= _MOST
-        and not PARAMETER_PATH.match(t.name)
     }
     if not candidates:
         return frozenset()
@@ -91,6 +93,19 @@ def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
             if _on_the_circle(cos, sin, candidates[name].data_type):
                 found.add(name)
     return frozenset(found)
+
+
+def _stored(proto: onnx.ModelProto, view: GraphView) -> Iterator[tuple[str, onnx.TensorProto]]:
+    """The main graph's initializers, and its Constants' values under their outputs' names
+    (the TorchScript exporter writes a buffer it reads as a Constant: GPT-J's
+    ``embed_positions``)."""
+    for t in proto.graph.initializer:
+        yield t.name, t
+    for k, op in enumerate(view.op_types):
+        if op == "Constant" and len(view.outputs[k]) == 1:
+            for a in view.order[k].attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    yield view.outputs[k][0], a.t
 
 
 def _values(t: onnx.TensorProto, positions: np.ndarray, path: Path | None) -> np.ndarray | None:

@@ -57,10 +57,9 @@ def test_folded_cos_and_sin_tables_are_no_params() -> None:
     # circle to float32's precision) varies over no position: 16, as stored
     ones, small = np.ones((1, 1, 4, 2), np.float32), np.full((1, 1, 4, 2), 1e-5, np.float32)
     assert _applied(ones, small) == 16
-    # stored under a path (a buffer's, rope.cos and rope.sin): no learned weight is on the
-    # unit circle two by two, 0
+    # stored under a param's path (rope.cos, rope.sin): the model's own, not read, 16
     named = ("rope.cos", "rope.sin")
-    assert _applied(cos.astype(np.float32), sin.astype(np.float32), names=named) == 0
+    assert _applied(cos.astype(np.float32), sin.astype(np.float32), names=named) == 16
 
 
 def test_sin_and_cos_side_by_side_are_no_params() -> None:

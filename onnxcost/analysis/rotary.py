@@ -10,14 +10,12 @@ GPT-J's and CodeGen's sin and cos side by side in one (``embed_positions``, ``in
 exporter computes them in the graph instead, a Cos or Sin of constants, the weights walk
 stops there (``weights._trigonometric``).
 
-A pair of stored float tensors (initializers, Constants) of one shape, read only by the ops
-that apply or slice a table
-(Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s
-have c² + s² = 1 throughout (to their type's precision), each of three values or more, are
+A pair of stored float tensors of one shape (initializers not named as a param's path, which
+are the model's own and left unread; Constants), read only by the ops that apply or slice a
+table (Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s have c² + s² = 1 throughout (to their type's precision), each of three values or more, are
 rotary tables; so is one such initializer whose last dim's halves are. No learned weight is
-so: its values are drawn, not on the unit circle two by two; so a table stored under a
-buffer's path (GPT-J's ``transformer.embed_positions`` from the TorchScript exporter, which
-keeps no record of what is a buffer) is one too.
+so: its values are drawn, not on the unit circle two by two. (GPT-J's ``embed_positions``
+buffer is a Constant in its TorchScript export.)
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ import onnx
 
 from onnxcost.load.graph import GraphView
 from onnxcost.load.samples import as_floats, elements
+from onnxcost.load.tensors import PARAMETER_PATH
 
 _TOLERANCE: dict[int, float] = {
     onnx.TensorProto.FLOAT: 1e-5,
@@ -53,24 +52,29 @@ _PAIRED = 16
 def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> frozenset[str]:
     """The stored tensors of ``proto``'s main graph (indexed by ``view``: initializers and
     Constants' outputs) that are rotary position tables (the module docstring)."""
+    applied: set[str] = (
+        set()
+    )  # what a Mul reads, or the data a Split, Slice, Gather, Unsqueeze takes
+    for op, ins in zip(view.op_types, view.inputs, strict=True):
+        if op == "Mul":
+            applied.update(ins)
+        elif op in _READERS and ins:
+            applied.add(ins[0])  # (not an axes, starts or indices Constant)
     candidates = {
         name: t
-        for name, t in _stored(proto, view)
+        for name, t in _stored(proto, view, applied)
         if t.data_type in _TOLERANCE
         and all(d > 0 for d in t.dims)
         and 2 <= math.prod(t.dims) <= _MOST
     }
     if not candidates:
         return frozenset()
-    readers: dict[str, set[str]] = {}
     for op, ins in zip(view.op_types, view.inputs, strict=True):
-        for name in ins:
-            if name in candidates:
-                readers.setdefault(name, set()).add(op)
+        if op not in _READERS:
+            for name in ins:
+                candidates.pop(name, None)  # read by another op too: a weight
     values: dict[str, np.ndarray] = {}
     for name, t in candidates.items():
-        if not readers.get(name, {""}) <= _READERS:
-            continue
         numel = math.prod(t.dims)
         first = _values(t, np.arange(min(numel, _FIRST)), path)
         if first is None or bool((np.abs(first) > 1).any()):
@@ -95,14 +99,17 @@ def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     return frozenset(found)
 
 
-def _stored(proto: onnx.ModelProto, view: GraphView) -> Iterator[tuple[str, onnx.TensorProto]]:
+def _stored(
+    proto: onnx.ModelProto, view: GraphView, names: set[str]
+) -> Iterator[tuple[str, onnx.TensorProto]]:
     """The main graph's initializers, and its Constants' values under their outputs' names
     (the TorchScript exporter writes a buffer it reads as a Constant: GPT-J's
-    ``embed_positions``)."""
+    ``embed_positions``), of those of ``names``."""
     for t in proto.graph.initializer:
-        yield t.name, t
+        if t.name in names and not PARAMETER_PATH.match(t.name):  # (a model's own: not read)
+            yield t.name, t
     for k, op in enumerate(view.op_types):
-        if op == "Constant" and len(view.outputs[k]) == 1:
+        if op == "Constant" and len(view.outputs[k]) == 1 and view.outputs[k][0] in names:
             for a in view.order[k].attribute:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     yield view.outputs[k][0], a.t

@@ -34,6 +34,11 @@ none of the ``/``, ``:`` of the names exporters make up for what they compute
 (``/bn/Identity_output_0``, ``onnx::MatMul_9``, ``val_180``)."""
 
 
+ZOO_BUFFERS = "onnxcost.zoo.buffers"
+"""The model metadata key where a built-in model names its non-learned initializers (a rotary
+table), one a line: no params, as a buffer of torch's graph signature (``analysis.signature``)."""
+
+
 def normalize_domain(domain: str) -> str:
     """The default domain as '' whichever way a model spells it ('' or 'ai.onnx')."""
     return "" if domain in ("", "ai.onnx") else domain

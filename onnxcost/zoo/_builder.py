@@ -25,6 +25,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from onnxcost.errors import UsageError
+from onnxcost.load.tensors import ZOO_BUFFERS
 
 FloatArray = npt.NDArray[np.float32]
 Init = Callable[[np.random.Generator, tuple[int, ...]], FloatArray]
@@ -180,6 +181,7 @@ class GraphBuilder:
         self.rng = np.random.default_rng(opts.seed)
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[TensorProto] = []
+        self.buffers: list[str] = []
         self.inputs: list[onnx.ValueInfoProto] = []
         self.outputs: list[onnx.ValueInfoProto] = []
         self._scope: list[str] = []
@@ -316,7 +318,10 @@ class GraphBuilder:
         shape: Sequence[int],
         elem_type: int,
     ) -> str:
-        """A non-learned initializer (mask, rotary table); ``values`` is only called with weights on."""
+        """A non-learned initializer (mask, rotary table), named in the model's
+        ``onnxcost.zoo.buffers`` (no param: ``analysis.signature``); ``values`` is only called
+        with weights on."""
+        self.buffers.append(name)
         dims = tuple(shape)
 
         def data() -> bytes:
@@ -442,7 +447,8 @@ class GraphBuilder:
         model.ir_version = ir_version_for(self.opset)
         if self.ftype == TensorProto.BFLOAT16:
             self._check_bf16(model)
-        helper.set_model_props(
-            model, {"onnxcost.zoo.model": graph_name, "onnxcost.zoo.dtype": self.opts.dtype}
-        )
+        props = {"onnxcost.zoo.model": graph_name, "onnxcost.zoo.dtype": self.opts.dtype}
+        if self.buffers:
+            props[ZOO_BUFFERS] = "\n".join(self.buffers)
+        helper.set_model_props(model, props)
         return model

@@ -12,10 +12,11 @@ stops there (``weights._trigonometric``).
 
 A pair of stored float tensors of one shape (initializers not named as a param's path, which
 are the model's own and left unread; Constants), read only by the ops that apply or slice a
-table (Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s have c² + s² = 1 throughout (to their type's precision), each of three values or more, are
-rotary tables; so is one such initializer whose last dim's halves are. No learned weight is
-so: its values are drawn, not on the unit circle two by two. (GPT-J's ``embed_positions``
-buffer is a Constant in its TorchScript export.)
+table (Mul, Split, Slice, Gather, Unsqueeze), whose elements c and s have c² + s² = 1
+throughout (to their type's precision), each of three values or more, are rotary tables; so
+is one such tensor whose last dim's halves are. No learned weight is so: its values are drawn,
+not on the unit circle two by two. (GPT-J's ``embed_positions`` buffer is a Constant in its
+TorchScript export.)
 """
 
 from __future__ import annotations
@@ -52,14 +53,14 @@ _PAIRED = 16
 def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> frozenset[str]:
     """The stored tensors of ``proto``'s main graph (indexed by ``view``: initializers and
     Constants' outputs) that are rotary position tables (the module docstring)."""
-    applied: set[str] = (
-        set()
-    )  # what a Mul reads, or the data a Split, Slice, Gather, Unsqueeze takes
+    # what a Mul reads, and the data a Split, Slice, Gather or Unsqueeze takes (not an axes,
+    # starts or indices Constant: each Constant looked at costs its attributes' reading)
+    applied: set[str] = set()
     for op, ins in zip(view.op_types, view.inputs, strict=True):
         if op == "Mul":
             applied.update(ins)
         elif op in _READERS and ins:
-            applied.add(ins[0])  # (not an axes, starts or indices Constant)
+            applied.add(ins[0])
     candidates = {
         name: t
         for name, t in _stored(proto, view, applied)

@@ -485,10 +485,9 @@ def read_stored(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> S
     call too), the params it merged or dropped (``analysis.merged``), the attention masks an
     exporter folded (``analysis.masks``), the norms' params torch's made up
     (``analysis.norms``) and the rotary tables folded (``analysis.rotary``), the params the
-    TorchScript exporter de-duplicated
-    (``tied.deduplicated``), the position biases stored expanded (``analysis.position_bias``),
-    torch's buffers (``analysis.signature``). Read before shape inference detaches
-    initializers."""
+    TorchScript exporter de-duplicated (``tied.deduplicated``), the position biases stored
+    expanded (``analysis.position_bias``), torch's buffers (``analysis.signature``). Read
+    before shape inference detaches initializers."""
     copies = tied_copies(proto, view, path)
     merged = Merged()
     if from_dynamo(view):

@@ -34,14 +34,13 @@ spread over the rest.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import onnx
 
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import as_floats, elements
+from onnxcost.load.samples import as_floats, elements, stored_tensors
 from onnxcost.load.tensors import PARAMETER_PATH
 
 _SAMPLES = 4096
@@ -77,22 +76,18 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if op in _APPLIED_BY
         for name in ins
     }
-    constants: dict[str, int] = {}  # a Constant's output -> its node's index
-    for name in list(applied):  # a mask unsqueezed, reshaped or cast first; a Constant's
+    for name in list(applied):  # a mask unsqueezed, reshaped or cast first
         for _ in range(_CARRIED_MAX):
             k = view.writer.get(name)
             if k is None:
                 break
             op, ins = view.op_types[k], view.inputs[k]
-            if op == "Constant" and len(view.outputs[k]) == 1:
-                constants[name] = k
-                break
             if op not in _CARRIED_BY or not ins or not ins[0]:
                 break
             name = ins[0]
             applied.add(name)
     found = set()
-    for name, t in _stored(proto, view, applied, constants):
+    for name, t in stored_tensors(proto, view, applied):
         if t.data_type not in _LOWEST:
             continue
         buffer = PARAMETER_PATH.match(name) is not None
@@ -111,21 +106,6 @@ def additive_masks(proto: onnx.ModelProto, view: GraphView, path: Path | None) -
         if exporters or _filled(t, got, path):
             found.add(name)
     return frozenset(found)
-
-
-def _stored(
-    proto: onnx.ModelProto, view: GraphView, applied: set[str], constants: dict[str, int]
-) -> Iterator[tuple[str, onnx.TensorProto]]:
-    """The tensors of ``applied`` the graph stores: initializers, and Constants' values (the
-    TorchScript exporter writes a mask it computed from constants as a Constant; ``constants``:
-    each one's output -> its node's index in ``view``)."""
-    for t in proto.graph.initializer:
-        if t.name in applied:
-            yield t.name, t
-    for name in applied.intersection(constants):
-        for a in view.order[constants[name]].attribute:
-            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                yield name, a.t
 
 
 def _filled(t: onnx.TensorProto, first: np.ndarray, path: Path | None) -> bool:

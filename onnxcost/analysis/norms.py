@@ -71,16 +71,7 @@ def _value(
     name: str, stored: dict[str, onnx.TensorProto], view: GraphView
 ) -> onnx.TensorProto | None:
     """The tensor ``name`` holds: an initializer's, or a Constant's ``value``."""
-    if name in stored:
-        return stored[name]
-    k = view.writer.get(name)
-    if k is None or view.op_types[k] != "Constant":
-        return None
-    for a in view.order[k].attribute:
-        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-            value: onnx.TensorProto = a.t
-            return value
-    return None
+    return stored[name] if name in stored else view.constant_value(name)
 
 
 def _all(tensor: onnx.TensorProto | None, value: float) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import elements
+from onnxcost.load.samples import distinct, elements
 from onnxcost.load.tensors import FLOAT_TYPES
 
 _LEAST_SIDE = 3
@@ -62,11 +62,7 @@ def gathered_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) 
     }
     if not candidates:
         return {}
-    readers: dict[str, set[str]] = {}
-    for op, ins in zip(view.op_types, view.inputs, strict=True):
-        for name in ins:
-            if name in candidates:
-                readers.setdefault(name, set()).add(op)
+    readers = view.reader_ops(candidates)
     found = {}
     for name, (t, n) in candidates.items():
         if not readers.get(name, {""}) <= _READERS:
@@ -86,20 +82,10 @@ def gathered_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) 
             table = np.empty((heads.shape[0], rows), heads.dtype)
             table[:, index] = heads  # (of the pairs at one offset, the last is kept)
             if np.array_equal(table[:, index], heads):
-                if _values(table) >= _VALUES:
+                if distinct(table, _VALUES) >= _VALUES:
                     found[name] = table.size
                 break
     return found
-
-
-def _values(table: np.ndarray) -> int:
-    """How many distinct values ``table`` holds, up to 3 (np.unique sorts or hashes them all)."""
-    rest = table.ravel()
-    for seen in range(_VALUES):
-        if not rest.size:
-            return seen
-        rest = rest[rest != rest[0]]
-    return _VALUES
 
 
 def _pairs(dims: Sequence[int]) -> int:

@@ -22,7 +22,6 @@ TorchScript export.)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import numpy as np
 import onnx
 
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import as_floats, elements
+from onnxcost.load.samples import as_floats, distinct, elements, stored_tensors
 from onnxcost.load.tensors import PARAMETER_PATH
 
 _TOLERANCE: dict[int, float] = {
@@ -63,19 +62,19 @@ def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
             applied.add(ins[0])
     candidates = {
         name: t
-        for name, t in _stored(proto, view, applied)
+        for name, t in stored_tensors(proto, view, applied)
         if t.data_type in _TOLERANCE
         and all(d > 0 for d in t.dims)
         and 2 <= math.prod(t.dims) <= _MOST
+        and not PARAMETER_PATH.match(name)  # a model's own: left unread
     }
     if not candidates:
         return frozenset()
-    for op, ins in zip(view.op_types, view.inputs, strict=True):
-        if op not in _READERS:
-            for name in ins:
-                candidates.pop(name, None)  # read by another op too: a weight
+    readers = view.reader_ops(candidates)
     values: dict[str, np.ndarray] = {}
     for name, t in candidates.items():
+        if not readers[name] <= _READERS:
+            continue  # read by another op too: a weight
         numel = math.prod(t.dims)
         first = _values(t, np.arange(min(numel, _FIRST)), path)
         if first is None or bool((np.abs(first) > 1).any()):
@@ -100,22 +99,6 @@ def rotary_tables(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
     return frozenset(found)
 
 
-def _stored(
-    proto: onnx.ModelProto, view: GraphView, names: set[str]
-) -> Iterator[tuple[str, onnx.TensorProto]]:
-    """The main graph's initializers, and its Constants' values under their outputs' names
-    (the TorchScript exporter writes a buffer it reads as a Constant: GPT-J's
-    ``embed_positions``), of those of ``names``."""
-    for t in proto.graph.initializer:
-        if t.name in names and not PARAMETER_PATH.match(t.name):  # (a model's own: not read)
-            yield t.name, t
-    for k, op in enumerate(view.op_types):
-        if op == "Constant" and len(view.outputs[k]) == 1 and view.outputs[k][0] in names:
-            for a in view.order[k].attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    yield view.outputs[k][0], a.t
-
-
 def _values(t: onnx.TensorProto, positions: np.ndarray, path: Path | None) -> np.ndarray | None:
     """``t``'s elements at ``positions`` as float64 values; None where they cannot be read."""
     bits = elements(t, positions, path)
@@ -127,19 +110,9 @@ def _on_the_circle(cos: np.ndarray, sin: np.ndarray, elem_type: int) -> bool:
     the two holds three values or more, as a table over positions does: a scale of ones
     beside a layer scale of 1e-5 (PoolFormer's, 1 + 1e-10) or a mask of ones beside a zero
     bias is none."""
-    if not (_varied(cos) and _varied(sin)):
+    if distinct(cos, 3) < 3 or distinct(sin, 3) < 3:
         return False
     return bool(np.allclose(cos * cos + sin * sin, 1.0, rtol=0.0, atol=_TOLERANCE[elem_type]))
-
-
-def _varied(values: np.ndarray) -> bool:
-    """Whether ``values`` holds three distinct values or more."""
-    rest = values.ravel()
-    for _ in range(3):
-        if not rest.size:
-            return False
-        rest = rest[rest != rest[0]]
-    return True
 
 
 __all__ = ["rotary_tables"]

@@ -9,7 +9,7 @@ Most exports are already in order, and skipping it there keeps the analysis fast
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
@@ -274,6 +274,27 @@ class GraphView:
     def edges(self) -> dict[tuple[str, str], tuple[str, ...]]:
         """(producer, consumer) node names -> the tensors between them."""
         return _edges(self.names, self.inputs, self.outer_reads, self.producer)
+
+    def reader_ops(self, names: Container[str]) -> dict[str, set[str]]:
+        """Each of ``names`` that a node reads -> the op types of the nodes that read it."""
+        found: dict[str, set[str]] = {}
+        for op, ins in zip(self.op_types, self.inputs, strict=True):
+            for name in ins:
+                if name in names:
+                    found.setdefault(name, set()).add(op)
+        return found
+
+    def constant_value(self, name: str) -> onnx.TensorProto | None:
+        """The ``value`` of the Constant node that writes ``name``; None where none does (the
+        TorchScript exporter writes what it folds as Constants)."""
+        k = self.writer.get(name)
+        if k is None or self.op_types[k] != "Constant" or len(self.outputs[k]) != 1:
+            return None
+        for a in self.order[k].attribute:
+            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                value: onnx.TensorProto = a.t
+                return value
+        return None
 
     @cached_property
     def dag(self) -> nx.DiGraph:

@@ -12,12 +12,14 @@ not read from a file) the answer is None.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Set
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
+from onnxcost.load.graph import GraphView
 from onnxcost.load.model import VIRTUAL_LOCATION_PREFIX
 from onnxcost.load.tensors import element_bits
 
@@ -74,4 +76,29 @@ def as_floats(bits: np.ndarray, elem_type: int) -> np.ndarray:
     return bits.view(floats[elem_type])
 
 
-__all__ = ["as_floats", "elements"]
+def stored_tensors(
+    proto: onnx.ModelProto, view: GraphView, names: Set[str]
+) -> Iterator[tuple[str, onnx.TensorProto]]:
+    """The tensors of ``names`` that ``proto``'s main graph (indexed by ``view``) stores:
+    initializers, then Constants' values under their outputs' names."""
+    for t in proto.graph.initializer:
+        if t.name in names:
+            yield t.name, t
+    for name in names:
+        value = view.constant_value(name)
+        if value is not None:
+            yield name, value
+
+
+def distinct(values: np.ndarray, most: int) -> int:
+    """How many distinct values ``values`` holds, counted up to ``most`` (np.unique would sort
+    or hash them all)."""
+    rest = values.ravel()
+    for seen in range(most):
+        if not rest.size:
+            return seen
+        rest = rest[rest != rest[0]]
+    return most
+
+
+__all__ = ["as_floats", "distinct", "elements", "stored_tensors"]

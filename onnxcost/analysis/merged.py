@@ -41,12 +41,11 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
 import onnx
 
 from onnxcost.analysis.scopes import from_dynamo, metadata, name_scopes
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import elements
+from onnxcost.load.samples import all_alike
 from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
 
 FX_NODE = "pkg.torch.onnx.fx_node"
@@ -172,7 +171,7 @@ def merged_params(proto: onnx.ModelProto, view: GraphView, path: Path | None) ->
             continue
         if not PARAMETER_PATH.match(name) and not _folded_params(name, ks, view, modules):
             continue  # a tensor the exporter computed (a folded mask, ``where``): no param
-        if _alike(initializers[name], path):
+        if all_alike(initializers[name], path, MERGED_LIMIT):
             found.shared[name] = {n: m for n, m in modules.items() if m is not None}
             found.readers.update(modules)
             own = name.rpartition(".")[2]
@@ -246,14 +245,6 @@ def _module(node: onnx.NodeProto) -> str | None:
     """The path of the module a node comes from (the last of its name scopes but its own)."""
     scopes = name_scopes(node)  # ['', 'gpt2', ..., 'gpt2.transformer.h.1.ln_2', 'layer_norm_3']
     return scopes[-2] if scopes is not None and len(scopes) >= 2 else None
-
-
-def _alike(t: onnx.TensorProto, path: Path | None) -> bool:
-    """Whether every element of ``t`` is the same (an untrained LayerNorm's ones, a zero
-    bias): the only way params of distinct modules hold one value. False where its data
-    cannot be read here."""
-    got = elements(t, np.arange(math.prod(t.dims)), path)
-    return got is not None and bool((got == got[0]).all())
 
 
 def _dropped_bias(

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 
 from onnxcost.load.graph import GraphView
-from onnxcost.load.samples import elements
+from onnxcost.load.samples import all_alike, elements
 from onnxcost.load.tensors import FLOAT_TYPES, PARAMETER_PATH
 
 SAMPLES = 4096
@@ -185,24 +185,10 @@ def deduplicated(proto: onnx.ModelProto, view: GraphView, path: Path | None) -> 
         if t.data_type not in FLOAT_TYPES or math.prod(t.dims) < 2:
             continue
         if ins[0] not in alike:
-            alike[ins[0]] = _all_alike(t, path)
+            alike[ins[0]] = all_alike(t, path, SAMPLES)
         if alike[ins[0]]:
             found.add(outs[0])
     return frozenset(found)
-
-
-def _all_alike(t: onnx.TensorProto, path: Path | None) -> bool:
-    numel = math.prod(t.dims)
-    positions = (
-        np.arange(numel)
-        if numel <= SAMPLES
-        else np.linspace(0, numel - 1, SAMPLES).astype(np.int64)
-    )
-    got = elements(t, positions, path)
-    if got is None:
-        return False
-    # A weight a zero BatchNorm scale folded into is +0 and -0 (W x 0): its bits differ.
-    return _alike(np.where(got << 1 == 0, 0, got))
 
 
 __all__ = ["SAMPLES", "deduplicated", "tied_copies", "weight_copies"]

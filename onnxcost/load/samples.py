@@ -12,6 +12,7 @@ not read from a file) the answer is None.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Set
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,22 @@ def stored_tensors(
             yield name, value
 
 
+def all_alike(tensor: onnx.TensorProto, model_path: Path | None, samples: int = 4096) -> bool:
+    """Whether every element of ``tensor`` holds one value (+0 and -0 as one: a weight a zero
+    scale was folded into), read whole up to ``samples`` elements, else ``samples`` of them
+    spread over it; False where its data cannot be read here."""
+    numel = math.prod(tensor.dims)
+    if numel <= samples:
+        positions = np.arange(numel)
+    else:
+        positions = np.linspace(0, numel - 1, samples).astype(np.int64)
+    got = elements(tensor, positions, model_path)
+    if got is None or not got.size:
+        return False
+    got = np.where(got << 1 == 0, 0, got)  # (the sign bit alone is -0)
+    return bool((got == got[0]).all())
+
+
 def distinct(values: np.ndarray, most: int) -> int:
     """How many distinct values ``values`` holds, counted up to ``most`` (np.unique would sort
     or hash them all)."""
@@ -101,4 +118,4 @@ def distinct(values: np.ndarray, most: int) -> int:
     return most
 
 
-__all__ = ["as_floats", "distinct", "elements", "stored_tensors"]
+__all__ = ["all_alike", "as_floats", "distinct", "elements", "stored_tensors"]
